@@ -1,0 +1,226 @@
+// Package conformance is the shared behaviour suite every syncstore driver,
+// bundled or third-party, is held to. Each case checks one rule of
+// CONTRACT.md and is named by it ("SEQ-2/rollback-consumes-nothing").
+// Core cases bind every driver; a capability's cases run only when the
+// driver declares the capability (by implementing its interfaces) and
+// are reported as not implemented otherwise — never silently passed.
+//
+// A driver author's whole integration is one test:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Harness{
+//			Name: "mydriver",
+//			Open: func(t conformance.T) driver.Conn { … a fresh, empty, isolated store … },
+//		})
+//	}
+//
+// The same cases run outside go test through RunCases, which is what
+// cmd/conformance uses.
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// T is the part of *testing.T the cases use. *testing.T satisfies it;
+// RunCases supplies its own implementation to run cases outside go test.
+// FailNow, Fatalf, SkipNow and Skipf end the case's goroutine.
+type T interface {
+	Helper()
+	Name() string
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	FailNow()
+	Failed() bool
+	Skipf(format string, args ...any)
+	Cleanup(func())
+	Context() context.Context
+}
+
+// Harness is how the suite reaches a driver.
+type Harness struct {
+	// Name names the driver in reports (e.g. "sqlite").
+	Name string
+	// Open returns a fresh, empty store for one case, isolated from every
+	// other case's, and registers its teardown (Close, drop the database)
+	// with t.Cleanup. It calls t.Fatalf when it cannot. Required.
+	Open func(t T) driver.Conn
+	// Reopen, if set, returns a second Conn to the same store as conn, as
+	// a second server process would open it, and registers its Close with
+	// t.Cleanup. Cases that need two instances are skipped without it.
+	Reopen func(t T, conn driver.Conn) driver.Conn
+	// Capabilities lists the capabilities the driver is expected to
+	// declare. The suite cross-checks it against what type assertion finds
+	// and fails the ERR-3 case on any difference, so a capability is never
+	// lost silently (for instance by a wrapper).
+	Capabilities []driver.Capability
+	// ParallelPartitions says the engine lets transactions on different
+	// partitions run at the same time (TX-1). When true, the suite checks
+	// that a Tx on one partition never waits for a Tx on another.
+	ParallelPartitions bool
+}
+
+// Case is one conformance case.
+type Case struct {
+	// Name is the rule ID, a slash and a short description:
+	// "SEQ-2/rollback-consumes-nothing".
+	Name string
+	// Capability is "" for a core case, else the capability it checks.
+	Capability driver.Capability
+	// Run checks the rule. It opens its own stores through h.
+	Run func(t T, h Harness)
+}
+
+// Rule returns the rule ID of the case (the part of Name before "/").
+func (c Case) Rule() string {
+	rule, _, _ := strings.Cut(c.Name, "/")
+	return rule
+}
+
+var registry []Case
+
+// register adds cases to the suite; called from init in each rule file.
+func register(cs ...Case) { registry = append(registry, cs...) }
+
+// groupOrder fixes the report order of rule groups (CONTRACT.md order).
+var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "SCAN", "PR", "CR", "REG", "HZ", "ERR",
+	"RX", "AQ", "IXL", "BLOB", "ADM", "FAN"}
+
+func ruleKey(rule string) (int, int) {
+	group, num, _ := strings.Cut(rule, "-")
+	g := len(groupOrder)
+	for i, name := range groupOrder {
+		if name == group {
+			g = i
+		}
+	}
+	n, _ := strconv.Atoi(num)
+	return g, n
+}
+
+// Cases returns every case of the suite in contract order (rule group,
+// rule number, then registration order).
+func Cases() []Case {
+	out := append([]Case(nil), registry...)
+	sort.SliceStable(out, func(i, j int) bool {
+		gi, ni := ruleKey(out[i].Rule())
+		gj, nj := ruleKey(out[j].Rule())
+		if gi != gj {
+			return gi < gj
+		}
+		return ni < nj
+	})
+	return out
+}
+
+// Run runs every case against h as subtests of t, one subtest per case
+// named by the case. Cases of a capability the driver does not declare are
+// skipped with "not implemented: capability …".
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.Open == nil {
+		t.Fatal("conformance: Harness.Open is required")
+	}
+	declared := declaredCapabilities(t, h)
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if c.Capability != "" && !declared[c.Capability] {
+				t.Skipf("not implemented: capability %s", c.Capability)
+			}
+			c.Run(t, h)
+		})
+	}
+}
+
+// declaredCapabilities opens one store and reports which capabilities its
+// Conn declares (by type assertion).
+func declaredCapabilities(t T, h Harness) map[driver.Capability]bool {
+	conn := h.Open(t)
+	out := map[driver.Capability]bool{}
+	for _, c := range driver.ConnCapabilities(conn) {
+		out[c] = true
+	}
+	return out
+}
+
+// RunOptions configure RunCases.
+type RunOptions struct {
+	// Match, if set, selects the cases whose Name it matches.
+	Match *regexp.Regexp
+	// CaseTimeout bounds one case; 0 means 2 minutes.
+	CaseTimeout time.Duration
+	// OnStart and OnResult, if set, are called before and after each case
+	// (for live progress).
+	OnStart  func(c Case)
+	OnResult func(r CaseResult)
+}
+
+// Status is the outcome of one case.
+type Status string
+
+// The case outcomes.
+const (
+	StatusPass           Status = "PASS"
+	StatusFail           Status = "FAIL"
+	StatusSkip           Status = "SKIP"
+	StatusNotImplemented Status = "NOT IMPLEMENTED"
+)
+
+// CaseResult is the outcome of one case.
+type CaseResult struct {
+	Name       string            `json:"name"`
+	Rule       string            `json:"rule"`
+	Capability driver.Capability `json:"capability,omitempty"`
+	Status     Status            `json:"status"`
+	Duration   time.Duration     `json:"durationNs"`
+	// Output holds the case's log, error and skip messages in order.
+	Output []string `json:"output,omitempty"`
+}
+
+// CapabilityStatus is one row of the capability matrix.
+type CapabilityStatus struct {
+	Capability driver.Capability `json:"capability"`
+	Declared   bool              `json:"declared"`
+	Expected   bool              `json:"expected"`
+}
+
+// Report is the outcome of RunCases.
+type Report struct {
+	Driver        string             `json:"driver"`
+	EngineVersion string             `json:"engineVersion,omitempty"`
+	Capabilities  []CapabilityStatus `json:"capabilities"`
+	Cases         []CaseResult       `json:"cases"`
+	Passed        int                `json:"passed"`
+	Failed        int                `json:"failed"`
+	Skipped       int                `json:"skipped"`
+	Duration      time.Duration      `json:"durationNs"`
+}
+
+// FailedRules returns the sorted, distinct rule IDs of the failed cases.
+func (r Report) FailedRules() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range r.Cases {
+		if c.Status == StatusFail && !seen[c.Rule] {
+			seen[c.Rule] = true
+			out = append(out, c.Rule)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Summary returns "N passed, N failed, N skipped".
+func (r Report) Summary() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.Passed, r.Failed, r.Skipped)
+}

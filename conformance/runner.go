@@ -1,0 +1,189 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	gosync "sync"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// RunCases runs the suite against h outside go test and returns the report.
+// It returns an error only when the harness itself cannot open a store.
+func RunCases(ctx context.Context, h Harness, opts RunOptions) (Report, error) {
+	if h.Open == nil {
+		return Report{}, fmt.Errorf("conformance: Harness.Open is required")
+	}
+	start := time.Now()
+	rep := Report{Driver: h.Name}
+
+	probe := newRunT(ctx, "probe")
+	var declared map[driver.Capability]bool
+	probe.run(func() {
+		declared = declaredCapabilities(probe, h)
+		conn := h.Open(probe)
+		if v, ok := conn.(driver.EngineVersioner); ok {
+			if s, err := v.EngineVersion(probe.Context()); err == nil {
+				rep.EngineVersion = s
+			}
+		}
+	})
+	if probe.Failed() || declared == nil {
+		return rep, fmt.Errorf("conformance: harness cannot open a store: %v", probe.output)
+	}
+	expected := map[driver.Capability]bool{}
+	for _, c := range h.Capabilities {
+		expected[c] = true
+	}
+	for _, c := range driver.AllCapabilities {
+		rep.Capabilities = append(rep.Capabilities, CapabilityStatus{Capability: c, Declared: declared[c], Expected: expected[c]})
+	}
+
+	timeout := opts.CaseTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	for _, c := range Cases() {
+		if opts.Match != nil && !opts.Match.MatchString(c.Name) {
+			continue
+		}
+		if opts.OnStart != nil {
+			opts.OnStart(c)
+		}
+		res := CaseResult{Name: c.Name, Rule: c.Rule(), Capability: c.Capability}
+		if c.Capability != "" && !declared[c.Capability] {
+			res.Status = StatusNotImplemented
+			res.Output = []string{"not implemented: capability " + string(c.Capability)}
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			rt := newRunT(cctx, c.Name)
+			t0 := time.Now()
+			if !rt.run(func() { c.Run(rt, h) }) {
+				rt.Errorf("case did not finish within %s", timeout)
+			}
+			cancel()
+			res.Duration = time.Since(t0)
+			res.Output = rt.lines()
+			switch {
+			case rt.Failed():
+				res.Status = StatusFail
+			case rt.skipped:
+				res.Status = StatusSkip
+			default:
+				res.Status = StatusPass
+			}
+		}
+		switch res.Status {
+		case StatusPass:
+			rep.Passed++
+		case StatusFail:
+			rep.Failed++
+		default:
+			rep.Skipped++
+		}
+		rep.Cases = append(rep.Cases, res)
+		if opts.OnResult != nil {
+			opts.OnResult(res)
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// runT is the T that RunCases hands to cases. FailNow and SkipNow end the
+// case's goroutine with runtime.Goexit, as *testing.T does.
+type runT struct {
+	ctx      context.Context
+	name     string
+	mu       gosync.Mutex
+	failed   bool
+	skipped  bool
+	output   []string
+	cleanups []func()
+}
+
+func newRunT(ctx context.Context, name string) *runT { return &runT{ctx: ctx, name: name} }
+
+// run runs f in its own goroutine, then the cleanups (last first). It
+// reports false when the context ended before f returned; the goroutine is
+// then abandoned, as a hung case cannot be stopped from outside.
+func (t *runT) run(f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("panic: %v", r)
+			}
+		}()
+		f()
+	}()
+	finished := true
+	select {
+	case <-done:
+	case <-t.ctx.Done():
+		finished = false
+	}
+	t.mu.Lock()
+	cleanups := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("panic in cleanup: %v", r)
+				}
+			}()
+			cleanups[i]()
+		}()
+	}
+	return finished
+}
+
+func (t *runT) log(s string) {
+	t.mu.Lock()
+	t.output = append(t.output, s)
+	t.mu.Unlock()
+}
+
+func (t *runT) lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.output...)
+}
+
+func (t *runT) Helper()                           {}
+func (t *runT) Name() string                      { return t.name }
+func (t *runT) Context() context.Context          { return t.ctx }
+func (t *runT) Logf(format string, args ...any)   { t.log(fmt.Sprintf(format, args...)) }
+func (t *runT) Errorf(format string, args ...any) { t.log(fmt.Sprintf(format, args...)); t.fail() }
+func (t *runT) Fatalf(format string, args ...any) { t.Errorf(format, args...); t.FailNow() }
+func (t *runT) FailNow()                          { t.fail(); runtime.Goexit() }
+func (t *runT) Skipf(format string, args ...any) {
+	t.log(fmt.Sprintf(format, args...))
+	t.mu.Lock()
+	t.skipped = true
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (t *runT) fail() {
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+}
+
+func (t *runT) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+func (t *runT) Cleanup(f func()) {
+	t.mu.Lock()
+	t.cleanups = append(t.cleanups, f)
+	t.mu.Unlock()
+}

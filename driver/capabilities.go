@@ -1,0 +1,311 @@
+package driver
+
+import "context"
+
+// Capability names an optional group of rules a driver may declare by
+// implementing its interfaces. Detection is by type assertion only, never
+// by driver name.
+type Capability string
+
+// The optional capabilities of CONTRACT.md.
+const (
+	CapReactions          Capability = "reactions"
+	CapAuthoritativeQuery Capability = "authoritative-query"
+	CapIndexLookup        Capability = "index-lookup"
+	CapBlobRefs           Capability = "blob-refs"
+	CapAdmin              Capability = "admin"
+	CapCommitFanout       Capability = "commit-fanout"
+)
+
+// AllCapabilities lists every optional capability in a fixed order.
+var AllCapabilities = []Capability{
+	CapReactions, CapAuthoritativeQuery, CapIndexLookup, CapBlobRefs, CapAdmin, CapCommitFanout,
+}
+
+// HasTxHalf reports whether the capability has a Tx half.
+func (c Capability) HasTxHalf() bool {
+	switch c {
+	case CapReactions, CapIndexLookup, CapBlobRefs:
+		return true
+	}
+	return false
+}
+
+// ConnHas reports whether conn implements the Conn half of c.
+func ConnHas(conn Conn, c Capability) bool {
+	switch c {
+	case CapReactions:
+		_, ok := conn.(ReactionsConn)
+		return ok
+	case CapAuthoritativeQuery:
+		_, ok := conn.(AuthoritativeQueryConn)
+		return ok
+	case CapIndexLookup:
+		_, ok := conn.(IndexLookupConn)
+		return ok
+	case CapBlobRefs:
+		_, ok := conn.(BlobRefsConn)
+		return ok
+	case CapAdmin:
+		_, ok := conn.(AdminConn)
+		return ok
+	case CapCommitFanout:
+		_, ok := conn.(CommitFanoutConn)
+		return ok
+	}
+	return false
+}
+
+// TxHas reports whether tx implements the Tx half of c. For a capability
+// without a Tx half it reports false.
+func TxHas(tx Tx, c Capability) bool {
+	switch c {
+	case CapReactions:
+		_, ok := tx.(ReactionsTx)
+		return ok
+	case CapIndexLookup:
+		_, ok := tx.(IndexLookupTx)
+		return ok
+	case CapBlobRefs:
+		_, ok := tx.(BlobRefsTx)
+		return ok
+	}
+	return false
+}
+
+// ConnCapabilities returns the capabilities whose Conn half conn
+// implements, in AllCapabilities order. It does not check Tx halves: the
+// conformance suite does (ERR-3).
+func ConnCapabilities(conn Conn) []Capability {
+	var out []Capability
+	for _, c := range AllCapabilities {
+		if ConnHas(conn, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ---- reactions (RX) ----
+
+// ReactionStatus is the state of a reaction.
+type ReactionStatus string
+
+// The reaction states: pending → leased → completed | pending (retry) |
+// dead-letter; dead-letter → pending (operator retry).
+const (
+	ReactionPending    ReactionStatus = "pending"
+	ReactionLeased     ReactionStatus = "leased"
+	ReactionCompleted  ReactionStatus = "completed"
+	ReactionDeadLetter ReactionStatus = "dead_letter"
+)
+
+// ReactionInput is one reaction to enqueue (RX-1). Key ≤ 256 bytes and
+// Type ≤ 255 bytes (V-2); MaxAttempts ≥ 1; Payload is a JSON document.
+type ReactionInput struct {
+	Key         string
+	Type        string
+	Payload     JSON
+	MaxAttempts int
+	CreatedAtMs int64
+}
+
+// ReactionFailure is the last failure recorded for a reaction (RX-6).
+// Details is bounded JSON (≤ 8 KiB); no exception text is stored.
+type ReactionFailure struct {
+	Code    string
+	Details JSON
+	AtMs    int64
+}
+
+// Reaction is a stored reaction.
+type Reaction struct {
+	Key              string
+	Type             string
+	Payload          JSON
+	Status           ReactionStatus
+	Attempts         int
+	MaxAttempts      int
+	SourceCommitSeq  int64
+	CreatedAtMs      int64
+	AvailableAtMs    int64
+	LeaseOwner       string
+	LeaseExpiresAtMs int64
+	LastFailure      *ReactionFailure
+	UpdatedAtMs      int64
+}
+
+// ClaimRequest leases due reactions (RX-2). Types empty = every type.
+// LeaseMs > 0; Limit 1…10,000.
+type ClaimRequest struct {
+	Owner   string
+	Types   []string
+	NowMs   int64
+	LeaseMs int64
+	Limit   int
+}
+
+// FailRequest records a failed attempt (RX-6). With Retry, the reaction
+// becomes pending at RetryAtMs; without, it is dead-lettered at NowMs.
+type FailRequest struct {
+	NowMs     int64
+	Retry     bool
+	RetryAtMs int64
+	Code      string
+	Details   JSON
+}
+
+// ReactionListQuery filters ListReactions (RX-8). Empty slices match all.
+type ReactionListQuery struct {
+	Statuses []ReactionStatus
+	Types    []string
+	Limit    int
+}
+
+// ReactionPruneRequest bounds PruneReactions (RX-9): completed rows with
+// UpdatedAtMs < CompletedBeforeMs and dead-letter rows with UpdatedAtMs <
+// DeadLetterBeforeMs, oldest first, at most Limit in all.
+type ReactionPruneRequest struct {
+	CompletedBeforeMs  int64
+	DeadLetterBeforeMs int64
+	Limit              int
+}
+
+// ReactionsConn is the Conn half of the reactions capability (RX-2…RX-10).
+// Every method that takes an owner succeeds (true) only while the reaction
+// is leased to that owner; otherwise it returns false and changes nothing
+// (RX-5).
+type ReactionsConn interface {
+	ClaimReactions(ctx context.Context, partition string, req ClaimRequest) ([]Reaction, error)
+	CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error)
+	ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error)
+	FailReaction(ctx context.Context, partition, key, owner string, req FailRequest) (bool, error)
+	// RetryReaction turns a dead-letter reaction into pending with
+	// attempts 0 (RX-7); any other state → false.
+	RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error)
+	ListReactions(ctx context.Context, partition string, q ReactionListQuery) ([]Reaction, error)
+	PruneReactions(ctx context.Context, partition string, req ReactionPruneRequest) (map[ReactionStatus]int64, error)
+}
+
+// ReactionsTx is the Tx half of the reactions capability (RX-1): reactions
+// land with the Tx's commit and vanish with its rollback. An existing key
+// in the partition → CodeDuplicateReactionKey.
+type ReactionsTx interface {
+	EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []ReactionInput) error
+}
+
+// ---- authoritative query (AQ) ----
+
+// Query is a host-registered SELECT (AQ-1): SQL in the portable
+// SQLite-family dialect with `?`/`?N` parameters, Args bound in order, and
+// Tables the declared tables it reads.
+type Query struct {
+	SQL    string
+	Args   []any
+	Tables []string
+}
+
+// QueryResult holds the rows of a query (values int64 | float64 | string |
+// []byte | bool | nil) and the MaxCommitSeq of the same snapshot (AQ-4).
+type QueryResult struct {
+	Columns      []string
+	Rows         [][]any
+	MaxCommitSeq int64
+}
+
+// AuthoritativeQueryConn is the authoritative-query capability (AQ-1…AQ-5).
+// It has no Tx half.
+type AuthoritativeQueryConn interface {
+	AuthoritativeQuery(ctx context.Context, partition string, q Query) (QueryResult, error)
+}
+
+// ---- index lookup (IXL) ----
+
+// IndexQuery is an exact lookup through a declared index (IXL-1). Values
+// has one value per index column (nil matches NULL); Limit 1…1,000.
+type IndexQuery struct {
+	Table      string
+	Index      string
+	Values     []any
+	AfterRowID string
+	Limit      int
+}
+
+// IndexLookupConn is the Conn half of the index-lookup capability.
+type IndexLookupConn interface {
+	ScanRowsByIndex(ctx context.Context, partition string, q IndexQuery) ([]Row, error)
+}
+
+// IndexLookupTx is the Tx half: the lookup sees staged writes (IXL-3).
+type IndexLookupTx interface {
+	ScanRowsByIndex(ctx context.Context, q IndexQuery) ([]Row, error)
+}
+
+// ---- blob refs (BLOB) ----
+
+// BlobRowRef is a row that references a blob (BLOB-1).
+type BlobRowRef struct {
+	Table  string
+	RowID  string
+	Scopes Scopes
+}
+
+// BlobRefsConn is the Conn half of the blob-refs capability (BLOB-1).
+type BlobRefsConn interface {
+	ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]BlobRowRef, error)
+	ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error)
+}
+
+// BlobRefsTx is the Tx half: SetBlobRefs replaces the row's set (empty
+// clears); deleting the row clears it.
+type BlobRefsTx interface {
+	SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error
+}
+
+// ---- admin (ADM) ----
+
+// CommitMeta describes one commit without its changes (ADM-1).
+type CommitMeta struct {
+	Seq            int64
+	ClientID       string
+	ClientCommitID string
+	ActorID        string
+	CreatedAtMs    int64
+	ChangeCount    int
+}
+
+// ScopeActivity counts the changes matching a filter in a seq range (ADM-1).
+type ScopeActivity struct {
+	Commits int64
+	Changes int64
+}
+
+// AdminConn is the admin capability: read-only console views (ADM-1).
+type AdminConn interface {
+	// ListClientRecords returns client records newest first (UpdatedAtMs desc, client id desc).
+	ListClientRecords(ctx context.Context, partition string, limit int) ([]ClientRecord, error)
+	// ListCommitMeta returns commits with seq < beforeSeq (0 = from the
+	// newest), newest first.
+	ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]CommitMeta, error)
+	// ScopeActivity counts only matching changes in afterSeq < seq ≤ throughSeq.
+	ScopeActivity(ctx context.Context, partition, table string, filter ScopeFilter, afterSeq, throughSeq int64) (ScopeActivity, error)
+	// RowScopes returns the scopes of a current row and true, or false.
+	RowScopes(ctx context.Context, partition, table, rowID string) (Scopes, bool, error)
+}
+
+// ---- commit fanout (FAN) ----
+
+// CommitWake tells another instance that a commit landed (FAN-1).
+type CommitWake struct {
+	Partition string
+	CommitSeq int64
+}
+
+// CommitFanoutConn is the commit-fanout capability (FAN-1): after a commit
+// lands, every subscriber of every Conn on the same store receives a wake,
+// including after a listener reconnect (a catch-up wake, never silence).
+type CommitFanoutConn interface {
+	// SubscribeCommits delivers wakes on the returned channel until ctx
+	// ends, then closes it.
+	SubscribeCommits(ctx context.Context) (<-chan CommitWake, error)
+}

@@ -1,0 +1,177 @@
+// Package driver defines the seam between syncstore and a storage engine:
+// the interfaces a driver implements, the plain types that cross the seam,
+// and the one error type with its stable codes. It imports only the
+// standard library, so a third-party driver depends on nothing else.
+//
+// # Writing a driver
+//
+//  1. Implement Driver, Conn and Tx. Every method of Conn and Tx is core:
+//     CONTRACT.md's rule groups SCH, ROW/VAL, P, TX, SEQ, WIN, SCAN, PR, CR,
+//     REG, HZ and ERR bind every driver. Each method's comment names its
+//     rules.
+//  2. Input is already valid. The sync package enforces group V (ids,
+//     values, limits, filters, schema identifiers) before a driver is
+//     called, so a driver never sees malformed input; it must still behave
+//     exactly as stated on valid input, including edge values.
+//  3. Return *Error values with the codes of errors.go. Wrap engine errors
+//     with Wrap(CodeInternal or CodeUnavailable, err, "what failed"); never
+//     put a row value, scope value or partition name in a message (V-10).
+//  4. Register in init: sync.Register("name", YourDriver{}).
+//  5. Optional capabilities (capabilities.go) are pairs of interfaces: a
+//     Conn half and, where a push writes, a Tx half. Implement both halves
+//     or neither; conformance fails a driver with one half (ERR-3).
+//  6. Run the conformance suite: conformance.Run(t, harness) in a test of
+//     your own package, or cmd/conformance. See docs/writing-a-driver.md.
+//
+// The rules that most often trip a new driver: a Tx serializes against
+// every other Tx of the same partition from Begin to its end (TX-1); ids
+// order bytewise (SCAN-1); the first push result written wins (PR-3); a
+// window read never splits a commit (WIN-4); a rolled-back Tx consumes no
+// commit number (SEQ-2).
+package driver
+
+import "context"
+
+// Driver opens connections to one kind of engine. Implementations are
+// registered by name with sync.Register and must be safe for concurrent use.
+type Driver interface {
+	// Open connects to the store described by dsn (its form is the
+	// driver's; see its package doc). It returns CodeUnavailable when the
+	// engine cannot be reached within ctx, CodeInvalidArgument for a
+	// malformed DSN. The returned Conn is safe for concurrent use.
+	Open(ctx context.Context, dsn string) (Conn, error)
+}
+
+// Conn is an open store: the core contract every driver implements. All
+// methods are safe for concurrent use. Reads outside a Tx see only
+// committed data (TX-4). Times are epoch milliseconds, sequences int64.
+//
+// Partition arguments are valid per V-1; an unknown partition reads as
+// empty (P-2). Nothing ever crosses partitions (P-1).
+type Conn interface {
+	// EnsureSchema makes the store's application tables match schema
+	// (SCH-3…SCH-7). schema has been compiled by sync (SCH-1, SCH-2).
+	// Errors: CodeSchemaMismatch, CodeSchemaNewer,
+	// CodeSchemaMigrationUnsupported; on any error nothing changes.
+	// Until it succeeds, every table is unknown (CodeUnknownTable, SCH-8).
+	EnsureSchema(ctx context.Context, schema Schema) error
+
+	// Begin starts a write transaction on partition (TX-1). It blocks
+	// until every other Tx of that partition has ended, or ctx ends
+	// (returning ctx's error wrapped as CodeUnavailable). It never waits for
+	// transactions of other partitions on engines that allow that.
+	Begin(ctx context.Context, partition string) (Tx, error)
+
+	// MaxCommitSeq returns the highest commitSeq ever committed in the
+	// partition, 0 if none (SEQ-5). It never drops, pruning included.
+	MaxCommitSeq(ctx context.Context, partition string) (int64, error)
+	// ReadCommitWindow returns the commits selected by q, oldest first
+	// (WIN-1…WIN-7). Errors: CodeUnknownTable.
+	ReadCommitWindow(ctx context.Context, partition string, q WindowQuery) ([]Commit, error)
+	// CommitSeqBefore returns the largest retained commitSeq created
+	// strictly before atMs, else 0 (HZ-3).
+	CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error)
+
+	// GetRow returns the current row and true, or a zero Row and false
+	// when it does not exist (ROW-4). Errors: CodeUnknownTable.
+	GetRow(ctx context.Context, partition, table, id string) (Row, bool, error)
+	// ScanRows returns current rows selected by q, ascending bytewise by
+	// id, at most q.Limit (SCAN-1…SCAN-5). Errors: CodeUnknownTable.
+	ScanRows(ctx context.Context, partition string, q ScanQuery) ([]Row, error)
+
+	// GetPushResult returns the stored push result and true, or false
+	// (PR-2). A stored result that cannot be decoded → CodeIdempotencyCacheMiss (PR-5).
+	GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (PushResult, bool, error)
+
+	// HorizonSeq returns the partition's pruning horizon, 0 by default (HZ-1).
+	HorizonSeq(ctx context.Context, partition string) (int64, error)
+	// SetHorizonSeq raises the horizon to seq. A seq below the current
+	// horizon is a no-op; a seq above MaxCommitSeq → CodeInvalidHorizon (HZ-1).
+	SetHorizonSeq(ctx context.Context, partition string, seq int64) error
+	// PruneCommitsThrough deletes the commits ≤ seq with their changes and
+	// index entries, atomically, and returns how many commits it removed.
+	// seq > horizon → CodeInvalidHorizon. Nothing else changes (HZ-2).
+	PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error)
+
+	// GetClientRecord returns the client's record and true, or false (CR-1).
+	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
+	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
+	PutClientRecord(ctx context.Context, partition string, rec ClientRecord) error
+	// ListClientCursors returns the cursor of every client record of the
+	// partition, ascending bytewise by client id (CR-2).
+	ListClientCursors(ctx context.Context, partition string) ([]ClientCursor, error)
+
+	// TouchPartition registers the partition with initialEpoch and
+	// EpochRequired=false, or refreshes only UpdatedAtMs of an existing
+	// entry (initialEpoch is then ignored). Returns the stored entry (REG-1).
+	TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (PartitionEntry, error)
+	// RotatePartitionLogEpoch atomically sets the entry's epoch,
+	// EpochRequired=true and UpdatedAtMs, registering the partition if
+	// needed, and deletes the partition's client records. Nothing else
+	// changes (REG-2). Returns the stored entry.
+	RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (PartitionEntry, error)
+	// ListPartitionRegistry returns registry entries with partition >
+	// afterPartition, ascending bytewise, at most limit (1…10,000) (REG-3).
+	ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]PartitionEntry, error)
+	// ListPartitions returns the names of registered partitions >
+	// afterPartition, ascending bytewise, at most limit (REG-3).
+	ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error)
+
+	// Close releases the connection's resources. Operations after Close
+	// fail; a second Close is a no-op.
+	Close() error
+}
+
+// Tx is a write transaction on one partition (rule group TX). It is used by
+// one goroutine at a time. Reads inside it see its own writes (TX-3);
+// nothing of it is visible outside before Commit (TX-4). After Commit or
+// Rollback every method returns CodeTxFinished, except Rollback, which is
+// then a no-op (TX-5). If ctx is cancelled the Tx fails and nothing of it
+// is written (TX-6).
+type Tx interface {
+	// Partition returns the partition the Tx writes.
+	Partition() string
+
+	// GetRow, ScanRows and GetPushResult are Conn's reads, seeing the Tx's
+	// own staged writes (TX-3).
+	GetRow(ctx context.Context, table, id string) (Row, bool, error)
+	ScanRows(ctx context.Context, q ScanQuery) ([]Row, error)
+	GetPushResult(ctx context.Context, clientID, clientCommitID string) (PushResult, bool, error)
+
+	// UpsertRow creates or fully replaces the row with row.ID, replacing
+	// its scope-index entries (ROW-1, ROW-2). It replaces only on the row's
+	// own primary key: a collision on a declared unique index fails with
+	// CodeConstraintViolation and changes nothing, and the Tx stays usable
+	// (SCH-10, TX-8). Errors: CodeUnknownTable.
+	UpsertRow(ctx context.Context, table string, row Row) error
+	// DeleteRow removes the row and its scope-index entries; deleting a
+	// missing row is a no-op (ROW-3). Errors: CodeUnknownTable.
+	DeleteRow(ctx context.Context, table, id string) error
+
+	// AppendCommit records a commit and returns its commitSeq: the
+	// partition's max + 1; two commits in one Tx get consecutive numbers
+	// (SEQ-1…SEQ-3). The number is consumed only if the Tx commits (SEQ-2).
+	AppendCommit(ctx context.Context, c CommitInput) (int64, error)
+	// PutPushResult stores r under (clientID, clientCommitID) unless a
+	// result is already stored there, committed or staged in this Tx: the
+	// first writer wins and a later put is ignored without error (PR-3).
+	PutPushResult(ctx context.Context, clientID, clientCommitID string, r PushResult) error
+	// CommitRejected discards every write staged in the Tx, stores r as in
+	// PutPushResult and finishes the Tx, without releasing the partition in
+	// between (TX-8). It works after a constraint error inside the Tx.
+	CommitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error
+
+	// Commit makes every write of the Tx visible at once (TX-2). On an
+	// optimistic engine it may fail with CodeWriteConflict, and then
+	// nothing was written (TX-9). On any error nothing was written.
+	Commit(ctx context.Context) error
+	// Rollback discards every write of the Tx (TX-2); a second call is a
+	// no-op (TX-5).
+	Rollback(ctx context.Context) error
+}
+
+// EngineVersioner is implemented by a Conn that can report the version of
+// the engine it talks to (e.g. "SQLite 3.50.4"). Optional; reports use it.
+type EngineVersioner interface {
+	EngineVersion(ctx context.Context) (string, error)
+}

@@ -1,0 +1,179 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is the stable, machine-readable identity of an error (ERR-1). Codes
+// never change meaning between releases; messages may.
+type Code string
+
+// The error codes of CONTRACT.md. Each has a sentinel below for errors.Is.
+const (
+	// CodeInvalidArgument: an argument breaks a V rule (V-1, V-2, V-8, REG-1).
+	CodeInvalidArgument Code = "sync.storage.invalid_argument"
+	// CodeInvalidValue: a row value or scope does not fit its column (V-3, V-4).
+	CodeInvalidValue Code = "sync.storage.invalid_value"
+	// CodeInvalidLimit: a limit outside 1…10,000 (index lookup 1…1,000) (V-5).
+	CodeInvalidLimit Code = "sync.storage.invalid_limit"
+	// CodeScanRequiresScope: a scope filter with no keys (V-6).
+	CodeScanRequiresScope Code = "sync.storage.scan_requires_scope"
+	// CodeInvalidClientID: a client id with the reserved server-command prefix (V-7).
+	CodeInvalidClientID Code = "sync.invalid_client_id"
+	// CodeSchemaInvalid: a schema that does not compile (SCH-1, SCH-2).
+	CodeSchemaInvalid Code = "sync.storage.schema_invalid"
+	// CodeSchemaMismatch: same version, different stored layout (SCH-4).
+	CodeSchemaMismatch Code = "sync.storage.schema_mismatch"
+	// CodeSchemaNewer: the stored version is newer than the given one (SCH-5).
+	CodeSchemaNewer Code = "sync.storage.schema_newer"
+	// CodeSchemaMigrationUnsupported: a version change outside SCH-6's list.
+	CodeSchemaMigrationUnsupported Code = "sync.storage.schema_migration_unsupported"
+	// CodeUnknownTable: a table that is not in the ensured schema (SCH-8).
+	CodeUnknownTable Code = "sync.storage.unknown_table"
+	// CodeConstraintViolation: a unique-index collision in one partition (SCH-10).
+	CodeConstraintViolation Code = "sync.storage.constraint_violation"
+	// CodeTxFinished: an operation on a committed or rolled-back Tx (TX-5).
+	CodeTxFinished Code = "sync.storage.tx_finished"
+	// CodeWriteConflict: an optimistic engine lost a race; nothing was
+	// written; retry the whole transaction (TX-9). Retryable.
+	CodeWriteConflict Code = "sync.storage.write_conflict"
+	// CodeIdempotencyCacheMiss: a stored push result cannot be decoded (PR-5). Retryable.
+	CodeIdempotencyCacheMiss Code = "sync.idempotency_cache_miss"
+	// CodeInvalidHorizon: a horizon or prune bound outside HZ-1/HZ-2.
+	CodeInvalidHorizon Code = "sync.storage.invalid_horizon"
+	// CodeUnavailable: the engine could not be reached or answered with a
+	// transient failure. Retryable.
+	CodeUnavailable Code = "sync.storage.unavailable"
+	// CodeUnsupported: the driver lacks the capability asked for (ERR-2).
+	CodeUnsupported Code = "sync.storage.unsupported"
+	// CodeDuplicateReactionKey: a reaction key already exists in the partition (RX-1).
+	CodeDuplicateReactionKey Code = "sync.storage.duplicate_reaction_key"
+	// CodeQueryInvalid: an authoritative query outside AQ-1/AQ-2.
+	CodeQueryInvalid Code = "sync.storage.query_invalid"
+	// CodeIndexNotFound: an index lookup on an undeclared index (IXL-2).
+	CodeIndexNotFound Code = "sync.storage.index_not_found"
+	// CodeIndexValueCountMismatch: an index lookup with the wrong number of values (IXL-2).
+	CodeIndexValueCountMismatch Code = "sync.storage.index_value_count_mismatch"
+	// CodeInternal: an engine failure the driver could not classify. Not
+	// retryable; the message names the operation, never a value (V-10).
+	CodeInternal Code = "sync.storage.internal"
+)
+
+// Retryable reports whether an operation that failed with c may succeed
+// when retried unchanged (ERR-1).
+func (c Code) Retryable() bool {
+	switch c {
+	case CodeWriteConflict, CodeIdempotencyCacheMiss, CodeUnavailable:
+		return true
+	}
+	return false
+}
+
+// Error is the one error type of syncstore (ERR-1). Every error a Store or a
+// conforming driver returns is an *Error or wraps one.
+//
+// errors.Is(err, ErrXxx) matches any *Error with the same Code, so callers
+// test codes with the sentinels below; errors.As gives the details.
+// Messages never contain row values, scope values or partition names (V-10).
+type Error struct {
+	// Code is the stable identity of the error.
+	Code Code
+	// Message is a human-readable explanation; not stable.
+	Message string
+	// Column names the offending column for CodeInvalidValue, else "".
+	Column string
+	// Capability names the missing capability for CodeUnsupported, else "".
+	Capability Capability
+	// OpIndex is the index of the failing operation inside a push when the
+	// caller knows it (CodeConstraintViolation, SCH-10), else -1.
+	OpIndex int
+	// Err is the underlying cause, if any (an engine error). It is returned
+	// by Unwrap but never printed in Error's text beyond its own message.
+	Err error
+}
+
+// Errorf returns an *Error with the given code, a formatted message and
+// OpIndex -1. Never pass row values, scope values or partition names as
+// arguments (V-10).
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), OpIndex: -1}
+}
+
+// Wrap returns an *Error with the given code and message that wraps cause.
+// If cause already is (or wraps) an *Error, cause is returned unchanged, so
+// an inner classification is never overwritten.
+func Wrap(code Code, cause error, format string, args ...any) error {
+	if cause == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(cause, &e) {
+		return cause
+	}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), OpIndex: -1, Err: cause}
+}
+
+// Error implements error: "code: message".
+func (e *Error) Error() string {
+	msg := string(e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same Code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Retryable reports whether the failed operation may succeed when retried.
+func (e *Error) Retryable() bool { return e.Code.Retryable() }
+
+// CodeOf returns the Code of the first *Error in err's chain, or "" when
+// there is none (err == nil included).
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// IsRetryable reports whether err carries a retryable code.
+func IsRetryable(err error) bool { return CodeOf(err).Retryable() }
+
+// Sentinels for errors.Is; one per Code. Never returned themselves with
+// extra detail: return a fresh *Error (Errorf) carrying the same Code.
+var (
+	ErrInvalidArgument            = &Error{Code: CodeInvalidArgument, OpIndex: -1}
+	ErrInvalidValue               = &Error{Code: CodeInvalidValue, OpIndex: -1}
+	ErrInvalidLimit               = &Error{Code: CodeInvalidLimit, OpIndex: -1}
+	ErrScanRequiresScope          = &Error{Code: CodeScanRequiresScope, OpIndex: -1}
+	ErrInvalidClientID            = &Error{Code: CodeInvalidClientID, OpIndex: -1}
+	ErrSchemaInvalid              = &Error{Code: CodeSchemaInvalid, OpIndex: -1}
+	ErrSchemaMismatch             = &Error{Code: CodeSchemaMismatch, OpIndex: -1}
+	ErrSchemaNewer                = &Error{Code: CodeSchemaNewer, OpIndex: -1}
+	ErrSchemaMigrationUnsupported = &Error{Code: CodeSchemaMigrationUnsupported, OpIndex: -1}
+	ErrUnknownTable               = &Error{Code: CodeUnknownTable, OpIndex: -1}
+	ErrConstraintViolation        = &Error{Code: CodeConstraintViolation, OpIndex: -1}
+	ErrTxFinished                 = &Error{Code: CodeTxFinished, OpIndex: -1}
+	ErrWriteConflict              = &Error{Code: CodeWriteConflict, OpIndex: -1}
+	ErrIdempotencyCacheMiss       = &Error{Code: CodeIdempotencyCacheMiss, OpIndex: -1}
+	ErrInvalidHorizon             = &Error{Code: CodeInvalidHorizon, OpIndex: -1}
+	ErrUnavailable                = &Error{Code: CodeUnavailable, OpIndex: -1}
+	ErrUnsupported                = &Error{Code: CodeUnsupported, OpIndex: -1}
+	ErrDuplicateReactionKey       = &Error{Code: CodeDuplicateReactionKey, OpIndex: -1}
+	ErrQueryInvalid               = &Error{Code: CodeQueryInvalid, OpIndex: -1}
+	ErrIndexNotFound              = &Error{Code: CodeIndexNotFound, OpIndex: -1}
+	ErrIndexValueCountMismatch    = &Error{Code: CodeIndexValueCountMismatch, OpIndex: -1}
+	ErrInternal                   = &Error{Code: CodeInternal, OpIndex: -1}
+)
