@@ -68,6 +68,10 @@ type Harness struct {
 	// partitions run at the same time (TX-1). When true, the suite checks
 	// that a Tx on one partition never waits for a Tx on another.
 	ParallelPartitions bool
+	// Unreachable, if set, returns a Conn whose engine cannot be reached
+	// (TX-7: Begin must fail within the context deadline, never hang). The
+	// TX-7 case is skipped without it.
+	Unreachable func(t T) driver.Conn
 }
 
 // Case is one conformance case.

@@ -175,3 +175,15 @@ type Tx interface {
 type EngineVersioner interface {
 	EngineVersion(ctx context.Context) (string, error)
 }
+
+// Provisioner is implemented by a Driver that can create fresh, empty,
+// isolated stores for tests: the conformance CLI and benchmarks give every
+// case its own store through it. Optional; a driver without it can still be
+// tested with conformance.Run and a hand-written Harness.
+type Provisioner interface {
+	// Provision creates a new, empty store beside baseDSN ("" = the
+	// driver's default place: a temporary file, a new database on the
+	// default local server) and returns its DSN and a function that removes
+	// it. drop is safe to call after every Conn to the store is closed.
+	Provision(ctx context.Context, baseDSN string) (dsn string, drop func(context.Context) error, err error)
+}
