@@ -1,0 +1,139 @@
+package driver_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+func TestErrorIsMatchesByCode(t *testing.T) {
+	err := fmt.Errorf("context: %w", driver.Errorf(driver.CodeUnknownTable, "table not in schema"))
+	if !errors.Is(err, driver.ErrUnknownTable) {
+		t.Fatalf("errors.Is(%v, ErrUnknownTable) = false", err)
+	}
+	if errors.Is(err, driver.ErrTxFinished) {
+		t.Fatalf("errors.Is matched a different code")
+	}
+	var e *driver.Error
+	if !errors.As(err, &e) || e.Code != driver.CodeUnknownTable || e.OpIndex != -1 {
+		t.Fatalf("errors.As: %#v", e)
+	}
+	if got := driver.CodeOf(err); got != driver.CodeUnknownTable {
+		t.Fatalf("CodeOf = %q", got)
+	}
+	if driver.CodeOf(errors.New("plain")) != "" || driver.CodeOf(nil) != "" {
+		t.Fatal("CodeOf of a non-*Error must be empty")
+	}
+}
+
+func TestWrapKeepsInnerClassification(t *testing.T) {
+	inner := driver.Errorf(driver.CodeConstraintViolation, "unique index")
+	if got := driver.Wrap(driver.CodeInternal, fmt.Errorf("exec: %w", inner), "upsert"); driver.CodeOf(got) != driver.CodeConstraintViolation {
+		t.Fatalf("Wrap overwrote the inner code: %v", got)
+	}
+	cause := errors.New("disk I/O error")
+	got := driver.Wrap(driver.CodeInternal, cause, "upsert row")
+	if driver.CodeOf(got) != driver.CodeInternal || !errors.Is(got, cause) {
+		t.Fatalf("Wrap(cause) = %v", got)
+	}
+	if driver.Wrap(driver.CodeInternal, nil, "x") != nil {
+		t.Fatal("Wrap(nil) must be nil")
+	}
+}
+
+func TestRetryableCodes(t *testing.T) {
+	retryable := map[driver.Code]bool{
+		driver.CodeWriteConflict: true, driver.CodeIdempotencyCacheMiss: true, driver.CodeUnavailable: true,
+	}
+	for _, c := range []driver.Code{driver.CodeInvalidArgument, driver.CodeInvalidValue, driver.CodeInvalidLimit,
+		driver.CodeScanRequiresScope, driver.CodeInvalidClientID, driver.CodeSchemaInvalid, driver.CodeSchemaMismatch,
+		driver.CodeSchemaNewer, driver.CodeSchemaMigrationUnsupported, driver.CodeUnknownTable,
+		driver.CodeConstraintViolation, driver.CodeTxFinished, driver.CodeWriteConflict, driver.CodeIdempotencyCacheMiss,
+		driver.CodeInvalidHorizon, driver.CodeUnavailable, driver.CodeUnsupported, driver.CodeDuplicateReactionKey,
+		driver.CodeQueryInvalid, driver.CodeIndexNotFound, driver.CodeIndexValueCountMismatch, driver.CodeInternal} {
+		if got := driver.Errorf(c, "x").Retryable(); got != retryable[c] {
+			t.Errorf("%s.Retryable() = %v, want %v", c, got, retryable[c])
+		}
+	}
+}
+
+func TestValuesRoundTrip(t *testing.T) {
+	v := driver.Values{
+		"imin": int64(math.MinInt64), "imax": int64(math.MaxInt64), "i53": int64(1<<53 + 1),
+		"negzero": math.Copysign(0, -1), "tiny": 5e-324, "big": math.MaxFloat64, "tenth": 0.1,
+		"s": "emoji 😀 e\u0301 \ufffd <&>", "empty": "", "t": true, "f": false,
+		"j": driver.JSON(`{"b":1,  "a":[2,"\u0000"], "a":3}`), "x": []byte{0, 1, 255}, "xe": []byte{}, "null": nil,
+	}
+	data, err := driver.EncodeValues(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := driver.DecodeValues(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(v, got, cmp.Comparer(func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) })); d != "" {
+		t.Fatalf("round trip (-want +got):\n%s", d)
+	}
+	if b, ok := got["xe"].([]byte); !ok || b == nil {
+		t.Fatalf("empty bytes must decode as non-nil []byte{}, got %#v", got["xe"])
+	}
+}
+
+func TestEncodeValuesRejectsWhatItCannotKeep(t *testing.T) {
+	for name, x := range map[string]any{"nan": math.NaN(), "inf": math.Inf(1), "int": 1, "nilbytes": []byte(nil)} {
+		_, err := driver.EncodeValues(driver.Values{"c": x})
+		var e *driver.Error
+		if !errors.As(err, &e) || e.Code != driver.CodeInvalidValue || e.Column != "c" {
+			t.Errorf("%s: got %v, want invalid_value naming column c", name, err)
+		}
+	}
+}
+
+func TestPushResultRoundTripAndCacheMiss(t *testing.T) {
+	r := driver.PushResult{Status: driver.PushApplied, CommitSeq: 7, RecordedAtMs: 1700000000123, CacheIdentity: "ci",
+		Ops: []driver.OpResult{
+			{Status: driver.OpApplied},
+			{Status: driver.OpConflict, Code: "row.version", Message: "stale", ServerVersion: 3,
+				ServerRow: driver.Values{"x": []byte{0}, "n": int64(math.MaxInt64)}},
+			{Status: driver.OpError, Code: "app.fail", Message: "m", Retryable: true, Details: driver.JSON(`{"k": 1}`)},
+		}}
+	data, err := driver.EncodePushResult(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := driver.DecodePushResult(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(r, got); d != "" {
+		t.Fatalf("round trip (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{``, `{`, `{"status":"maybe","recordedAtMs":1,"ops":[]}`,
+		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"weird"}]}`,
+		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["q","1"]}}]}`} {
+		_, err := driver.DecodePushResult([]byte(bad))
+		if !errors.Is(err, driver.ErrIdempotencyCacheMiss) || !driver.IsRetryable(err) {
+			t.Errorf("DecodePushResult(%q) = %v, want retryable idempotency_cache_miss (PR-5)", bad, err)
+		}
+	}
+}
+
+func TestCapabilityDetection(t *testing.T) {
+	for _, c := range driver.AllCapabilities {
+		if driver.ConnHas(nil, c) {
+			t.Errorf("a nil Conn declares %s", c)
+		}
+	}
+	want := map[driver.Capability]bool{driver.CapReactions: true, driver.CapIndexLookup: true, driver.CapBlobRefs: true}
+	for _, c := range driver.AllCapabilities {
+		if c.HasTxHalf() != want[c] {
+			t.Errorf("%s.HasTxHalf() = %v", c, c.HasTxHalf())
+		}
+	}
+}
