@@ -60,6 +60,11 @@ type Conn interface {
 	// until every other Tx of that partition has ended, or ctx ends
 	// (returning ctx's error wrapped as CodeUnavailable). It never waits for
 	// transactions of other partitions on engines that allow that.
+	// ctx governs the whole Tx, as with database/sql's BeginTx: when it
+	// ends before Commit, the Tx is rolled back and nothing of it is
+	// written (TX-6). An optimistic engine may return at once and instead
+	// fail Commit with CodeWriteConflict when another Tx of the partition
+	// won (TX-9).
 	Begin(ctx context.Context, partition string) (Tx, error)
 
 	// MaxCommitSeq returns the highest commitSeq ever committed in the

@@ -1,0 +1,83 @@
+// Package sync is what a host server imports to use syncstore: the driver
+// registry, *Store and *Tx (the driver's operations behind input
+// validation), schema compilation, and the error codes.
+//
+// The package is named sync, as users call it (sync.Open). A file that
+// also needs the standard library's sync imports one of them under an
+// alias:
+//
+//	import (
+//		gosync "sync"
+//
+//		"github.com/syncstore/syncstore/sync"
+//		_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
+//	)
+//
+// # Opening a store
+//
+// Drivers register themselves in init (Register), as database/sql drivers
+// do. A host blank-imports the driver, then opens a Store by name and
+// ensures its schema:
+//
+//	store, err := sync.Open("sqlite", "file:app.db")
+//	if err != nil { … }
+//	defer store.Close()
+//	if err := store.EnsureSchema(ctx, schema); err != nil { … }
+//
+// OpenConn wraps a driver.Conn opened by other means.
+//
+// # Validation
+//
+// Every Store and Tx method checks its input against CONTRACT.md group V
+// before the driver is called, in one place (validate.go): partitions
+// (V-1), ids (V-2), values against the ensured schema's column types
+// (V-3), row ids and scopes against the primary-key and scope columns
+// (V-4), limits (V-5), scope filters (V-6), reserved client ids (V-7),
+// push results and application codes (V-8), and unknown tables (SCH-8).
+// Bad input therefore writes nothing (V-9), every engine rejects it with
+// the same *Error code, and messages never contain the value at fault,
+// nor partition names (V-10).
+//
+// Row values use the Go type of their column type (see driver.ColumnType):
+// string, int64 (not int), finite float64, bool, driver.JSON, non-nil
+// []byte; NULL is an untyped nil. A row's scopes are the values of its
+// table's scope columns; ScopesOf computes them from the values:
+//
+//	t, _ := schema.Table("todos")
+//	values := driver.Values{"id": "t1", "project_id": "p7", …}
+//	row := driver.Row{ID: "t1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(t, values)}
+//
+// # Transactions
+//
+// Store.Begin returns a *Tx on one partition (rule group TX). RunInTx runs
+// a function in one, commits it, rolls it back on error or panic, and
+// retries the whole transaction when an optimistic engine reports a write
+// conflict (ErrWriteConflict, TX-9):
+//
+//	err := store.RunInTx(ctx, partition, func(ctx context.Context, tx *sync.Tx) error {
+//		if err := tx.UpsertRow(ctx, "todos", row); err != nil {
+//			return err
+//		}
+//		_, err := tx.AppendCommit(ctx, commit)
+//		return err
+//	})
+//
+// # Capabilities
+//
+// Optional driver capabilities are detected by type assertion
+// (Store.Capabilities, Store.Supports) and reached through Store and Tx
+// methods such as ScanRowsByIndex, which return ErrUnsupported — an *Error
+// whose Capability names what is missing — when the driver lacks it
+// (ERR-2).
+//
+// # Errors
+//
+// Every error is an *Error (an alias of driver.Error) or wraps one, with a
+// stable Code (ERR-1). Test it with errors.Is against the sentinels
+// (sync.ErrInvalidValue, …) and read details with errors.As:
+//
+//	var e *sync.Error
+//	if errors.As(err, &e) && e.Code == sync.CodeInvalidValue {
+//		log.Printf("bad column %s", e.Column)
+//	}
+package sync

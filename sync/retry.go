@@ -1,0 +1,140 @@
+package sync
+
+import (
+	"context"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// RetryPolicy bounds RunInTx's retries of a transaction that lost a race
+// (CodeWriteConflict, TX-9). Zero fields take DefaultRetryPolicy's values.
+type RetryPolicy struct {
+	// MaxAttempts bounds the attempts, the first included.
+	MaxAttempts int
+	// InitialInterval is the first wait; each next wait doubles, up to
+	// MaxInterval. Every wait is jittered by ±50%.
+	InitialInterval time.Duration
+	MaxInterval     time.Duration
+}
+
+// DefaultRetryPolicy is RunInTx's policy unless SetRetryPolicy changes it:
+// 10 attempts, waits from 5 ms doubling up to 500 ms (±50% jitter), so a
+// transaction that always conflicts gives up after about 1.6 s of waiting.
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 10, InitialInterval: 5 * time.Millisecond, MaxInterval: 500 * time.Millisecond}
+
+// SetRetryPolicy sets the policy of this Store's RunInTx calls. Safe for
+// concurrent use; calls already running keep the policy they started with.
+func (s *Store) SetRetryPolicy(p RetryPolicy) {
+	d := DefaultRetryPolicy
+	if p.MaxAttempts > 0 {
+		d.MaxAttempts = p.MaxAttempts
+	}
+	if p.InitialInterval > 0 {
+		d.InitialInterval = p.InitialInterval
+	}
+	if p.MaxInterval > 0 {
+		d.MaxInterval = p.MaxInterval
+	}
+	if d.MaxInterval < d.InitialInterval {
+		d.MaxInterval = d.InitialInterval
+	}
+	s.retry.Store(&d)
+}
+
+func (s *Store) retryPolicy() RetryPolicy {
+	if p := s.retry.Load(); p != nil {
+		return *p
+	}
+	return DefaultRetryPolicy
+}
+
+// RunInTx runs fn in a transaction on partition: Begin, fn, Commit. When
+// fn returns an error or panics, the Tx is rolled back and the error
+// returned (the panic re-raised). When fn ends the Tx itself (Commit,
+// Rollback or CommitRejected, on the Tx or on its Driver()) and returns
+// nil, RunInTx does not commit again and returns nil.
+//
+// When any step fails with CodeWriteConflict (an optimistic engine lost a
+// race; nothing was written, TX-9), the whole transaction — Begin, fn,
+// Commit — is retried, with capped exponential backoff and jitter, at most
+// RetryPolicy.MaxAttempts times in all (default 10); fn must therefore be
+// safe to run again. If the attempts run out, the last write-conflict
+// error is returned. If ctx ends while waiting to retry, the error is
+// CodeUnavailable wrapping ctx's cause. Every other error is returned
+// unchanged, without retry. A nil fn or invalid partition (V-1) →
+// CodeInvalidArgument.
+func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) error {
+	const op = "RunInTx"
+	if fn == nil {
+		return argErr(op, "TX-1", "fn is nil")
+	}
+	if err := idPartition.check(op, partition); err != nil {
+		return err
+	}
+	pol := s.retryPolicy()
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     pol.InitialInterval,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         pol.MaxInterval,
+	}
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		err := s.runOnce(ctx, partition, fn)
+		if err == nil {
+			return struct{}{}, nil
+		}
+		if driver.CodeOf(err) != driver.CodeWriteConflict {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		last = err
+		return struct{}{}, err
+	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(pol.MaxAttempts)), backoff.WithMaxElapsedTime(0))
+	if p, ok := err.(*backoff.PermanentError); ok {
+		// On the last attempt Retry returns the wrapper itself.
+		return p.Err
+	}
+	if err != nil && last != nil && err != last && driver.CodeOf(err) == "" && ctx.Err() != nil {
+		// backoff.Retry returns ctx's cause when ctx ends between attempts.
+		return &driver.Error{Code: driver.CodeUnavailable, OpIndex: -1, Err: err,
+			Message: "RunInTx: the context ended while retrying after a write conflict (TX-9)"}
+	}
+	return err
+}
+
+// runOnce is one attempt of RunInTx.
+func (s *Store) runOnce(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) (err error) {
+	tx, err := s.Begin(ctx, partition)
+	if err != nil {
+		return err
+	}
+	// Rolling back must work even when ctx has ended.
+	cleanup := context.WithoutCancel(ctx)
+	finished := false
+	defer func() {
+		if !finished {
+			_ = tx.Rollback(cleanup)
+		}
+	}()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if tx.ended.Load() {
+		finished = true
+		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if driver.CodeOf(err) == driver.CodeTxFinished {
+			// fn ended the Tx through Driver(); it returned nil, so that
+			// was its intent (TX-5).
+			finished = true
+			return nil
+		}
+		return err // the deferred Rollback releases the Tx (a no-op if finished)
+	}
+	finished = true
+	return nil
+}

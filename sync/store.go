@@ -1,0 +1,300 @@
+package sync
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Store is an open store: a driver.Conn behind the validation of
+// CONTRACT.md group V. It has the methods of driver.Conn with the same
+// signatures; each checks its input first, in argument order (partition,
+// then table, then the rest), and calls the driver only when the input is
+// valid, so bad input writes nothing (V-9) and every engine rejects it the
+// same way. Table names are checked against the schema this Store ensured
+// (EnsureSchema); before that every table is unknown (SCH-8).
+//
+// A Store is safe for concurrent use.
+type Store struct {
+	conn   driver.Conn
+	name   string
+	schema atomic.Pointer[compiledSchema]
+	retry  atomic.Pointer[RetryPolicy]
+}
+
+// OpenConn returns a Store over an already-open driver.Conn, for hosts and
+// tests that open the driver themselves. DriverName is then "". The Store
+// owns conn: Close closes it. No schema is ensured yet.
+func OpenConn(conn driver.Conn) *Store {
+	if conn == nil {
+		panic("sync: OpenConn called with a nil driver.Conn")
+	}
+	return &Store{conn: conn}
+}
+
+// Conn returns the driver.Conn under the Store. Calls made on it directly
+// skip validation: the caller then owns V-1…V-10.
+func (s *Store) Conn() driver.Conn { return s.conn }
+
+// DriverName returns the name the Store was opened with (Open), or "" for
+// OpenConn.
+func (s *Store) DriverName() string { return s.name }
+
+// Close closes the driver.Conn. A second Close is a no-op (as the
+// driver's).
+func (s *Store) Close() error { return s.conn.Close() }
+
+// Capabilities lists the optional capabilities the driver's Conn
+// implements, in driver.AllCapabilities order (detected by type
+// assertion, never by name).
+func (s *Store) Capabilities() []driver.Capability { return driver.ConnCapabilities(s.conn) }
+
+// Supports reports whether the driver's Conn implements capability c.
+func (s *Store) Supports(c driver.Capability) bool { return driver.ConnHas(s.conn, c) }
+
+// EnsureSchema compiles schema (CompileSchema: SCH-1, SCH-2 →
+// CodeSchemaInvalid, the driver not called), then makes the store match it
+// through the driver (SCH-3…SCH-7). On success the Store validates table
+// names and values against this schema from then on; on failure the
+// previously ensured schema, if any, stays in force.
+func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	compiled, err := CompileSchema(schema)
+	if err != nil {
+		return err
+	}
+	if err := s.conn.EnsureSchema(ctx, compiled); err != nil {
+		return err
+	}
+	s.schema.Store(newCompiledSchema(compiled))
+	return nil
+}
+
+// Schema returns a copy of the schema this Store ensured, and false when
+// EnsureSchema has not succeeded on it yet.
+func (s *Store) Schema() (driver.Schema, bool) {
+	cs := s.schema.Load()
+	if cs == nil {
+		return driver.Schema{}, false
+	}
+	return copySchema(cs.schema), true
+}
+
+// Begin starts a write transaction on partition (TX-1), validated per V-1.
+// The Tx validates its input against the schema ensured when it began.
+func (s *Store) Begin(ctx context.Context, partition string) (*Tx, error) {
+	if err := idPartition.check("Begin", partition); err != nil {
+		return nil, err
+	}
+	dtx, err := s.conn.Begin(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: dtx, schema: s.schema.Load(), store: s}, nil
+}
+
+// MaxCommitSeq is driver.Conn's, after V-1.
+func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, error) {
+	if err := idPartition.check("MaxCommitSeq", partition); err != nil {
+		return 0, err
+	}
+	return s.conn.MaxCommitSeq(ctx, partition)
+}
+
+// ReadCommitWindow is driver.Conn's, after V-1; a known table (SCH-8);
+// LimitChanges 1…10,000 (V-5); AfterSeq ≥ 0 and ThroughSeq ≥ AfterSeq
+// (CodeInvalidArgument); a filter with ≥ 1 key (V-6). A filter key with an
+// empty value list matches nothing: the result is empty and the driver is
+// not called.
+func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+	empty, err := s.checkWindow("ReadCommitWindow", partition, q)
+	if err != nil || empty {
+		return nil, err
+	}
+	return s.conn.ReadCommitWindow(ctx, partition, q)
+}
+
+func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) (empty bool, err error) {
+	if err := idPartition.check(op, partition); err != nil {
+		return false, err
+	}
+	if _, err := s.schema.Load().table(op, q.Table); err != nil {
+		return false, err
+	}
+	if err := checkLimit(op, "limitChanges", q.LimitChanges, MaxLimit); err != nil {
+		return false, err
+	}
+	if err := checkSeq(op, "afterSeq", q.AfterSeq, "V-5, WIN-1"); err != nil {
+		return false, err
+	}
+	if q.ThroughSeq < q.AfterSeq {
+		return false, argErr(op, "V-5, WIN-1", "throughSeq is below afterSeq")
+	}
+	return checkFilter(op, q.Filter)
+}
+
+// CommitSeqBefore is driver.Conn's, after V-1 (atMs is any int64).
+func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
+	if err := idPartition.check("CommitSeqBefore", partition); err != nil {
+		return 0, err
+	}
+	return s.conn.CommitSeqBefore(ctx, partition, atMs)
+}
+
+// GetRow is driver.Conn's, after V-1, SCH-8 and V-2 on id.
+func (s *Store) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+	const op = "GetRow"
+	if err := idPartition.check(op, partition); err != nil {
+		return driver.Row{}, false, err
+	}
+	if err := checkGetRow(op, s.schema.Load(), table, id); err != nil {
+		return driver.Row{}, false, err
+	}
+	return s.conn.GetRow(ctx, partition, table, id)
+}
+
+func checkGetRow(op string, cs *compiledSchema, table, id string) error {
+	if _, err := cs.table(op, table); err != nil {
+		return err
+	}
+	return idRow.check(op, id)
+}
+
+// ScanRows is driver.Conn's, after V-1; a known table (SCH-8); Limit
+// 1…10,000 (V-5); a filter with ≥ 1 key (V-6); AfterRowID "" or V-2. A
+// filter key with an empty value list matches nothing: the result is empty
+// and the driver is not called.
+func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	const op = "ScanRows"
+	if err := idPartition.check(op, partition); err != nil {
+		return nil, err
+	}
+	empty, err := checkScan(op, s.schema.Load(), q)
+	if err != nil || empty {
+		return nil, err
+	}
+	return s.conn.ScanRows(ctx, partition, q)
+}
+
+func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, err error) {
+	if _, err := cs.table(op, q.Table); err != nil {
+		return false, err
+	}
+	if err := checkLimit(op, "limit", q.Limit, MaxLimit); err != nil {
+		return false, err
+	}
+	empty, err = checkFilter(op, q.Filter)
+	if err != nil {
+		return false, err
+	}
+	return empty, idAfterRow.checkOptional(op, q.AfterRowID)
+}
+
+// GetPushResult is driver.Conn's, after V-1, V-2 and V-7.
+func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	const op = "GetPushResult"
+	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID),
+		idClientCommit.check(op, clientCommitID)); err != nil {
+		return driver.PushResult{}, false, err
+	}
+	return s.conn.GetPushResult(ctx, partition, clientID, clientCommitID)
+}
+
+// HorizonSeq is driver.Conn's, after V-1.
+func (s *Store) HorizonSeq(ctx context.Context, partition string) (int64, error) {
+	if err := idPartition.check("HorizonSeq", partition); err != nil {
+		return 0, err
+	}
+	return s.conn.HorizonSeq(ctx, partition)
+}
+
+// SetHorizonSeq is driver.Conn's, after V-1 and seq ≥ 0
+// (CodeInvalidArgument); HZ-1's bounds are the driver's.
+func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) error {
+	const op = "SetHorizonSeq"
+	if err := firstErr(idPartition.check(op, partition), checkSeq(op, "seq", seq, "HZ-1")); err != nil {
+		return err
+	}
+	return s.conn.SetHorizonSeq(ctx, partition, seq)
+}
+
+// PruneCommitsThrough is driver.Conn's, after V-1 and seq ≥ 0
+// (CodeInvalidArgument); HZ-2's bound is the driver's.
+func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error) {
+	const op = "PruneCommitsThrough"
+	if err := firstErr(idPartition.check(op, partition), checkSeq(op, "seq", seq, "HZ-2")); err != nil {
+		return 0, err
+	}
+	return s.conn.PruneCommitsThrough(ctx, partition, seq)
+}
+
+// GetClientRecord is driver.Conn's, after V-1, V-2 and V-7.
+func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
+	const op = "GetClientRecord"
+	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID)); err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	return s.conn.GetClientRecord(ctx, partition, clientID)
+}
+
+// PutClientRecord is driver.Conn's, after V-1 and the record's checks:
+// client id (V-2, V-7), actor id (V-2), each subscription's id (V-2),
+// table (SCH-8) and filter text (V-6).
+func (s *Store) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
+	const op = "PutClientRecord"
+	if err := idPartition.check(op, partition); err != nil {
+		return err
+	}
+	if err := s.schema.Load().checkClientRecord(op, rec); err != nil {
+		return err
+	}
+	return s.conn.PutClientRecord(ctx, partition, rec)
+}
+
+// ListClientCursors is driver.Conn's, after V-1.
+func (s *Store) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+	if err := idPartition.check("ListClientCursors", partition); err != nil {
+		return nil, err
+	}
+	return s.conn.ListClientCursors(ctx, partition)
+}
+
+// TouchPartition is driver.Conn's, after V-1 and a non-empty epoch
+// (REG-1, V-2 → CodeInvalidArgument).
+func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (driver.PartitionEntry, error) {
+	const op = "TouchPartition"
+	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, initialEpoch)); err != nil {
+		return driver.PartitionEntry{}, err
+	}
+	return s.conn.TouchPartition(ctx, partition, atMs, initialEpoch)
+}
+
+// RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
+// epoch (REG-1, V-2 → CodeInvalidArgument).
+func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	const op = "RotatePartitionLogEpoch"
+	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, epoch)); err != nil {
+		return driver.PartitionEntry{}, err
+	}
+	return s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
+}
+
+// ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
+// and limit 1…10,000 (V-5).
+func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
+	const op = "ListPartitionRegistry"
+	if err := firstErr(idAfterPartition.checkOptional(op, afterPartition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return s.conn.ListPartitionRegistry(ctx, afterPartition, limit)
+}
+
+// ListPartitions is driver.Conn's, after afterPartition "" or V-1 and
+// limit 1…10,000 (V-5).
+func (s *Store) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
+	const op = "ListPartitions"
+	if err := firstErr(idAfterPartition.checkOptional(op, afterPartition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return s.conn.ListPartitions(ctx, afterPartition, limit)
+}
