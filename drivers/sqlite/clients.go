@@ -1,0 +1,55 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// GetClientRecord returns the client's record (CR-1).
+func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
+	rec := driver.ClientRecord{ClientID: clientID}
+	var subs string
+	err := c.queryRow(ctx, c.reader(), d.SelectClient, []any{partition, clientID},
+		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
+	if err == sql.ErrNoRows {
+		return driver.ClientRecord{}, false, nil
+	}
+	if err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	return rec, true, nil
+}
+
+// ListClientCursors returns every client's cursor, ascending by client id (CR-2).
+func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+	rows, err := c.query(ctx, c.reader(), d.ListClientCursors, []any{partition})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ClientCursor
+	for rows.Next() {
+		var cc driver.ClientCursor
+		if err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: list client cursors")
+		}
+		out = append(out, cc)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "sqlite: list client cursors")
+}
+
+// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
+func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
+	subs, err := d.EncodeSubscriptions(rec.Subscriptions)
+	if err != nil {
+		return err
+	}
+	return c.writeOne(ctx, "sqlite: put client record", d.UpsertClient,
+		partition, rec.ClientID, rec.ActorID, rec.WireVersion, rec.Cursor, rec.UpdatedAtMs, subs)
+}

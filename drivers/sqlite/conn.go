@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"runtime"
+	gosync "sync"
+	"sync/atomic"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Conn is an open SQLite store (driver.Conn). It is safe for concurrent
+// use; see the package doc for how reads and writes are routed. It also
+// implements driver.EngineVersioner.
+//
+// Building blocks for code in this package (capabilities):
+//   - infrastructure DDL: append to sqlitedialect.InfraDDL in an init of
+//     the dialect; Open runs it in its first write transaction;
+//   - fixed statements: list them in sqlitedialect.InfraStatements (all,
+//     prepared on the writer) and ReadStatements (those run outside a
+//     write transaction, prepared on the readers);
+//   - c.writeTx (Conn-level atomic writes), c.writeOne (one autocommit
+//     write), c.readTx (several reads on one snapshot), c.reader() (one
+//     read), c.queryRow / c.query on any runner;
+//   - inside a Tx: t.op(ctx, fn) (finished/aborted checks) and t.st, the
+//     Tx's runner; c.table(name) for an ensured table's SQL (SCH-8).
+type Conn struct {
+	w, r   *sql.DB    // writer (one connection), readers (query_only pool)
+	wr, rd *stmtCache // prepared statements of each
+	state  atomic.Pointer[schemaState]
+	// ensureMu serializes this Conn's EnsureSchema calls; other processes
+	// are serialized by the write transaction.
+	ensureMu gosync.Mutex
+	closed   atomic.Bool
+	tmpDir   string // private directory of a ":memory:" store, removed by Close
+}
+
+var (
+	_ driver.Conn            = (*Conn)(nil)
+	_ driver.EngineVersioner = (*Conn)(nil)
+)
+
+func open(ctx context.Context, dsn string) (*Conn, error) {
+	t, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{tmpDir: t.tmpDir}
+	fail := func(err error, what string) (*Conn, error) {
+		_ = c.Close()
+		return nil, mapErr(ctx, err, what)
+	}
+	if c.w, err = openDB(t.dsnFor(true), 1); err != nil {
+		return fail(err, "sqlite: open the writer")
+	}
+	c.wr = newStmtCache(c.w)
+	if err := c.initInfra(ctx); err != nil {
+		return fail(err, "sqlite: initialize the store")
+	}
+	if c.r, err = openDB(t.dsnFor(false), max(4, runtime.GOMAXPROCS(0))); err != nil {
+		return fail(err, "sqlite: open the readers")
+	}
+	c.rd = newStmtCache(c.r)
+	if err := c.r.PingContext(ctx); err != nil {
+		return fail(err, "sqlite: open a reader")
+	}
+	for _, q := range d.InfraStatements {
+		if _, err := c.wr.get(ctx, q); err != nil {
+			return fail(err, "sqlite: prepare statements")
+		}
+	}
+	for _, q := range d.ReadStatements {
+		if _, err := c.rd.get(ctx, q); err != nil {
+			return fail(err, "sqlite: prepare statements")
+		}
+	}
+	return c, nil
+}
+
+// initInfra creates the infrastructure tables in one write transaction
+// (idempotent; concurrent openers serialize on BEGIN IMMEDIATE) and checks
+// the stored format.
+func (c *Conn) initInfra(ctx context.Context) error {
+	tx, err := c.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, q := range d.InfraDDL {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, d.InsertMetaIfAbsent, d.MetaFormat, d.FormatVersion); err != nil {
+		return err
+	}
+	var format string
+	if err := tx.QueryRowContext(ctx, d.SelectMeta, d.MetaFormat).Scan(&format); err != nil {
+		return err
+	}
+	if format != d.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	}
+	return tx.Commit()
+}
+
+// Close closes the readers and the writer and, for a ":memory:" store,
+// removes its private directory. A second Close is a no-op; every other
+// operation afterwards fails with CodeUnavailable.
+func (c *Conn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = driver.Wrap(driver.CodeInternal, err, "sqlite: close")
+		}
+	}
+	if c.rd != nil {
+		c.rd.close()
+	}
+	if c.wr != nil {
+		c.wr.close()
+	}
+	if c.r != nil {
+		keep(c.r.Close())
+	}
+	if c.w != nil {
+		keep(c.w.Close())
+	}
+	if c.tmpDir != "" {
+		keep(os.RemoveAll(c.tmpDir))
+	}
+	return first
+}
+
+// errClosed is returned by every operation after Close.
+func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "sqlite: store is closed") }
+
+func (c *Conn) check() error {
+	if c.closed.Load() {
+		return errClosed()
+	}
+	return nil
+}
+
+// EngineVersion returns "SQLite " + sqlite_version() (driver.EngineVersioner).
+func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := c.queryRow(ctx, c.reader(), d.EngineVersion, nil, &v); err != nil {
+		return "", err
+	}
+	return "SQLite " + v, nil
+}
+
+// runner hands out prepared statements: the readers' (outside a Tx) or
+// statements bound to a write transaction.
+type runner interface {
+	stmt(ctx context.Context, q string) (*sql.Stmt, error)
+}
+
+type readRunner struct{ c *Conn }
+
+func (r readRunner) stmt(ctx context.Context, q string) (*sql.Stmt, error) { return r.c.rd.get(ctx, q) }
+
+func (c *Conn) reader() runner { return readRunner{c} }
+
+// queryRow runs q with args on r and scans its single row into dest. It
+// returns sql.ErrNoRows unwrapped so callers can treat "not found".
+func (c *Conn) queryRow(ctx context.Context, r runner, q string, args []any, dest ...any) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	st, err := r.stmt(ctx, q)
+	if err != nil {
+		return c.mapErr(ctx, err, "sqlite: prepare a statement")
+	}
+	err = st.QueryRowContext(ctx, args...).Scan(dest...)
+	if err == sql.ErrNoRows {
+		return err
+	}
+	return c.mapErr(ctx, err, "sqlite: read")
+}
+
+// stmtCache prepares each statement text once on its *sql.DB.
+type stmtCache struct {
+	db *sql.DB
+	mu gosync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
+
+// get returns the prepared statement of q, preparing it on first use. On
+// the writer it must not be called while the caller's goroutine holds the
+// writer's connection (a Tx): use peek there.
+func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st := s.peek(q); st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.m[q]; ok {
+		_ = st.Close()
+		return prev, nil
+	}
+	s.m[q] = st
+	return st, nil
+}
+
+// peek returns the prepared statement of q or nil.
+func (s *stmtCache) peek(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[q]
+}
+
+func (s *stmtCache) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.m {
+		_ = st.Close()
+	}
+	s.m = map[string]*sql.Stmt{}
+}

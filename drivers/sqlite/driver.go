@@ -1,0 +1,188 @@
+// Package sqlite is the embedded syncstore driver over modernc.org/sqlite
+// (pure Go, no cgo). Import it for its side effect and open a store by
+// name:
+//
+//	import _ "github.com/syncstore/syncstore/drivers/sqlite"
+//	store, err := sync.Open("sqlite", "/var/lib/app/sync.db")
+//
+// # DSN
+//
+//   - a file path ("sync.db", "/var/lib/app/sync.db"); a "?" starts
+//     modernc.org/sqlite parameters, as in that driver;
+//   - a "file:" URI ("file:sync.db?mode=rwc"), passed to SQLite as a URI;
+//   - ":memory:" (also "file::memory:" and any URI with mode=memory): a
+//     private store that lives only as long as the Conn. It is NOT an
+//     in-memory database: a writer and a pool of readers must share one
+//     database, and a shared-cache in-memory database would put readers
+//     and the writer under one table lock (a reader could then see or block
+//     on an open transaction, TX-4). It is a temporary file in a private
+//     directory under os.TempDir, removed by Close.
+//
+// # How the contract is met
+//
+//   - WAL journal, busy_timeout 10 s, synchronous=NORMAL: a committed
+//     transaction survives a process crash; after a power loss or OS crash
+//     the last transactions before it may be lost (never half of one).
+//   - One writer connection (a *sql.DB with one connection, every
+//     transaction BEGIN IMMEDIATE) carries every write, Conn-level ones
+//     included (PutClientRecord, SetHorizonSeq, TouchPartition, …), so every
+//     Tx is serialized against every other Tx of the store, across
+//     processes too (TX-1; transactions of different partitions therefore
+//     wait for each other: SQLite has one writer). A Conn-level write (or
+//     EnsureSchema) waits while any Tx of the store is open; made from the
+//     goroutine that holds that Tx, it waits until its own context ends.
+//   - A pool of query_only reader connections serves every read outside a
+//     Tx: they see committed data only (TX-4, SEQ-6).
+//   - A cancelled Begin context rolls the Tx back and frees the writer (TX-6).
+//   - A SAVEPOINT opened right after BEGIN lets CommitRejected discard the
+//     staged writes and store the rejected result without releasing the
+//     write lock (TX-8); a failed statement (unique collision) is rolled
+//     back alone and leaves the Tx usable.
+//   - Statements are prepared once per Conn (per table after EnsureSchema)
+//     and reused inside transactions with Tx.StmtContext.
+//
+// The SQL lives in internal/sqlitedialect, shared with the D1 driver.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/syncstore/syncstore/driver"
+	syncstore "github.com/syncstore/syncstore/sync"
+	_ "modernc.org/sqlite" // registers database/sql driver "sqlite"
+)
+
+// init registers the driver as "sqlite": sync.Open("sqlite", dsn).
+func init() { syncstore.Register("sqlite", Driver{}) }
+
+// Driver opens SQLite stores. The zero value is ready to use and safe for
+// concurrent use. It implements driver.Driver and driver.Provisioner.
+type Driver struct{}
+
+var (
+	_ driver.Driver      = Driver{}
+	_ driver.Provisioner = Driver{}
+)
+
+// busyTimeoutMs bounds how long a statement waits for a lock held by
+// another connection or process before it fails with CodeUnavailable.
+const busyTimeoutMs = "10000"
+
+// Open opens (creating if needed) the store at dsn (see the package doc),
+// creates the infrastructure tables and returns a Conn safe for
+// concurrent use. Errors: CodeInvalidArgument for an empty DSN,
+// CodeUnavailable when the database cannot be opened or initialized
+// within ctx.
+func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
+	c, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// target is a parsed DSN: the SQLite URI (without our parameters), the
+// user's parameters, and the private directory of a ":memory:" store.
+type target struct {
+	uri    string
+	params url.Values
+	tmpDir string
+}
+
+func parseDSN(dsn string) (target, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return target{}, driver.Errorf(driver.CodeInvalidArgument, "sqlite: empty DSN")
+	}
+	base, query, _ := strings.Cut(dsn, "?")
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return target{}, driver.Errorf(driver.CodeInvalidArgument, "sqlite: malformed DSN parameters")
+	}
+	if base == ":memory:" || base == "file::memory:" || params.Get("mode") == "memory" {
+		dir, err := os.MkdirTemp("", "syncstore-sqlite-mem-")
+		if err != nil {
+			return target{}, driver.Wrap(driver.CodeUnavailable, err, "sqlite: create the private directory of a :memory: store")
+		}
+		return target{uri: fileURI(filepath.Join(dir, "store.db")), params: url.Values{}, tmpDir: dir}, nil
+	}
+	if strings.HasPrefix(base, "file:") {
+		return target{uri: base, params: params}, nil
+	}
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return target{}, driver.Wrap(driver.CodeInvalidArgument, err, "sqlite: resolve the database path")
+	}
+	return target{uri: fileURI(abs), params: params}, nil
+}
+
+// fileURI turns an absolute path into a SQLite file URI, escaping '?',
+// '#' and '%' so they stay part of the path.
+func fileURI(abs string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+}
+
+// dsnFor returns the modernc DSN of the writer (writer=true) or of a reader.
+// Our parameters come first: modernc reads the first value of a key, so
+// they win over a user's duplicate.
+func (t target) dsnFor(writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+busyTimeoutMs+")")
+	if writer {
+		q.Set("_txlock", "immediate")
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "temp_store(MEMORY)")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	s := q.Encode()
+	if len(t.params) > 0 {
+		s += "&" + t.params.Encode()
+	}
+	return t.uri + "?" + s
+}
+
+// Provision creates a fresh, empty store for tests (driver.Provisioner):
+// baseDSN "" puts it in a new directory under os.TempDir; baseDSN naming an
+// existing directory puts it in a new directory inside that one. It
+// returns the database file's path as the DSN, and drop removes the
+// directory with the database and its -wal and -shm files. Any other
+// baseDSN → CodeInvalidArgument.
+func (Driver) Provision(ctx context.Context, baseDSN string) (string, func(context.Context) error, error) {
+	parent := baseDSN
+	if parent != "" {
+		fi, err := os.Stat(parent)
+		if err != nil || !fi.IsDir() {
+			return "", nil, driver.Errorf(driver.CodeInvalidArgument, "sqlite: Provision needs an existing directory or \"\" as base DSN")
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "syncstore-sqlite-")
+	if err != nil {
+		return "", nil, driver.Wrap(driver.CodeUnavailable, err, "sqlite: create a store directory")
+	}
+	drop := func(context.Context) error {
+		if err := os.RemoveAll(dir); err != nil {
+			return driver.Wrap(driver.CodeInternal, err, "sqlite: remove a provisioned store")
+		}
+		return nil
+	}
+	return filepath.Join(dir, "store.db"), drop, nil
+}
+
+// openDB opens a database/sql handle on dsn sized for its role.
+func openDB(dsn string, conns int) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}

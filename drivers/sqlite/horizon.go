@@ -1,0 +1,55 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// SetHorizonSeq raises the horizon to seq (HZ-1): a seq at or below the
+// current horizon is a no-op; a seq above MaxCommitSeq → CodeInvalidHorizon.
+func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) error {
+	return c.writeTx(ctx, "sqlite: set horizon", func(t *txStmts) error {
+		maxSeq, horizon, err := c.partitionSeqs(ctx, t, partition)
+		if err != nil {
+			return err
+		}
+		if seq > maxSeq {
+			return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
+		}
+		if seq <= horizon {
+			return nil
+		}
+		return t.exec(ctx, d.SetHorizon, partition, seq)
+	})
+}
+
+// PruneCommitsThrough deletes the commits ≤ seq with their changes and
+// change-scope entries in one transaction and returns how many commits it
+// removed; seq > horizon → CodeInvalidHorizon. Rows, push results, client
+// records and max seq are untouched (HZ-2).
+func (c *Conn) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error) {
+	var n int64
+	err := c.writeTx(ctx, "sqlite: prune commits", func(t *txStmts) error {
+		_, horizon, err := c.partitionSeqs(ctx, t, partition)
+		if err != nil {
+			return err
+		}
+		if seq > horizon {
+			return driver.Errorf(driver.CodeInvalidHorizon, "prune bound %d is past the horizon %d (HZ-2)", seq, horizon)
+		}
+		if err := t.exec(ctx, d.PruneChangeScopes, partition, seq); err != nil {
+			return err
+		}
+		if err := t.exec(ctx, d.PruneChanges, partition, seq); err != nil {
+			return err
+		}
+		n, err = t.execResult(ctx, d.PruneCommits, partition, seq)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}

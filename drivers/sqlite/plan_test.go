@@ -1,0 +1,155 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// queryPlan returns the EXPLAIN QUERY PLAN details of q, one per line.
+func queryPlan(t *testing.T, c *Conn, q string, args ...any) string {
+	t.Helper()
+	rows, err := c.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN: %v", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// planCase is one statement whose plan must contain every want and none
+// of the forbidden fragments.
+type planCase struct {
+	name      string
+	query     string
+	args      []any
+	want      []string
+	forbidden []string
+}
+
+func checkPlans(t *testing.T, c *Conn, cases []planCase) {
+	t.Helper()
+	for _, pc := range cases {
+		plan := queryPlan(t, c, pc.query, pc.args...)
+		for _, w := range pc.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", pc.name, w, plan)
+			}
+		}
+		for _, f := range pc.forbidden {
+			if strings.Contains(plan, f) {
+				t.Errorf("%s: plan contains %q:\n%s", pc.name, f, plan)
+			}
+		}
+		t.Logf("%s:\n%s", pc.name, plan)
+	}
+}
+
+// TestPlans pins the plans of the hot statements (WIN-7, SCAN-5, and
+// DESIGN.md's "cost must not grow with the store"): every one is served by
+// the index made for its access, never by a scan of the log or of a table.
+// The store holds data, and ANALYZE ran, so the planner has statistics
+// that could tempt it into a scan.
+func TestPlans(t *testing.T) {
+	ctx := context.Background()
+	c, _ := openTest(t)
+	for i := 0; i < 50; i++ {
+		pushRows(t, c, "P", todoRow(string(rune('a'+i%26))+string(rune('a'+i/26)), "p"+string(rune('0'+i%3)), "o1"))
+	}
+	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := x.ScanSQL("P", driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := x.ScanSQL("P", driver.ScanQuery{Table: "todos",
+		Filter: driver.ScopeFilter{"project": {"p1", "p2"}, "owner": {"o1", "o2", "o3"}}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Bound != "" || list.Bound == "" {
+		t.Fatalf("bound queries: one value %q, list %q", one.Bound, list.Bound)
+	}
+	const (
+		csIndex    = "SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)"
+		chByPK     = "SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)"
+		commitByPK = "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"
+		projectIx  = "USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"
+	)
+	checkPlans(t, c, []planCase{
+		{name: "window, one value (WIN-7)", query: d.WindowSingle,
+			args:      []any{"P", "todos", "project", "p1", 0, 100},
+			want:      []string{csIndex, chByPK, commitByPK},
+			forbidden: []string{"SCAN", "TEMP B-TREE"}},
+		{name: "window, value list (WIN-7, V-6)", query: d.WindowList,
+			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100},
+			want:      []string{csIndex, chByPK, commitByPK},
+			forbidden: []string{"SCAN _sync_change", "SCAN cs", "SCAN ch", "SCAN c\n"}},
+		{name: "scan, one value (SCAN-5)", query: one.Query, args: one.Args,
+			want:      []string{"SEARCH todos " + projectIx},
+			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
+		{name: "scan, value lists, bounded (SCAN-5)", query: list.BoundedQuery, args: append(list.Args, "zz"),
+			want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>? AND id<?)"},
+			forbidden: []string{"SCAN todos"}},
+		{name: "scan, value lists, unbounded (SCAN-5)", query: list.Query, args: list.Args,
+			want:      []string{"SEARCH todos " + projectIx},
+			forbidden: []string{"SCAN todos"}},
+		{name: "scan bound, value lists (SCAN-5)", query: list.Bound, args: list.BoundArgs,
+			want:      []string{"SEARCH todos " + projectIx},
+			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
+		{name: "window bound, value list (WIN-7)", query: d.WindowBound,
+			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100, 10},
+			want:      []string{csIndex},
+			forbidden: []string{"SCAN _sync_change", "SCAN cs", "TEMP B-TREE"}},
+		{name: "get row", query: x.Get, args: []any{"P", "aa"},
+			want:      []string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id=?)"},
+			forbidden: []string{"SCAN"}},
+		{name: "delete row", query: x.Delete, args: []any{"P", "aa"},
+			want:      []string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id=?)"},
+			forbidden: []string{"SCAN"}},
+		{name: "change-scope maintenance on prune (HZ-2)", query: d.PruneChangeScopes, args: []any{"P", 10},
+			want:      []string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq<?)", "_sync_change_scopes USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq=? AND idx=?)"},
+			forbidden: []string{"SCAN _sync_change_scopes", "SCAN ch"}},
+		{name: "change-scope entries of a new change", query: d.InsertChangeScopes,
+			args:      []any{"P", 1, `[["todos","a","upsert",{"project":"p1"},"{}",1]]`},
+			forbidden: []string{"SCAN _sync", "TEMP B-TREE"}},
+		{name: "next seq", query: d.NextSeq, args: []any{"P"},
+			forbidden: []string{"SCAN _sync"}},
+		{name: "prune changes", query: d.PruneChanges, args: []any{"P", 10},
+			want:      []string{"SEARCH _sync_changes USING PRIMARY KEY (partition=? AND seq<?)"},
+			forbidden: []string{"SCAN"}},
+		{name: "commit seq before (HZ-3)", query: d.CommitSeqBefore, args: []any{"P", 10},
+			want:      []string{"_sync_commits_by_time (partition=? AND created_at_ms<?)"},
+			forbidden: []string{"SCAN _sync_commits "}},
+		{name: "max seq", query: d.SelectPartitionSeqs, args: []any{"P"},
+			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},
+		{name: "push result", query: d.SelectPushResult, args: []any{"P", "c", "cc"},
+			want: []string{"SEARCH _sync_push_results USING PRIMARY KEY (partition=? AND client_id=? AND client_commit_id=?)"}},
+		{name: "client cursors", query: d.ListClientCursors, args: []any{"P"},
+			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=?)"},
+			forbidden: []string{"TEMP B-TREE"}},
+		{name: "registry page", query: d.ListRegistry, args: []any{"", 10},
+			want:      []string{"SEARCH _sync_registry USING PRIMARY KEY (partition>?)"},
+			forbidden: []string{"TEMP B-TREE"}},
+	})
+}

@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// getRow reads one row through r (a reader, or a Tx for its own writes).
+func (c *Conn) getRow(ctx context.Context, r runner, partition, table, id string) (driver.Row, bool, error) {
+	x, err := c.table(table)
+	if err != nil {
+		return driver.Row{}, false, err
+	}
+	dest := x.ScanDest()
+	err = c.queryRow(ctx, r, x.Get, []any{partition, id}, dest...)
+	if err == sql.ErrNoRows {
+		return driver.Row{}, false, nil
+	}
+	if err != nil {
+		return driver.Row{}, false, err
+	}
+	row, err := x.DecodeRow(dest)
+	if err != nil {
+		return driver.Row{}, false, err
+	}
+	return row, true, nil
+}
+
+// scanRows runs a scan through r (SCAN-1…SCAN-5).
+func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	x, err := c.table(q.Table)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "scan limit must be 1…10000 (V-5)")
+	}
+	plan, err := x.ScanSQL(partition, q)
+	if err != nil || plan.None {
+		return nil, err
+	}
+	if plan.Bound == "" {
+		return c.readRows(ctx, r, x, plan.Query, plan.Args)
+	}
+	// The bound and the page must see one snapshot: a row deleted in
+	// between would otherwise shorten the page (SCAN-3).
+	if _, inTx := r.(*txStmts); inTx {
+		return c.boundedScan(ctx, r, x, plan)
+	}
+	var out []driver.Row
+	err = c.readTx(ctx, "sqlite: scan rows", func(r runner) (err error) {
+		out, err = c.boundedScan(ctx, r, x, plan)
+		return err
+	})
+	return out, err
+}
+
+// boundedScan runs a multi-value scan plan: its bound, then its page.
+func (c *Conn) boundedScan(ctx context.Context, r runner, x *d.Table, plan d.ScanPlan) ([]driver.Row, error) {
+	var bound sql.NullString
+	if err := c.queryRow(ctx, r, plan.Bound, plan.BoundArgs, &bound); err != nil {
+		return nil, err
+	}
+	if !bound.Valid {
+		return c.readRows(ctx, r, x, plan.Query, plan.Args)
+	}
+	return c.readRows(ctx, r, x, plan.BoundedQuery, append(plan.Args, bound.String))
+}
+
+// readRows runs a row query of table x through r and decodes its rows.
+func (c *Conn) readRows(ctx context.Context, r runner, x *d.Table, query string, args []any) ([]driver.Row, error) {
+	rows, err := c.query(ctx, r, query, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Row
+	dest := x.ScanDest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: scan rows")
+		}
+		row, err := x.DecodeRow(dest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: scan rows")
+	}
+	return out, nil
+}
+
+// query runs a multi-row statement through r.
+func (c *Conn) query(ctx context.Context, r runner, q string, args []any) (*sql.Rows, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	st, err := r.stmt(ctx, q)
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: prepare a statement")
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: read")
+	}
+	return rows, nil
+}
+
+// getPushResult reads a stored push result through r; an undecodable one
+// is CodeIdempotencyCacheMiss (PR-5, via driver.DecodePushResult).
+func (c *Conn) getPushResult(ctx context.Context, r runner, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	var text string
+	err := c.queryRow(ctx, r, d.SelectPushResult, []any{partition, clientID, clientCommitID}, &text)
+	if err == sql.ErrNoRows {
+		return driver.PushResult{}, false, nil
+	}
+	if err != nil {
+		return driver.PushResult{}, false, err
+	}
+	res, err := driver.DecodePushResult([]byte(text))
+	if err != nil {
+		return driver.PushResult{}, false, err
+	}
+	return res, true, nil
+}
+
+// GetRow returns the committed row (ROW-4: missing → false, nil).
+func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+	return c.getRow(ctx, c.reader(), partition, table, id)
+}
+
+// ScanRows returns committed rows selected by q (SCAN-1…SCAN-5).
+func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	return c.scanRows(ctx, c.reader(), partition, q)
+}
+
+// GetPushResult returns a committed push result (PR-2, PR-5).
+func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	return c.getPushResult(ctx, c.reader(), partition, clientID, clientCommitID)
+}
+
+// partitionSeqs returns the partition's max_seq and horizon_seq (0, 0 for
+// an unknown partition, P-2).
+func (c *Conn) partitionSeqs(ctx context.Context, r runner, partition string) (maxSeq, horizon int64, err error) {
+	err = c.queryRow(ctx, r, d.SelectPartitionSeqs, []any{partition}, &maxSeq, &horizon)
+	if err == sql.ErrNoRows {
+		return 0, 0, nil
+	}
+	return maxSeq, horizon, err
+}
+
+// MaxCommitSeq returns the highest committed seq, 0 if none (SEQ-5). It is
+// kept in _sync_partitions, so pruning never lowers it.
+func (c *Conn) MaxCommitSeq(ctx context.Context, partition string) (int64, error) {
+	m, _, err := c.partitionSeqs(ctx, c.reader(), partition)
+	return m, err
+}
+
+// HorizonSeq returns the partition's pruning horizon, 0 by default (HZ-1).
+func (c *Conn) HorizonSeq(ctx context.Context, partition string) (int64, error) {
+	_, h, err := c.partitionSeqs(ctx, c.reader(), partition)
+	return h, err
+}
+
+// CommitSeqBefore returns the largest retained seq created strictly
+// before atMs, else 0 (HZ-3).
+func (c *Conn) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
+	var seq sql.NullInt64
+	if err := c.queryRow(ctx, c.reader(), d.CommitSeqBefore, []any{partition, atMs}, &seq); err != nil {
+		return 0, err
+	}
+	return seq.Int64, nil
+}

@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// TouchPartition registers the partition (epoch initialEpoch,
+// EpochRequired false) or refreshes only its UpdatedAtMs (REG-1), in one
+// statement. Returns the stored entry.
+func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (driver.PartitionEntry, error) {
+	if initialEpoch == "" {
+		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "initial epoch must not be empty (REG-1)")
+	}
+	return c.registryWrite(ctx, "sqlite: touch partition", nil, d.TouchPartition, partition, initialEpoch, atMs)
+}
+
+// RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
+// registering the partition if needed, and deletes its client records, in
+// one transaction (REG-2). Returns the stored entry.
+func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	if epoch == "" {
+		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
+	}
+	return c.registryWrite(ctx, "sqlite: rotate partition epoch", []string{d.DeleteClients}, d.RotateEpoch, partition, epoch, atMs)
+}
+
+// registryWrite runs the registry upsert q (…RETURNING the entry) and,
+// before it, each statement of pre with the partition as only argument,
+// in one transaction.
+func (c *Conn) registryWrite(ctx context.Context, what string, pre []string, q, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	var e driver.PartitionEntry
+	err := c.writeTx(ctx, what, func(t *txStmts) error {
+		for _, p := range pre {
+			if err := t.exec(ctx, p, partition); err != nil {
+				return err
+			}
+		}
+		var req int64
+		if err := c.queryRow(ctx, t, q, []any{partition, epoch, atMs}, &e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return err
+		}
+		e.EpochRequired = req != 0
+		return nil
+	})
+	if err != nil {
+		return driver.PartitionEntry{}, err
+	}
+	return e, nil
+}
+
+// ListPartitionRegistry returns registry entries with partition >
+// afterPartition, ascending bytewise, at most limit (REG-3).
+func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
+	if limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	rows, err := c.query(ctx, c.reader(), d.ListRegistry, []any{afterPartition, limit})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.PartitionEntry
+	for rows.Next() {
+		var e driver.PartitionEntry
+		var req int64
+		if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: list partition registry")
+		}
+		e.EpochRequired = req != 0
+		out = append(out, e)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "sqlite: list partition registry")
+}
+
+// ListPartitions returns registered partition names > afterPartition,
+// ascending bytewise, at most limit (REG-3).
+func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	rows, err := c.query(ctx, c.reader(), d.ListPartitions, []any{afterPartition, limit})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: list partitions")
+		}
+		out = append(out, p)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "sqlite: list partitions")
+}

@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// schemaState is the ensured schema of a Conn with the SQL of its tables.
+// It is replaced as a whole (atomic pointer), never mutated.
+type schemaState struct {
+	layout string
+	tables map[string]*d.Table
+}
+
+// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
+func (c *Conn) table(name string) (*d.Table, error) {
+	st := c.state.Load()
+	if st != nil {
+		if t, ok := st.tables[name]; ok {
+			return t, nil
+		}
+	}
+	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// EnsureSchema makes the store's application tables match schema
+// (SCH-3…SCH-7), in one BEGIN IMMEDIATE transaction: SQLite DDL is
+// transactional, so an interrupted migration leaves nothing half-done and
+// two processes migrating at once serialize (the second finds the first's
+// result). No stored schema → create; same version → equal layout is a
+// no-op (checked on a reader first, so it is cheap), a different one →
+// CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
+// migrate (sqlitedialect.MigrationSQL) or CodeSchemaMigrationUnsupported.
+// On any error nothing changes. On success the Conn uses schema's tables
+// and their prepared statements.
+func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.ensureMu.Lock()
+	defer c.ensureMu.Unlock()
+	layout := d.LayoutOf(schema).Encode()
+
+	// Fast path (SCH-3): the stored schema already is this one.
+	ver, stored, err := c.storedSchema(ctx, c.reader())
+	if err != nil {
+		return err
+	}
+	if ver == schema.Version && stored == layout {
+		if st := c.state.Load(); st != nil && st.layout == layout {
+			return nil
+		}
+		return c.install(ctx, schema, layout)
+	}
+	if err := c.migrate(ctx, schema, layout); err != nil {
+		return err
+	}
+	return c.install(ctx, schema, layout)
+}
+
+// storedSchema reads the stored schema version (0 = none) and layout.
+func (c *Conn) storedSchema(ctx context.Context, r runner) (int64, string, error) {
+	var vs, layout string
+	err := c.queryRow(ctx, r, d.SelectMeta, []any{d.MetaSchemaVersion}, &vs)
+	if err == sql.ErrNoRows {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if err := c.queryRow(ctx, r, d.SelectMeta, []any{d.MetaSchemaLayout}, &layout); err != nil {
+		if err == sql.ErrNoRows {
+			return 0, "", driver.Errorf(driver.CodeInternal, "sqlite: stored schema has a version but no layout")
+		}
+		return 0, "", err
+	}
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return 0, "", driver.Errorf(driver.CodeInternal, "sqlite: stored schema version is not a number")
+	}
+	return v, layout, nil
+}
+
+// migrate compares and changes the stored schema inside one write
+// transaction.
+func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string) error {
+	return c.writeTx(ctx, "sqlite: ensure schema", func(t *txStmts) error {
+		ver, stored, err := c.storedSchema(ctx, t)
+		if err != nil {
+			return err
+		}
+		var ddl []string
+		switch {
+		case ver == 0:
+			ddl = d.CreateSchemaSQL(schema)
+		case ver > schema.Version:
+			return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
+		case ver == schema.Version:
+			if stored == layout {
+				return nil // another process got here first (SCH-7)
+			}
+			return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
+		default:
+			old, err := d.DecodeLayout(stored)
+			if err != nil {
+				return err
+			}
+			if ddl, err = d.MigrationSQL(old, schema); err != nil {
+				return err
+			}
+		}
+		for _, q := range ddl {
+			if _, err := t.tx.ExecContext(ctx, q); err != nil {
+				return mapErr(ctx, err, "sqlite: ensure schema")
+			}
+		}
+		if err := t.exec(ctx, d.UpsertMeta, d.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)); err != nil {
+			return err
+		}
+		return t.exec(ctx, d.UpsertMeta, d.MetaSchemaLayout, layout)
+	})
+}
+
+// install builds the SQL of schema's tables, prepares their statements on
+// the writer and the readers (no lock is held meanwhile: a Tx of another
+// goroutine may hold the writer), and publishes them.
+func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string) error {
+	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables))}
+	for _, t := range schema.Tables {
+		x := d.NewTable(t)
+		st.tables[t.Name] = x
+		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
+		for _, q := range qs {
+			if _, err := c.wr.get(ctx, q); err != nil {
+				return c.mapErr(ctx, err, "sqlite: prepare table statements")
+			}
+		}
+		for _, q := range append([]string{x.Get}, x.ScanStatements()...) {
+			if _, err := c.rd.get(ctx, q); err != nil {
+				return c.mapErr(ctx, err, "sqlite: prepare table statements")
+			}
+		}
+	}
+	c.state.Store(st)
+	return nil
+}

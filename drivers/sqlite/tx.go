@@ -1,0 +1,255 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	gosync "sync"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Tx is a write transaction on one partition (driver.Tx). It holds the
+// store's writer connection from Begin to Commit/Rollback, so it is
+// serialized against every other Tx (TX-1).
+type Tx struct {
+	c         *Conn
+	partition string
+	st        *txStmts
+
+	mu       gosync.Mutex
+	finished bool
+	// aborted is set when an operation failed with an engine error or
+	// because its context ended. SQLite may have rolled the transaction
+	// back on its own (an interrupt, a full disk), after which further
+	// statements would run in autocommit mode and persist one by one; so an
+	// aborted Tx accepts no further statement and Commit fails. Logical
+	// errors (unknown table, invalid value, a unique collision, which
+	// SQLite rolls back alone) leave the Tx usable.
+	aborted bool
+}
+
+var _ driver.Tx = (*Tx)(nil)
+
+// Begin starts a write transaction on partition (TX-1): BEGIN IMMEDIATE on
+// the writer, then a SAVEPOINT for CommitRejected (TX-8). It waits for the
+// writer while another Tx holds it, until ctx ends (CodeUnavailable). If
+// ctx is cancelled later, the Tx is rolled back and fails (TX-6).
+func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	sqlTx, err := c.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: begin")
+	}
+	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx)}
+	if err := t.st.exec(ctx, d.Savepoint); err != nil {
+		_ = sqlTx.Rollback()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Partition returns the partition the Tx writes.
+func (t *Tx) Partition() string { return t.partition }
+
+// op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted,
+// and aborts the Tx when fn fails with an engine error or an ended context
+// (TX-6).
+func (t *Tx) op(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	if t.aborted {
+		return errAborted()
+	}
+	err := fn()
+	if err != nil && isAbort(ctx, err) {
+		t.aborted = true
+	}
+	return err
+}
+
+func errAborted() error {
+	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
+}
+
+// isAbort reports whether err may have ended the engine transaction.
+func isAbort(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	switch driver.CodeOf(err) {
+	case driver.CodeInternal, driver.CodeUnavailable, "":
+		return true
+	}
+	return false
+}
+
+// GetRow reads a row, seeing the Tx's own writes (TX-3).
+func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
+	err = t.op(ctx, func() error {
+		row, found, err = t.c.getRow(ctx, t.st, t.partition, table, id)
+		return err
+	})
+	return row, found, err
+}
+
+// ScanRows scans rows, seeing the Tx's own writes (TX-3).
+func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
+	err = t.op(ctx, func() error {
+		rows, err = t.c.scanRows(ctx, t.st, t.partition, q)
+		return err
+	})
+	return rows, err
+}
+
+// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
+func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
+	err = t.op(ctx, func() error {
+		r, found, err = t.c.getPushResult(ctx, t.st, t.partition, clientID, clientCommitID)
+		return err
+	})
+	return r, found, err
+}
+
+// UpsertRow creates or fully replaces the row (ROW-1, ROW-2). A collision
+// on a declared unique index fails with CodeConstraintViolation; SQLite
+// rolls back that statement alone, so nothing changed and the Tx stays
+// usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		args, err := x.UpsertArgs(t.partition, row)
+		if err != nil {
+			return err
+		}
+		return t.st.exec(ctx, x.Upsert, args...)
+	})
+}
+
+// DeleteRow removes the row; a missing row is a no-op (ROW-3).
+func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		return t.st.exec(ctx, x.Delete, t.partition, id)
+	})
+}
+
+// AppendCommit allocates the next seq of the partition (max_seq + 1 in
+// this transaction, so two commits in one Tx are consecutive and a
+// rollback consumes nothing: SEQ-1…SEQ-3) and records the commit, its
+// changes and one change-scope entry per (change, variable) — four
+// statements whatever the commit's size. The changes are encoded before
+// the first write.
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+	changes, err := d.ChangesJSON(in.Changes)
+	if err != nil {
+		return 0, err
+	}
+	err = t.op(ctx, func() error {
+		if err := t.c.queryRow(ctx, t.st, d.NextSeq, []any{t.partition}, &seq); err != nil {
+			return err
+		}
+		if err := t.st.exec(ctx, d.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
+			return err
+		}
+		if len(in.Changes) == 0 {
+			return nil
+		}
+		if err := t.st.exec(ctx, d.InsertChanges, t.partition, seq, changes); err != nil {
+			return err
+		}
+		return t.st.exec(ctx, d.InsertChangeScopes, t.partition, seq, changes)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// PutPushResult stores r unless a result is already stored or staged
+// under the key: first writer wins, a later put is ignored (PR-3).
+func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, err := driver.EncodePushResult(r)
+	if err != nil {
+		return err
+	}
+	return t.op(ctx, func() error {
+		return t.st.exec(ctx, d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))
+	})
+}
+
+// CommitRejected rolls back to the savepoint opened at Begin (discarding
+// every staged write, also after a failed statement), stores r as
+// PutPushResult does and commits — the write lock is never released in
+// between (TX-8). On any error the Tx is rolled back.
+func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, encErr := driver.EncodePushResult(r)
+	return t.finish(ctx, func() error {
+		if encErr != nil {
+			return encErr
+		}
+		if err := t.st.exec(ctx, d.RollbackToSavepoint); err != nil {
+			return err
+		}
+		if err := t.st.exec(ctx, d.InsertPushResult, t.partition, clientID, clientCommitID, string(text)); err != nil {
+			return err
+		}
+		return t.st.tx.Commit()
+	})
+}
+
+// Commit makes every write of the Tx visible at once (TX-2). On any error
+// nothing was written and the Tx is finished.
+func (t *Tx) Commit(ctx context.Context) error {
+	return t.finish(ctx, func() error { return t.st.tx.Commit() })
+}
+
+// finish runs fn (which ends the engine transaction on success) once; on
+// failure it rolls back. Afterwards the Tx is finished (TX-5).
+func (t *Tx) finish(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	t.finished = true
+	if t.aborted || ctx.Err() != nil {
+		_ = t.st.tx.Rollback()
+		return errAborted()
+	}
+	if err := fn(); err != nil {
+		_ = t.st.tx.Rollback()
+		if errors.Is(err, sql.ErrTxDone) {
+			return driver.Wrap(driver.CodeUnavailable, err, "sqlite: transaction aborted: its context ended; nothing was written (TX-6)")
+		}
+		return t.c.mapErr(ctx, err, "sqlite: commit")
+	}
+	return nil
+}
+
+// Rollback discards every write of the Tx (TX-2); a second call, or one
+// after Commit, is a no-op (TX-5).
+func (t *Tx) Rollback(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	if err := t.st.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return t.c.mapErr(ctx, err, "sqlite: rollback")
+	}
+	return nil
+}

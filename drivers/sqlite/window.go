@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// ReadCommitWindow returns the commits selected by q, oldest first
+// (WIN-1…WIN-7). Candidates come only from the change-scope index, for
+// the filter key with the fewest values (WIN-7):
+//
+//   - one value walks the index in (seq, idx) order, with no sort, and
+//     stops reading as soon as the stop rule is met;
+//   - a list of values (a JSON array, any length: V-6) reads in rounds:
+//     WindowBound finds a seq bound such that each value has at most
+//     about LimitChanges candidates below it, and WindowList sorts only
+//     those; the next round starts after the bound. A round's cost never
+//     depends on the size of the log.
+//
+// The other keys are checked against each candidate's stored scopes
+// (WIN-3). A commit is appended whole, with only its matching changes in
+// their original order (WIN-2), and reading stops after the commit that
+// brings the matched changes to ≥ LimitChanges (WIN-4). Deletes carry no
+// Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable.
+func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+	if _, err := c.table(q.Table); err != nil {
+		return nil, err
+	}
+	if q.LimitChanges < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "window limit must be 1…10000 (V-5)")
+	}
+	key, empty, ok := d.PickKey(q.Filter)
+	if !ok {
+		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
+	}
+	if empty || q.ThroughSeq <= q.AfterSeq {
+		return nil, nil
+	}
+	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
+	vals := q.Filter[key]
+	if len(vals) == 1 {
+		err := w.read(ctx, c.reader(), d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, q.ThroughSeq})
+		return w.out, err
+	}
+	list, err := d.JSONList(vals)
+	if err != nil {
+		return nil, err
+	}
+	// Every round reads the same snapshot.
+	err = c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
+		for after := q.AfterSeq; after < q.ThroughSeq && !w.done; {
+			args := []any{partition, q.Table, key, list, after, q.ThroughSeq}
+			var bound sql.NullInt64
+			if err := c.queryRow(ctx, r, d.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
+				return err
+			}
+			through := q.ThroughSeq
+			if bound.Valid && bound.Int64 < through {
+				through = bound.Int64
+			}
+			args[5] = through
+			if err := w.read(ctx, r, d.WindowList, args); err != nil {
+				return err
+			}
+			after = through
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w.out, nil
+}
+
+// windowReader groups candidate changes into commits and applies the stop
+// rule across one or more reads of consecutive seq ranges.
+type windowReader struct {
+	c       *Conn
+	q       driver.WindowQuery
+	match   d.Matcher
+	out     []driver.Commit
+	matched int
+	done    bool // the stop rule was met
+}
+
+// read appends the commits of one candidate query (its rows ordered by
+// seq, idx; whole commits only) until the stop rule is met.
+func (w *windowReader) read(ctx context.Context, r runner, query string, args []any) error {
+	rows, err := w.c.query(ctx, r, query, args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var cur *driver.Commit
+	flush := func() {
+		if cur != nil && len(cur.Changes) > 0 {
+			w.out = append(w.out, *cur)
+		}
+		cur = nil
+	}
+	for rows.Next() {
+		var (
+			seq, idx, rowVersion int64
+			rowID, op, scopes    string
+			vals                 sql.NullString
+			meta                 driver.Commit
+		)
+		if err := rows.Scan(&seq, &idx, &rowID, &op, &scopes, &vals, &rowVersion,
+			&meta.ClientID, &meta.ClientCommitID, &meta.ActorID, &meta.CreatedAtMs); err != nil {
+			return w.c.mapErr(ctx, err, "sqlite: read commit window")
+		}
+		if cur == nil || cur.Seq != seq {
+			flush()
+			if w.matched >= w.q.LimitChanges {
+				w.done = true // WIN-4: the previous commit reached the limit
+				return nil
+			}
+			meta.Seq = seq
+			cur = &meta
+		}
+		sc, err := d.DecodeScopes(scopes)
+		if err != nil {
+			return err
+		}
+		if !w.match.Match(sc) {
+			continue
+		}
+		ch := driver.Change{Table: w.q.Table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
+		if ch.Op == driver.OpUpsert {
+			ch.RowVersion = rowVersion
+			if vals.Valid {
+				if ch.Values, err = driver.DecodeValues([]byte(vals.String)); err != nil {
+					return driver.Wrap(driver.CodeInternal, err, "sqlite: decode stored change values")
+				}
+			}
+		}
+		cur.Changes = append(cur.Changes, ch)
+		w.matched++
+	}
+	if err := rows.Err(); err != nil {
+		return w.c.mapErr(ctx, err, "sqlite: read commit window")
+	}
+	flush()
+	if w.matched >= w.q.LimitChanges {
+		w.done = true
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package sqlitedialect
+
+import (
+	"encoding/json"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// DecodeScopes decodes a change's stored scopes (_sync_changes.scopes, a
+// JSON object variable → value written by InsertChanges).
+func DecodeScopes(text string) (driver.Scopes, error) {
+	var s driver.Scopes
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		return nil, driver.Wrap(driver.CodeInternal, err, "decode stored change scopes")
+	}
+	return s, nil
+}
+
+type subscriptionWire struct {
+	ID     string              `json:"id"`
+	Table  string              `json:"table"`
+	Scopes map[string][]string `json:"scopes"`
+}
+
+// EncodeSubscriptions encodes a client's subscriptions for
+// _sync_clients.subscriptions, order kept (CR-1).
+func EncodeSubscriptions(subs []driver.Subscription) (string, error) {
+	w := make([]subscriptionWire, len(subs))
+	for i, s := range subs {
+		w[i] = subscriptionWire{ID: s.ID, Table: s.Table, Scopes: s.Scopes}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return "", driver.Wrap(driver.CodeInternal, err, "encode subscriptions")
+	}
+	return string(b), nil
+}
+
+// DecodeSubscriptions decodes what EncodeSubscriptions wrote.
+func DecodeSubscriptions(text string) ([]driver.Subscription, error) {
+	var w []subscriptionWire
+	if err := json.Unmarshal([]byte(text), &w); err != nil {
+		return nil, driver.Wrap(driver.CodeInternal, err, "decode stored subscriptions")
+	}
+	out := make([]driver.Subscription, len(w))
+	for i, s := range w {
+		out[i] = driver.Subscription{ID: s.ID, Table: s.Table, Scopes: driver.ScopeFilter(s.Scopes)}
+	}
+	return out, nil
+}
+
+// ChangesJSON encodes the changes of one commit as the JSON array that
+// InsertChanges and InsertChangeScopes expand (see there). Values are
+// encoded with driver.EncodeValues; a delete carries neither values nor a
+// row version (WIN-6). Fails with CodeInvalidValue for a value that cannot
+// be encoded, before anything is written.
+func ChangesJSON(changes []driver.Change) (string, error) {
+	out := make([][6]any, len(changes))
+	for i, ch := range changes {
+		scopes := ch.Scopes
+		if scopes == nil {
+			scopes = driver.Scopes{}
+		}
+		var vals any
+		var version int64
+		if ch.Op == driver.OpUpsert {
+			b, err := driver.EncodeValues(ch.Values)
+			if err != nil {
+				return "", err
+			}
+			vals, version = string(b), ch.RowVersion
+		}
+		out[i] = [6]any{ch.Table, ch.RowID, string(ch.Op), scopes, vals, version}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", driver.Wrap(driver.CodeInternal, err, "encode commit changes")
+	}
+	return string(b), nil
+}

@@ -1,0 +1,113 @@
+package sqlitedialect
+
+import (
+	"sort"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// windowSelect is the shared head of the window candidate queries: the
+// candidates come from the change-scope index only (WIN-7), joined to
+// their change and commit by primary key. CROSS JOIN pins the join order
+// (SQLite never reorders a CROSS JOIN), so the plan cannot drift to a scan
+// of the log.
+const windowSelect = `SELECT cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
+	c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms
+FROM _sync_change_scopes AS cs
+CROSS JOIN _sync_changes AS ch ON ch.partition = cs.partition AND ch.seq = cs.seq AND ch.idx = cs.idx
+CROSS JOIN _sync_commits AS c ON c.partition = cs.partition AND c.seq = cs.seq
+WHERE cs.partition = ?1 AND cs.tbl = ?2 AND cs.variable = ?3 AND `
+
+// WindowSingle selects the window candidates for one value of one scope
+// variable: ?1 partition, ?2 table, ?3 variable, ?4 value, ?5 afterSeq
+// (exclusive), ?6 throughSeq (inclusive). It walks the change-scope index
+// in (seq, idx) order, so no sort happens and the reader may stop early
+// (WIN-4). Columns: seq, idx, row_id, op, scopes, vals, row_version,
+// client_id, client_commit_id, actor_id, created_at_ms.
+const WindowSingle = windowSelect + `cs.value = ?4 AND cs.seq > ?5 AND cs.seq <= ?6
+ORDER BY cs.seq, cs.idx`
+
+// WindowList is WindowSingle for a list of values: ?4 is a JSON array of
+// strings, so one prepared statement serves lists of any length (V-6).
+// The candidates of the listed values in the seq range are sorted by
+// (seq, idx); the range of other values is never touched. Run it on a
+// range bounded by WindowBound, so the sort holds at most about
+// limitChanges candidates per value, never the whole range.
+const WindowList = windowSelect + `cs.value IN (SELECT j.value FROM json_each(?4) AS j) AND cs.seq > ?5 AND cs.seq <= ?6
+ORDER BY cs.seq, cs.idx`
+
+// WindowBound bounds one round of a multi-value window read: the
+// smallest, over the listed values, of the seq of each value's ?7-th
+// candidate in (?5, ?6] — NULL when no value has that many. Each value
+// walks its own change-scope index range in order and stops there, so a
+// round costs O(values × limit) whatever the size of the log. Arguments
+// as WindowList plus ?7 = limitChanges.
+const WindowBound = `SELECT min((SELECT cs.seq FROM _sync_change_scopes AS cs
+	WHERE cs.partition = ?1 AND cs.tbl = ?2 AND cs.variable = ?3 AND cs.value = v.value AND cs.seq > ?5 AND cs.seq <= ?6
+	ORDER BY cs.seq, cs.idx LIMIT 1 OFFSET ?7 - 1))
+FROM json_each(?4) AS v`
+
+// PickKey chooses the filter key that drives a candidate query: the one
+// with the fewest values (ties: the smallest key, so the choice is
+// deterministic). empty reports that some key has an empty value list, so
+// the filter matches nothing (V-6). ok is false for a filter without keys.
+func PickKey(f driver.ScopeFilter) (key string, empty, ok bool) {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return "", false, false
+	}
+	sort.Strings(keys)
+	key = keys[0]
+	for _, k := range keys {
+		if len(f[k]) == 0 {
+			return k, true, true
+		}
+		if len(f[k]) < len(f[key]) {
+			key = k
+		}
+	}
+	return key, false, true
+}
+
+// Matcher checks the filter keys other than the driving one against a
+// change's stored scopes (WIN-3): every key present with a listed value;
+// extra stored keys are ignored.
+type Matcher struct {
+	sets map[string]map[string]struct{}
+}
+
+// NewMatcher returns a Matcher for every key of f except skip.
+func NewMatcher(f driver.ScopeFilter, skip string) Matcher {
+	m := Matcher{sets: make(map[string]map[string]struct{}, len(f))}
+	for k, vs := range f {
+		if k == skip {
+			continue
+		}
+		set := make(map[string]struct{}, len(vs))
+		for _, v := range vs {
+			set[v] = struct{}{}
+		}
+		m.sets[k] = set
+	}
+	return m
+}
+
+// Empty reports whether there is nothing left to check.
+func (m Matcher) Empty() bool { return len(m.sets) == 0 }
+
+// Match reports whether scopes satisfy every key of m.
+func (m Matcher) Match(scopes driver.Scopes) bool {
+	for k, set := range m.sets {
+		v, ok := scopes[k]
+		if !ok {
+			return false
+		}
+		if _, ok := set[v]; !ok {
+			return false
+		}
+	}
+	return true
+}
