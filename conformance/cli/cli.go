@@ -1,0 +1,256 @@
+// Package cli is the command-line front end of the conformance suite: a
+// thin layer over conformance.RunCases that finds a registered driver,
+// gives every case a fresh store through the driver's driver.Provisioner,
+// prints a capability matrix and per-case results, and exits non-zero when
+// a case fails. cmd/conformance is this package with the bundled drivers
+// linked in.
+//
+// A third-party driver gets the same command with a two-line main.go:
+//
+//	package main
+//
+//	import (
+//		_ "example.com/mydriver" // registers "mydriver" with sync.Register in init
+//
+//		"github.com/syncstore/syncstore/conformance/cli"
+//	)
+//
+//	func main() { cli.Main() }
+//
+// and runs it as `go run . -driver mydriver -dsn '…'`.
+//
+// Flags:
+//
+//	-driver NAME   registered driver to test (default "sqlite")
+//	-dsn DSN       base DSN handed to the driver's Provisioner ("" = the
+//	               driver's default place, e.g. a temporary directory)
+//	-run REGEX     run only the cases whose name matches (e.g. '^SEQ-|^TX-1/')
+//	-format F      report on stdout: text (default), json, junit; with
+//	               -list also markdown (the rule → case table of docs/contract.md)
+//	-v             print every case's output lines, not only a failing case's
+//	-list          list the cases (rule, capability, name) without running them
+//	-timeout D     bound for one case (default 2m)
+//
+// Exit codes: 0 every selected case passed or was skipped, 1 at least one
+// case failed, 2 usage error or a harness that cannot open a store (unknown
+// driver, no Provisioner, a -run pattern that matches no case).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/sync"
+)
+
+// Exit codes of Run.
+const (
+	ExitOK     = 0 // every selected case passed or was skipped
+	ExitFailed = 1 // at least one case failed
+	ExitUsage  = 2 // bad flags, unknown driver, or a harness that cannot open a store
+)
+
+// Main runs the command with os.Args and exits with its exit code. An
+// interrupt (Ctrl-C) cancels the running case and ends the run.
+func Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config holds the parsed flags.
+type config struct {
+	driver  string
+	dsn     string
+	run     *regexp.Regexp
+	format  string
+	verbose bool
+	list    bool
+	timeout time.Duration
+}
+
+// parseFlags parses args. It returns flag.ErrHelp for -h.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	var run string
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.driver, "driver", "sqlite", "registered driver `name` to test")
+	fs.StringVar(&cfg.dsn, "dsn", "", "base `DSN` handed to the driver's Provisioner (\"\" = the driver's default, e.g. a temporary directory)")
+	fs.StringVar(&run, "run", "", "run only the cases whose name matches `regex`")
+	fs.StringVar(&cfg.format, "format", "text", "report `format` on stdout: text, json, junit (with -list also markdown)")
+	fs.BoolVar(&cfg.verbose, "v", false, "print every case's output, also for passing cases")
+	fs.BoolVar(&cfg.list, "list", false, "list the cases with rule and capability; run nothing")
+	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "bound for one case")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: conformance [flags]\n\nRuns the syncstore conformance suite against a registered driver.\nExit status: 0 all passed, 1 a case failed, 2 usage or harness error.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	if run != "" {
+		re, err := regexp.Compile(run)
+		if err != nil {
+			return cfg, fmt.Errorf("bad -run pattern: %v", err)
+		}
+		cfg.run = re
+	}
+	formats := map[string]bool{"text": true, "json": true, "junit": true}
+	if cfg.list {
+		formats = map[string]bool{"text": true, "json": true, "markdown": true}
+	}
+	if !formats[cfg.format] {
+		return cfg, fmt.Errorf("bad -format %q (want %s)", cfg.format, strings.Join(sortedKeys(formats), ", "))
+	}
+	if cfg.timeout <= 0 {
+		return cfg, fmt.Errorf("bad -timeout %s (want > 0)", cfg.timeout)
+	}
+	return cfg, nil
+}
+
+// Run runs the command with args (without the program name), writes the
+// report to stdout and diagnostics and live progress to stderr, and
+// returns the exit code (ExitOK, ExitFailed or ExitUsage). Progress lines
+// are written only when stderr is an *os.File on a terminal. ctx bounds the
+// whole run; each case is also bounded by -timeout.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitUsage
+	}
+	cases := selectCases(cfg.run)
+	if len(cases) == 0 {
+		fmt.Fprintf(stderr, "conformance: no case matches -run %q (see -list)\n", cfg.run)
+		return ExitUsage
+	}
+	if cfg.list {
+		if err := writeList(stdout, cfg.format, cases); err != nil {
+			fmt.Fprintf(stderr, "conformance: %v\n", err)
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	return runSuite(ctx, cfg, len(cases), stdout, stderr)
+}
+
+// selectCases returns the suite's cases whose name re matches (all when re is nil).
+func selectCases(re *regexp.Regexp) []conformance.Case {
+	var out []conformance.Case
+	for _, c := range conformance.Cases() {
+		if re == nil || re.MatchString(c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// runSuite runs the selected cases against cfg.driver and writes the report.
+func runSuite(ctx context.Context, cfg config, total int, stdout, stderr io.Writer) int {
+	d, ok := sync.Lookup(cfg.driver)
+	if !ok {
+		names := sync.Drivers()
+		list := "none"
+		if len(names) > 0 {
+			list = strings.Join(names, ", ")
+		}
+		fmt.Fprintf(stderr, "conformance: unknown driver %q (registered: %s); is its package blank-imported by this program's main?\n", cfg.driver, list)
+		return ExitUsage
+	}
+	p, err := probe(ctx, cfg.driver, d, cfg.dsn)
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitUsage
+	}
+	// The expected capabilities are what the driver declares: a CLI run
+	// reports them; a go test harness pins its own expectations (ERR-3).
+	h, err := conformance.HarnessFor(cfg.driver, d, cfg.dsn, p.capabilities, false)
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitUsage
+	}
+
+	out := &reporter{w: stdout, format: cfg.format, verbose: cfg.verbose}
+	prog := newProgress(stderr, total)
+	out.header(cfg.driver, p)
+	opts := conformance.RunOptions{
+		Match:       cfg.run,
+		CaseTimeout: cfg.timeout,
+		OnStart:     prog.start,
+		OnResult: func(r conformance.CaseResult) {
+			prog.clear()
+			out.result(r)
+		},
+	}
+	rep, err := conformance.RunCases(ctx, h, opts)
+	prog.clear()
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		return ExitUsage
+	}
+	if err := out.finish(rep); err != nil {
+		fmt.Fprintf(stderr, "conformance: writing report: %v\n", err)
+		return ExitUsage
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "conformance: interrupted: %v\n", ctx.Err())
+		return ExitUsage
+	}
+	if rep.Failed > 0 {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// probeResult is what one provisioned store tells about a driver.
+type probeResult struct {
+	engineVersion string
+	capabilities  []driver.Capability
+}
+
+// probe provisions one store, opens it and reads the capabilities the Conn
+// declares (by type assertion) and the engine version, then removes it.
+func probe(ctx context.Context, name string, d driver.Driver, baseDSN string) (probeResult, error) {
+	var res probeResult
+	p, ok := d.(driver.Provisioner)
+	if !ok {
+		return res, fmt.Errorf("driver %q does not implement driver.Provisioner, so the CLI cannot create stores for it; test it with conformance.Run and a hand-written Harness", name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	dsn, drop, err := p.Provision(ctx, baseDSN)
+	if err != nil {
+		return res, fmt.Errorf("driver %q: provision a store: %w", name, err)
+	}
+	defer func() { _ = drop(context.WithoutCancel(ctx)) }()
+	conn, err := d.Open(ctx, dsn)
+	if err != nil {
+		return res, fmt.Errorf("driver %q: open a provisioned store: %w", name, err)
+	}
+	defer func() { _ = conn.Close() }()
+	res.capabilities = driver.ConnCapabilities(conn)
+	if v, ok := conn.(driver.EngineVersioner); ok {
+		if s, err := v.EngineVersion(ctx); err == nil {
+			res.engineVersion = s
+		}
+	}
+	return res, nil
+}
