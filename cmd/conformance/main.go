@@ -1,0 +1,22 @@
+// Command conformance runs the syncstore conformance suite against a
+// registered driver and prints a capability matrix, one line per case and a
+// summary (or a JSON / JUnit report). It links in the bundled drivers:
+//
+//	go run ./cmd/conformance                       # embedded SQLite in a temp dir
+//	go run ./cmd/conformance -run '^SEQ-' -v       # one rule group, with output
+//	go run ./cmd/conformance -format junit > conformance.xml
+//	go run ./cmd/conformance -list                 # the cases, by rule and capability
+//
+// Exit status: 0 all passed, 1 a case failed, 2 usage or harness error.
+// The flags are documented in package
+// github.com/syncstore/syncstore/conformance/cli, which a third-party driver
+// reuses with a two-line main.go of its own.
+package main
+
+import (
+	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
+
+	"github.com/syncstore/syncstore/conformance/cli"
+)
+
+func main() { cli.Main() }
