@@ -24,6 +24,16 @@ type connWrap struct{ driver.Conn }
 
 type txWrap struct{ driver.Tx }
 
+// Begin wraps the Tx too, so the wrapped Tx's capability halves are dropped
+// with the Conn's (a wrapper must never declare half a capability).
+func (c connWrap) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return txWrap{tx}, nil
+}
+
 // ---- leaky partitions: ScanRows returns rows of every partition (P-1) ----
 
 type leakyScan struct {
@@ -36,7 +46,7 @@ func (c *leakyScan) Begin(ctx context.Context, p string) (driver.Tx, error) {
 	c.mu.Lock()
 	c.parts[p] = true
 	c.mu.Unlock()
-	return c.Conn.Begin(ctx, p)
+	return c.connWrap.Begin(ctx, p)
 }
 
 func (c *leakyScan) ScanRows(ctx context.Context, p string, q driver.ScanQuery) ([]driver.Row, error) {

@@ -113,6 +113,16 @@ type bAConn struct{ driver.Conn }
 
 func (c *bAConn) bAInner() driver.Conn { return c.Conn }
 
+// Begin wraps the Tx too, so no capability half of the wrapped driver
+// shows through.
+func (c *bAConn) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &bATx{tx}, nil
+}
+
 type bATx struct{ driver.Tx }
 
 // ---- ROW-1: a replacement keeps old values where the new row has NULL ----
@@ -281,7 +291,7 @@ type bAFoldPartition struct{ bAConn }
 func bALower(p string) string { return strings.ToLower(p) }
 
 func (c *bAFoldPartition) Begin(ctx context.Context, p string) (driver.Tx, error) {
-	return c.Conn.Begin(ctx, bALower(p))
+	return c.bAConn.Begin(ctx, bALower(p))
 }
 func (c *bAFoldPartition) MaxCommitSeq(ctx context.Context, p string) (int64, error) {
 	return c.Conn.MaxCommitSeq(ctx, bALower(p))
@@ -332,7 +342,7 @@ func (c *bAUnknownHorizon) Begin(ctx context.Context, p string) (driver.Tx, erro
 	c.mu.Lock()
 	c.seen[p] = true
 	c.mu.Unlock()
-	return c.Conn.Begin(ctx, p)
+	return c.bAConn.Begin(ctx, p)
 }
 
 func (c *bAUnknownHorizon) HorizonSeq(ctx context.Context, p string) (int64, error) {

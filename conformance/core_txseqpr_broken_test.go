@@ -64,7 +64,7 @@ func TestTxSeqPRCasesCatchBrokenDrivers(t *testing.T) {
 			t.Parallel()
 			h := base
 			h.Name = "broken:" + b.name
-			h.Open = func(t conformance.T) driver.Conn { return b.wrap(base.Open(t)) }
+			h.Open = func(t conformance.T) driver.Conn { return connWrap{b.wrap(base.Open(t))} }
 			h.Reopen = nil
 			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: match})
 			if err != nil {

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/conformance"
-	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
 )
 
 // subset selects a few fast core cases that exist in every version of the
@@ -64,8 +65,20 @@ func TestTextReport(t *testing.T) {
 			t.Errorf("header lacks %q:\n%s", s, out)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^reactions +no$`).MatchString(out) {
-		t.Errorf("capability matrix lacks the row `reactions  no`:\n%s", out)
+	// Each matrix row must say what the driver declares (by type assertion).
+	conn, err := sqlite.Driver{}.Open(t.Context(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, c := range driver.AllCapabilities {
+		yes := "no"
+		if driver.ConnHas(conn, c) {
+			yes = "yes"
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(string(c)) + ` +` + yes + `$`).MatchString(out) {
+			t.Errorf("capability matrix lacks the row `%s  %s`:\n%s", c, yes, out)
+		}
 	}
 	lines := regexp.MustCompile(`(?m)^PASS  (SEQ-1|ROW-4)  (SEQ-1|ROW-4)/\S.*  \((<1ms|[0-9.]+m?s)\)$`).FindAllString(out, -1)
 	if len(lines) != want {
