@@ -1,0 +1,205 @@
+package conformance_test
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/sqlite"
+)
+
+// TestSuiteCatchesBrokenReactions runs the RX cases against wrappers of the
+// SQLite driver that each break one reaction rule, and checks that exactly
+// that rule fails (STYLE pitfall 9). The wrappers keep both halves of the
+// reactions capability (a wrapper that dropped one would be caught by
+// ERR-3, not by these cases).
+func TestSuiteCatchesBrokenReactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the RX cases once per broken driver")
+	}
+	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := base.Open(t)
+	if !driver.ConnHas(probe, driver.CapReactions) {
+		t.Fatalf("the SQLite driver does not declare %s", driver.CapReactions)
+	}
+	broken := []struct {
+		name string
+		wrap func(*rxWrap) driver.Conn
+		want []string
+	}{
+		{"complete-ignores-owner", func(w *rxWrap) driver.Conn { return &rxAnyOwnerCompletes{w} }, []string{"RX-5"}},
+		{"prune-ignores-limit", func(w *rxWrap) driver.Conn { return &rxPruneUnbounded{w} }, []string{"RX-9"}},
+		{"rollback-keeps-reactions", func(w *rxWrap) driver.Conn { return &rxEnqueueOutsideTx{w} }, []string{"RX-1"}},
+	}
+	for _, b := range broken {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			h := base
+			h.Name = "broken:" + b.name
+			h.Capabilities = []driver.Capability{driver.CapReactions}
+			h.Open = func(t conformance.T) driver.Conn {
+				c := base.Open(t)
+				return b.wrap(&rxWrap{Conn: c, rc: c.(driver.ReactionsConn)})
+			}
+			h.Reopen = nil
+			// Every RX case but RX-3's 10,000-reaction run, which none of
+			// these breakages touches.
+			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: regexp.MustCompile(`^RX-([124-9]|10)/`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Passed == 0 {
+				t.Fatalf("no RX case passed: %s", rep.Summary())
+			}
+			if d := cmp.Diff(b.want, rep.FailedRules()); d != "" {
+				t.Errorf("failed rules (-want +got):\n%s", d)
+				for _, c := range rep.Cases {
+					if c.Status == conformance.StatusFail {
+						t.Logf("FAIL %s: %v", c.Name, c.Output)
+					}
+				}
+			}
+		})
+	}
+}
+
+// rxWrap forwards the core Conn and both halves of the reactions
+// capability; the broken wrappers override one method each.
+type rxWrap struct {
+	driver.Conn
+	rc driver.ReactionsConn
+}
+
+type rxTxWrap struct {
+	driver.Tx
+	rt driver.ReactionsTx
+}
+
+func (w *rxWrap) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := w.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &rxTxWrap{Tx: tx, rt: tx.(driver.ReactionsTx)}, nil
+}
+
+func (t *rxTxWrap) EnqueueReactions(ctx context.Context, seq int64, rs []driver.ReactionInput) error {
+	return t.rt.EnqueueReactions(ctx, seq, rs)
+}
+
+func (w *rxWrap) ClaimReactions(ctx context.Context, p string, req driver.ClaimRequest) ([]driver.Reaction, error) {
+	return w.rc.ClaimReactions(ctx, p, req)
+}
+
+func (w *rxWrap) CompleteReaction(ctx context.Context, p, key, owner string, now int64) (bool, error) {
+	return w.rc.CompleteReaction(ctx, p, key, owner, now)
+}
+
+func (w *rxWrap) ExtendReactionLease(ctx context.Context, p, key, owner string, now, lease int64) (bool, error) {
+	return w.rc.ExtendReactionLease(ctx, p, key, owner, now, lease)
+}
+
+func (w *rxWrap) FailReaction(ctx context.Context, p, key, owner string, req driver.FailRequest) (bool, error) {
+	return w.rc.FailReaction(ctx, p, key, owner, req)
+}
+
+func (w *rxWrap) RetryReaction(ctx context.Context, p, key string, now int64) (bool, error) {
+	return w.rc.RetryReaction(ctx, p, key, now)
+}
+
+func (w *rxWrap) ListReactions(ctx context.Context, p string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
+	return w.rc.ListReactions(ctx, p, q)
+}
+
+func (w *rxWrap) PruneReactions(ctx context.Context, p string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
+	return w.rc.PruneReactions(ctx, p, req)
+}
+
+// ---- Complete succeeds for any owner while the row is leased (RX-5) ----
+
+type rxAnyOwnerCompletes struct{ *rxWrap }
+
+func (w *rxAnyOwnerCompletes) CompleteReaction(ctx context.Context, p, key, owner string, now int64) (bool, error) {
+	ok, err := w.rc.CompleteReaction(ctx, p, key, owner, now)
+	if ok || err != nil {
+		return ok, err
+	}
+	leased, err := w.rc.ListReactions(ctx, p, driver.ReactionListQuery{Statuses: []driver.ReactionStatus{driver.ReactionLeased}, Limit: 10000})
+	if err != nil {
+		return false, err
+	}
+	for _, r := range leased {
+		if r.Key == key {
+			return w.rc.CompleteReaction(ctx, p, key, r.LeaseOwner, now)
+		}
+	}
+	return false, nil
+}
+
+// ---- Prune ignores its limit (RX-9) ----
+
+type rxPruneUnbounded struct{ *rxWrap }
+
+func (w *rxPruneUnbounded) PruneReactions(ctx context.Context, p string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
+	req.Limit = 10000
+	return w.rc.PruneReactions(ctx, p, req)
+}
+
+// ---- a rollback keeps the Tx's reactions (RX-1) ----
+
+type rxEnqueueOutsideTx struct{ *rxWrap }
+
+// rxOutsideTx remembers what it enqueued and, when rolled back, writes it
+// again in a Tx of its own: as if the reactions had gone out before the
+// push committed.
+type rxOutsideTx struct {
+	*rxTxWrap
+	conn   driver.Conn
+	seq    int64
+	staged []driver.ReactionInput
+	done   bool
+}
+
+func (w *rxEnqueueOutsideTx) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := w.rxWrap.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &rxOutsideTx{rxTxWrap: tx.(*rxTxWrap), conn: w.Conn}, nil
+}
+
+func (t *rxOutsideTx) EnqueueReactions(ctx context.Context, seq int64, rs []driver.ReactionInput) error {
+	if err := t.rt.EnqueueReactions(ctx, seq, rs); err != nil {
+		return err
+	}
+	t.seq, t.staged = seq, append(t.staged, rs...)
+	return nil
+}
+
+func (t *rxOutsideTx) Commit(ctx context.Context) error {
+	t.done = true
+	return t.rxTxWrap.Commit(ctx)
+}
+
+func (t *rxOutsideTx) Rollback(ctx context.Context) error {
+	if err := t.rxTxWrap.Rollback(ctx); err != nil || t.done || len(t.staged) == 0 {
+		return err
+	}
+	t.done = true
+	tx, err := t.conn.Begin(ctx, t.Partition())
+	if err != nil {
+		return err
+	}
+	if err := tx.(driver.ReactionsTx).EnqueueReactions(ctx, t.seq, t.staged); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}

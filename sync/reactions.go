@@ -1,0 +1,279 @@
+package sync
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"unicode/utf8"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// This file is typed access to the reactions capability (CONTRACT.md
+// RX-1…RX-10): a durable outbox written in the push transaction, claimed
+// by workers with a lease. Every method validates its input (group V)
+// before the driver sees it, and returns CodeUnsupported with Capability
+// "reactions" when the driver lacks the capability (ERR-2). Times are
+// epoch milliseconds taken from the arguments: the store never reads a
+// clock of its own. Worker (worker.go) is the runner built on these.
+
+// MaxFailureDetailsBytes bounds FailRequest.Details (RX-6).
+const MaxFailureDetailsBytes = 8192
+
+// idLeaseOwner is the owner of a lease: an id under V-2.
+var idLeaseOwner = idKind{"lease owner", MaxIDBytes, "V-2"}
+
+// reactions returns the driver's reactions Conn half, or the ERR-2 error.
+func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
+	rc, ok := s.conn.(driver.ReactionsConn)
+	if !ok {
+		return nil, s.unsupported(op, driver.CapReactions)
+	}
+	return rc, nil
+}
+
+// EnqueueReactions writes reactions as pending rows of the Tx's partition,
+// tied to the commit sourceCommitSeq (≥ 0; normally the seq AppendCommit
+// returned in this Tx): attempts 0, available at CreatedAtMs. They land
+// with the Tx's Commit and vanish with its Rollback (RX-1). Each input:
+// Key 1…256 bytes and Type 1…255 bytes of valid UTF-8 without NUL (V-2),
+// MaxAttempts ≥ 1, Payload a valid JSON document → else
+// CodeInvalidArgument and nothing is staged (V-9). A key that already
+// exists in the partition, or twice in the Tx, fails with
+// CodeDuplicateReactionKey — from this call or, on engines that buffer
+// writes, from Commit. An empty list is a no-op. The driver's Tx lacking
+// the reactions Tx half → CodeUnsupported (ERR-2).
+func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
+	const op = "Tx.EnqueueReactions"
+	rt, ok := tx.tx.(driver.ReactionsTx)
+	if !ok {
+		return tx.store.unsupported(op, driver.CapReactions)
+	}
+	if err := checkSeq(op, "sourceCommitSeq", sourceCommitSeq, "RX-1"); err != nil {
+		return err
+	}
+	for _, r := range reactions {
+		if err := checkReactionInput(op, r); err != nil {
+			return err
+		}
+	}
+	if len(reactions) == 0 {
+		return nil
+	}
+	return rt.EnqueueReactions(ctx, sourceCommitSeq, reactions)
+}
+
+func checkReactionInput(op string, r driver.ReactionInput) error {
+	if err := firstErr(idReactionKey.check(op, r.Key), idReactionType.check(op, r.Type)); err != nil {
+		return err
+	}
+	if r.MaxAttempts < 1 {
+		return argErr(op, "RX-1", "MaxAttempts %d is below 1", r.MaxAttempts)
+	}
+	if !validJSON(r.Payload) {
+		return argErr(op, "RX-1", "the payload is not a valid JSON document")
+	}
+	return nil
+}
+
+func validJSON(j driver.JSON) bool {
+	return utf8.ValidString(string(j)) && json.Valid([]byte(j))
+}
+
+// checkLease requires 0 < leaseMs and nowMs + leaseMs within int64.
+func checkLease(op string, nowMs, leaseMs int64) error {
+	if leaseMs <= 0 {
+		return argErr(op, "RX-2", "the lease %d ms is not positive", leaseMs)
+	}
+	if nowMs > 0 && leaseMs > math.MaxInt64-nowMs {
+		return argErr(op, "RX-2", "now + lease overflows int64 milliseconds")
+	}
+	return nil
+}
+
+// ClaimReactions leases up to req.Limit due reactions of partition to
+// req.Owner (RX-2): pending rows with availableAt ≤ NowMs and leased rows
+// whose lease expired (leaseExpiresAt ≤ NowMs), of req.Types (empty =
+// every type), chosen by due time, then createdAt, then key. Each gets
+// attempts+1, owner req.Owner and expiry NowMs+LeaseMs; the result is
+// sorted by createdAt, then key (bytewise). A due row whose attempts
+// reached maxAttempts is dead-lettered instead, with failure code
+// "reaction.attempts_exhausted" (RX-4), and does not count against the
+// limit. Concurrent claims never return the same row (RX-3).
+// Input: V-1; Owner and each type V-2 (CodeInvalidArgument); LeaseMs > 0
+// (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
+func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
+	const op = "ClaimReactions"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstErr(idPartition.check(op, partition), idLeaseOwner.check(op, req.Owner)); err != nil {
+		return nil, err
+	}
+	for _, t := range req.Types {
+		if err := idReactionType.check(op, t); err != nil {
+			return nil, err
+		}
+	}
+	if err := firstErr(checkLease(op, req.NowMs, req.LeaseMs), checkLimit(op, "Limit", req.Limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return rc.ClaimReactions(ctx, partition, req)
+}
+
+// checkOwnerOp checks the arguments every owner operation shares.
+func checkOwnerOp(op, partition, key, owner string) error {
+	return firstErr(idPartition.check(op, partition), idReactionKey.check(op, key), idLeaseOwner.check(op, owner))
+}
+
+// CompleteReaction marks the reaction completed at nowMs and reports true
+// when it is leased to owner; otherwise it reports false and changes
+// nothing (RX-5). A lease stays owner's after its expiry until another
+// claim takes the row. Input: V-1, V-2 (CodeInvalidArgument).
+func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error) {
+	const op = "CompleteReaction"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return false, err
+	}
+	if err := checkOwnerOp(op, partition, key, owner); err != nil {
+		return false, err
+	}
+	return rc.CompleteReaction(ctx, partition, key, owner, nowMs)
+}
+
+// ExtendReactionLease sets the lease of a reaction leased to owner to
+// expire at nowMs + leaseMs and reports true; otherwise false, nothing
+// changed (RX-5). A worker's heartbeat: false means ownership is lost.
+// Input: V-1, V-2, leaseMs > 0 (CodeInvalidArgument).
+func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error) {
+	const op = "ExtendReactionLease"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return false, err
+	}
+	if err := firstErr(checkOwnerOp(op, partition, key, owner), checkLease(op, nowMs, leaseMs)); err != nil {
+		return false, err
+	}
+	return rc.ExtendReactionLease(ctx, partition, key, owner, nowMs, leaseMs)
+}
+
+// FailReaction records a failed attempt of a reaction leased to owner and
+// reports true; otherwise false, nothing changed (RX-5). With req.Retry the
+// reaction becomes pending at req.RetryAtMs; without, it is dead-lettered
+// at req.NowMs (available at NowMs). The failure {Code, Details, NowMs}
+// becomes its LastFailure; attempts are unchanged (RX-6). Input: V-1, V-2;
+// Code an application code (V-8: a letter, then letters, digits or
+// "._:-", ≤ 128 bytes, reserved prefixes such as "reaction." refused);
+// Details "" or a valid JSON document of ≤ 8,192 bytes
+// (MaxFailureDetailsBytes). Never store exception text in Details.
+func (s *Store) FailReaction(ctx context.Context, partition, key, owner string, req driver.FailRequest) (bool, error) {
+	return s.failReaction(ctx, "FailReaction", partition, key, owner, req, false)
+}
+
+// failReaction is FailReaction; reserved lets the Worker record the SDK's
+// own "reaction." codes.
+func (s *Store) failReaction(ctx context.Context, op, partition, key, owner string, req driver.FailRequest, reserved bool) (bool, error) {
+	rc, err := s.reactions(op)
+	if err != nil {
+		return false, err
+	}
+	if err := checkOwnerOp(op, partition, key, owner); err != nil {
+		return false, err
+	}
+	if err := checkFailure(op, req.Code, req.Details, reserved); err != nil {
+		return false, err
+	}
+	return rc.FailReaction(ctx, partition, key, owner, req)
+}
+
+// checkFailure enforces V-8 on code (the reserved prefixes only when
+// !reserved) and RX-6's bound on details.
+func checkFailure(op, code string, details driver.JSON, reserved bool) error {
+	if reserved {
+		if why := codeSyntax(code); why != "" {
+			return argErr(op, "V-8", "the failure code %s", why)
+		}
+	} else if err := ValidateApplicationCode(code); err != nil {
+		if e, ok := err.(*driver.Error); ok {
+			e.Message = op + ": failure code: " + e.Message
+		}
+		return err
+	}
+	if details == "" {
+		return nil
+	}
+	if len(details) > MaxFailureDetailsBytes {
+		return argErr(op, "RX-6", "failure details are %d bytes, over the %d-byte limit", len(details), MaxFailureDetailsBytes)
+	}
+	if !validJSON(details) {
+		return argErr(op, "RX-6", "failure details are not a valid JSON document")
+	}
+	return nil
+}
+
+// RetryReaction turns a dead-letter reaction into pending at nowMs with
+// attempts 0 and reports true; any other state, or a missing key, reports
+// false and changes nothing (RX-7). Its last failure is kept. Input: V-1,
+// V-2.
+func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
+	const op = "RetryReaction"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return false, err
+	}
+	if err := firstErr(idPartition.check(op, partition), idReactionKey.check(op, key)); err != nil {
+		return false, err
+	}
+	return rc.RetryReaction(ctx, partition, key, nowMs)
+}
+
+// ListReactions returns reactions of partition in q.Statuses and q.Types
+// (empty = all), newest first (createdAt desc, then key desc), at most
+// q.Limit (RX-8). Input: V-1; statuses among the four of driver (else
+// CodeInvalidArgument); types V-2; Limit 1…10,000 (CodeInvalidLimit).
+func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
+	const op = "ListReactions"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := idPartition.check(op, partition); err != nil {
+		return nil, err
+	}
+	for _, st := range q.Statuses {
+		switch st {
+		case driver.ReactionPending, driver.ReactionLeased, driver.ReactionCompleted, driver.ReactionDeadLetter:
+		default:
+			return nil, argErr(op, "RX-8", "unknown reaction status (want pending, leased, completed or dead_letter)")
+		}
+	}
+	for _, t := range q.Types {
+		if err := idReactionType.check(op, t); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkLimit(op, "Limit", q.Limit, MaxLimit); err != nil {
+		return nil, err
+	}
+	return rc.ListReactions(ctx, partition, q)
+}
+
+// PruneReactions deletes at most req.Limit terminal reactions of
+// partition, oldest (UpdatedAtMs) first: completed ones with UpdatedAtMs <
+// CompletedBeforeMs and dead letters with UpdatedAtMs < DeadLetterBeforeMs
+// (strict). Pending and leased reactions are never pruned; nothing but
+// reactions changes (RX-9, RX-10). It returns the number deleted per
+// status. Input: V-1; Limit 1…10,000 (CodeInvalidLimit).
+func (s *Store) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
+	const op = "PruneReactions"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstErr(idPartition.check(op, partition), checkLimit(op, "Limit", req.Limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return rc.PruneReactions(ctx, partition, req)
+}
