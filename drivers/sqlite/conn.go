@@ -35,7 +35,8 @@ type Conn struct {
 	// are serialized by the write transaction.
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
-	tmpDir   string // private directory of a ":memory:" store, removed by Close
+	tmpDir   string     // private directory of a ":memory:" store, removed by Close
+	aq       *queryPool // authoritative-query connections (query.go)
 }
 
 var (
@@ -48,7 +49,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{tmpDir: t.tmpDir}
+	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()
 		return nil, mapErr(ctx, err, what)
@@ -120,6 +121,7 @@ func (c *Conn) Close() error {
 			first = driver.Wrap(driver.CodeInternal, err, "sqlite: close")
 		}
 	}
+	keep(c.aq.close())
 	if c.rd != nil {
 		c.rd.close()
 	}

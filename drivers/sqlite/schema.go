@@ -93,7 +93,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		if err != nil {
 			return err
 		}
-		var ddl []string
+		var ddl, retired []string
 		switch {
 		case ver == 0:
 			ddl = d.CreateSchemaSQL(schema)
@@ -112,10 +112,16 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 			if ddl, err = d.MigrationSQL(old, schema); err != nil {
 				return err
 			}
+			retired = d.RetiredTables(old, schema)
 		}
 		for _, q := range ddl {
 			if _, err := t.tx.ExecContext(ctx, q); err != nil {
 				return mapErr(ctx, err, "sqlite: ensure schema")
+			}
+		}
+		for _, name := range retired { // BLOB-1: a retired table's rows reference nothing (blobrefs.go)
+			if err := t.exec(ctx, d.BlobRefsClearTable, name); err != nil {
+				return err
 			}
 		}
 		if err := t.exec(ctx, d.UpsertMeta, d.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)); err != nil {

@@ -142,7 +142,10 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 		if err != nil {
 			return err
 		}
-		return t.st.exec(ctx, x.Delete, t.partition, id)
+		if err := t.st.exec(ctx, x.Delete, t.partition, id); err != nil {
+			return err
+		}
+		return t.clearBlobRefs(ctx, table, id) // BLOB-1 (blobrefs.go)
 	})
 }
 

@@ -184,7 +184,7 @@ func MigrationSQL(old Layout, s driver.Schema) ([]string, error) {
 		}
 		for _, ix := range nt.Indexes {
 			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
-				creates = append(creates, CreateIndexSQL(t.Name, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
+				creates = append(creates, CreateIndexSQL(t.Name, t.PrimaryKey, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
 			}
 		}
 	}

@@ -61,7 +61,10 @@ func DeclaredIndexName(table, ix string) string {
 //	        8-byte IEEE value as given. REAL affinity is NOT used: it stores
 //	        an integral REAL such as -0.0 as the integer 0 and loses the sign
 //	        (VAL-1; proven by the driver's fidelity test).
-//	boolean INTEGER  (0/1, decoded through the schema type)
+//	boolean BOOLEAN  (NUMERIC affinity: stores the integers 0/1, decoded
+//	        through the schema type; the declared type tells an
+//	        authoritative query's boolean result column from an integer
+//	        one, AQ-4)
 //	json    TEXT     (the document's text, byte-for-byte)
 //	bytes   BLOB     (an empty blob is distinguished from NULL on read
 //	        by a companion "IS NULL" column, see Table.SelectList)
@@ -69,8 +72,10 @@ func ColumnSQLType(t driver.ColumnType) string {
 	switch t {
 	case driver.TypeString, driver.TypeJSON:
 		return "TEXT"
-	case driver.TypeInteger, driver.TypeBoolean:
+	case driver.TypeInteger:
 		return "INTEGER"
+	case driver.TypeBoolean:
+		return "BOOLEAN"
 	case driver.TypeBytes:
 		return "BLOB"
 	}

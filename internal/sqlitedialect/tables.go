@@ -117,7 +117,7 @@ func (x *Table) CreateSQL() []string {
 			" ("+Quote(PartitionColumn)+", "+Quote(s.Column)+", "+Quote(t.PrimaryKey)+")")
 	}
 	for _, ix := range t.Indexes {
-		out = append(out, CreateIndexSQL(t.Name, ix))
+		out = append(out, CreateIndexSQL(t.Name, t.PrimaryKey, ix))
 	}
 	return out
 }
@@ -137,8 +137,10 @@ func ColumnDef(c driver.Column) string {
 
 // CreateIndexSQL returns the CREATE INDEX statement of the declared index
 // ix of table: on ("_sync_partition", columns…), so a unique index is unique
-// per partition (SCH-9).
-func CreateIndexSQL(table string, ix driver.Index) string {
+// per partition (SCH-9). A non-unique index ends with the primary key pk,
+// so an index lookup walks its matches in id order from the after-id on,
+// without sorting them (IXL-1, IXL-4).
+func CreateIndexSQL(table, pk string, ix driver.Index) string {
 	cols := []string{Quote(PartitionColumn)}
 	for _, c := range ix.Columns {
 		cols = append(cols, Quote(c))
@@ -146,6 +148,8 @@ func CreateIndexSQL(table string, ix driver.Index) string {
 	kw := "CREATE INDEX "
 	if ix.Unique {
 		kw = "CREATE UNIQUE INDEX "
+	} else {
+		cols = append(cols, Quote(pk))
 	}
 	return kw + Quote(DeclaredIndexName(table, ix.Name)) + " ON " + Quote(table) + " (" + strings.Join(cols, ", ") + ")"
 }

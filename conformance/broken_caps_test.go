@@ -1,0 +1,212 @@
+package conformance_test
+
+import (
+	"context"
+	"regexp"
+	gosync "sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/sqlite"
+)
+
+// TestSuiteCatchesBrokenCapabilities runs the cases of one capability
+// group against a wrapper of the SQLite driver that breaks one rule of
+// that group, and checks that exactly that rule fails (STYLE pitfall 9):
+// one wrapper per group of index-lookup, blob-refs, admin and
+// authoritative-query. Each wrapper declares only the capability it
+// breaks; the unbroken SQLite driver passing the same cases is checked by
+// the driver's own TestConformance.
+func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a capability's cases once per broken driver")
+	}
+	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := []struct {
+		name  string
+		cap   driver.Capability
+		match string
+		wrap  func(driver.Conn) driver.Conn
+		want  []string // rule IDs that must fail, sorted
+	}{
+		{"index-lookup-ignores-after-row-id", driver.CapIndexLookup, "^IXL-",
+			func(c driver.Conn) driver.Conn { return &ixlIgnoresAfter{connWrap{c}, c.(driver.IndexLookupConn)} },
+			[]string{"IXL-1"}},
+		{"blob-refs-empty-set-keeps-refs", driver.CapBlobRefs, "^BLOB-",
+			func(c driver.Conn) driver.Conn { return &blobEmptyIsNoop{connWrap{c}, c.(driver.BlobRefsConn)} },
+			[]string{"BLOB-1"}},
+		{"admin-commit-meta-cursor-off-by-one", driver.CapAdmin, "^ADM-",
+			func(c driver.Conn) driver.Conn { return &admInclusiveCursor{connWrap{c}, c.(driver.AdminConn)} },
+			[]string{"ADM-1"}},
+		{"query-reads-across-partitions", driver.CapAuthoritativeQuery, "^AQ-",
+			func(c driver.Conn) driver.Conn {
+				return &aqAcrossPartitions{connWrap: connWrap{c}, q: c.(driver.AuthoritativeQueryConn), parts: map[string]bool{}}
+			},
+			[]string{"AQ-2"}},
+	}
+	for _, b := range broken {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			h := base
+			h.Name = "broken:" + b.name
+			h.Capabilities = []driver.Capability{b.cap}
+			h.Open = func(t conformance.T) driver.Conn { return b.wrap(base.Open(t)) }
+			h.Reopen = nil
+			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: regexp.MustCompile(b.match)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := 0
+			for _, c := range rep.Cases {
+				if c.Status == conformance.StatusNotImplemented {
+					t.Errorf("%s: not implemented, but the wrapper declares %s", c.Name, b.cap)
+				}
+				ran++
+			}
+			if ran == 0 {
+				t.Fatalf("no case matched %s", b.match)
+			}
+			if d := cmp.Diff(b.want, rep.FailedRules()); d != "" {
+				t.Errorf("failed rules (-want +got):\n%s", d)
+				for _, c := range rep.Cases {
+					if c.Status == conformance.StatusFail {
+						t.Logf("FAIL %s: %v", c.Name, c.Output)
+					}
+				}
+			}
+		})
+	}
+}
+
+// ---- index lookup ignores AfterRowID (IXL-1); its Tx half is intact ----
+
+type ixlIgnoresAfter struct {
+	connWrap
+	ix driver.IndexLookupConn
+}
+
+// Begin returns the SQLite Tx itself, with its intact index-lookup half.
+func (c *ixlIgnoresAfter) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	return c.Conn.Begin(ctx, p)
+}
+
+func (c *ixlIgnoresAfter) ScanRowsByIndex(ctx context.Context, p string, q driver.IndexQuery) ([]driver.Row, error) {
+	q.AfterRowID = ""
+	return c.ix.ScanRowsByIndex(ctx, p, q)
+}
+
+// ---- SetBlobRefs with an empty set keeps the old set (BLOB-1) ----
+
+type blobEmptyIsNoop struct {
+	connWrap
+	b driver.BlobRefsConn
+}
+
+type blobNoopTx struct {
+	txWrap
+	b driver.BlobRefsTx
+}
+
+func (c *blobEmptyIsNoop) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &blobNoopTx{txWrap{tx}, tx.(driver.BlobRefsTx)}, nil
+}
+
+func (c *blobEmptyIsNoop) ListRowsReferencingBlob(ctx context.Context, p, blobID string, limit int) ([]driver.BlobRowRef, error) {
+	return c.b.ListRowsReferencingBlob(ctx, p, blobID, limit)
+}
+
+func (c *blobEmptyIsNoop) ListReferencedBlobIDs(ctx context.Context, p, after string, limit int) ([]string, error) {
+	return c.b.ListReferencedBlobIDs(ctx, p, after, limit)
+}
+
+func (t *blobNoopTx) SetBlobRefs(ctx context.Context, table, rowID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return t.b.SetBlobRefs(ctx, table, rowID, ids)
+}
+
+// ---- ListCommitMeta treats beforeSeq as inclusive (ADM-1) ----
+
+type admInclusiveCursor struct {
+	connWrap
+	a driver.AdminConn
+}
+
+func (c *admInclusiveCursor) ListClientRecords(ctx context.Context, p string, limit int) ([]driver.ClientRecord, error) {
+	return c.a.ListClientRecords(ctx, p, limit)
+}
+
+func (c *admInclusiveCursor) ListCommitMeta(ctx context.Context, p string, before int64, limit int) ([]driver.CommitMeta, error) {
+	if before > 0 {
+		before++
+	}
+	return c.a.ListCommitMeta(ctx, p, before, limit)
+}
+
+func (c *admInclusiveCursor) ScopeActivity(ctx context.Context, p, table string, f driver.ScopeFilter, after, through int64) (driver.ScopeActivity, error) {
+	return c.a.ScopeActivity(ctx, p, table, f, after, through)
+}
+
+func (c *admInclusiveCursor) RowScopes(ctx context.Context, p, table, id string) (driver.Scopes, bool, error) {
+	return c.a.RowScopes(ctx, p, table, id)
+}
+
+// ---- a schema-qualified name reads every partition (AQ-2) ----
+
+// aqAcrossPartitions models the classic flaw of a driver that restricts a
+// query by rewriting unqualified table names: "main.todos" slips past the
+// rewrite and reads every partition. It runs such a query on every
+// partition it has seen and concatenates the rows.
+type aqAcrossPartitions struct {
+	connWrap
+	q     driver.AuthoritativeQueryConn
+	mu    gosync.Mutex
+	parts map[string]bool
+}
+
+var aqMainDot = regexp.MustCompile(`(?i)\bmain\.`)
+
+func (c *aqAcrossPartitions) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	c.mu.Lock()
+	c.parts[p] = true
+	c.mu.Unlock()
+	return c.Conn.Begin(ctx, p)
+}
+
+func (c *aqAcrossPartitions) AuthoritativeQuery(ctx context.Context, p string, q driver.Query) (driver.QueryResult, error) {
+	if !aqMainDot.MatchString(q.SQL) {
+		return c.q.AuthoritativeQuery(ctx, p, q)
+	}
+	q.SQL = aqMainDot.ReplaceAllString(q.SQL, "")
+	res, err := c.q.AuthoritativeQuery(ctx, p, q)
+	if err != nil {
+		return res, err
+	}
+	c.mu.Lock()
+	var others []string
+	for other := range c.parts {
+		if other != p {
+			others = append(others, other)
+		}
+	}
+	c.mu.Unlock()
+	for _, other := range others {
+		more, err := c.q.AuthoritativeQuery(ctx, other, q)
+		if err != nil {
+			return driver.QueryResult{}, err
+		}
+		res.Rows = append(res.Rows, more.Rows...)
+	}
+	return res, nil
+}

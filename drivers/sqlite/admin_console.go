@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"math"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// The admin capability (ADM-1): read-only console views, served by the
+// readers (committed data only) and sqlitedialect/admin.go's statements.
+
+var _ driver.AdminConn = (*Conn)(nil)
+
+// ListClientRecords returns the partition's client records newest first
+// (UpdatedAtMs descending, client id descending), at most limit (1…10,000)
+// (ADM-1).
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := c.query(ctx, c.reader(), d.AdminListClients, []any{partition, int64(limit)})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ClientRecord
+	for rows.Next() {
+		var rec driver.ClientRecord
+		var subs string
+		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: list client records")
+		}
+		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "sqlite: list client records")
+}
+
+// ListCommitMeta returns the metadata of the retained commits with seq <
+// beforeSeq (0 = from the newest), newest first, at most limit (1…10,000):
+// passing the last seq of a page as the next beforeSeq reaches every page
+// (ADM-1). beforeSeq < 0 → CodeInvalidArgument.
+func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+	if beforeSeq < 0 {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	if beforeSeq == 0 {
+		beforeSeq = math.MaxInt64
+	}
+	rows, err := c.query(ctx, c.reader(), d.AdminListCommits, []any{partition, beforeSeq, int64(limit)})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.CommitMeta
+	for rows.Next() {
+		var m driver.CommitMeta
+		if err := rows.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: list commit metadata")
+		}
+		out = append(out, m)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "sqlite: list commit metadata")
+}
+
+// ScopeActivity counts, among the commits with afterSeq < seq ≤
+// throughSeq, the changes to table whose scopes match filter (WIN-3) and
+// the commits holding at least one of them (ADM-1). Candidates come from
+// the change-scope index of the filter's driving key. Errors:
+// CodeUnknownTable; a filter with no keys → CodeScanRequiresScope (V-6).
+func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+	var act driver.ScopeActivity
+	if _, err := c.table(table); err != nil {
+		return act, err
+	}
+	key, empty, ok := d.PickKey(filter)
+	if !ok {
+		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
+	}
+	if empty || throughSeq <= afterSeq {
+		return act, nil
+	}
+	list, err := d.JSONList(filter[key])
+	if err != nil {
+		return act, err
+	}
+	rows, err := c.query(ctx, c.reader(), d.AdminScopeActivity, []any{partition, table, key, list, afterSeq, throughSeq})
+	if err != nil {
+		return act, err
+	}
+	defer rows.Close()
+	match := d.NewMatcher(filter, key)
+	commits := map[int64]bool{}
+	for rows.Next() {
+		var seq int64
+		var text string
+		if err := rows.Scan(&seq, &text); err != nil {
+			return act, c.mapErr(ctx, err, "sqlite: scope activity")
+		}
+		if !match.Empty() {
+			scopes, err := d.DecodeScopes(text)
+			if err != nil {
+				return act, err
+			}
+			if !match.Match(scopes) {
+				continue
+			}
+		}
+		act.Changes++
+		commits[seq] = true
+	}
+	if err := rows.Err(); err != nil {
+		return act, c.mapErr(ctx, err, "sqlite: scope activity")
+	}
+	act.Commits = int64(len(commits))
+	return act, nil
+}
+
+// RowScopes returns the scopes of the current row (table, rowID) and
+// true, or false when it does not exist (ADM-1). Errors: CodeUnknownTable.
+func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+	row, ok, err := c.GetRow(ctx, partition, table, rowID)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return row.Scopes, true, nil
+}

@@ -1,0 +1,79 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Index lookup (capability index-lookup, IXL-1…IXL-4): both halves run
+// sqlitedialect's lookup statement, served by the declared index; the Tx
+// half runs it inside the write transaction, so it sees the Tx's staged
+// upserts, moves and deletes (IXL-3).
+
+var (
+	_ driver.IndexLookupConn = (*Conn)(nil)
+	_ driver.IndexLookupTx   = (*Tx)(nil)
+)
+
+// maxIndexLookupLimit is IXL-2's bound on an index lookup's limit (V-5).
+const maxIndexLookupLimit = 1000
+
+// ScanRowsByIndex returns the committed rows of partition whose index
+// columns equal q.Values position by position (nil matches NULL), with id
+// > q.AfterRowID, ascending bytewise by id, at most q.Limit (IXL-1).
+// Errors, in IXL-2's order: CodeUnknownTable (SCH-8), CodeInvalidLimit
+// (limit outside 1…1,000), CodeIndexNotFound, CodeIndexValueCountMismatch,
+// CodeInvalidValue.
+func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	return c.scanRowsByIndex(ctx, c.reader(), partition, q)
+}
+
+// ScanRowsByIndex is Conn.ScanRowsByIndex inside the Tx: it sees the Tx's
+// own writes (IXL-3, TX-3).
+func (t *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (rows []driver.Row, err error) {
+	err = t.op(ctx, func() error {
+		rows, err = t.c.scanRowsByIndex(ctx, t.st, t.partition, q)
+		return err
+	})
+	return rows, err
+}
+
+func (c *Conn) scanRowsByIndex(ctx context.Context, r runner, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	x, err := c.table(q.Table)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 || q.Limit > maxIndexLookupLimit {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "index lookup limit must be 1…1000 (V-5, IXL-2)")
+	}
+	ix, ok := x.Def.Index(q.Index)
+	if !ok {
+		return nil, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
+	}
+	args, err := x.IndexLookupArgs(partition, ix, q)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.query(ctx, r, x.IndexLookupSQL(ix), args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Row
+	dest := x.ScanDest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, c.mapErr(ctx, err, "sqlite: index lookup")
+		}
+		row, err := x.DecodeRow(dest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: index lookup")
+	}
+	return out, nil
+}

@@ -1,0 +1,433 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	gosync "sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Authoritative queries (capability authoritative-query, AQ-1…AQ-5).
+//
+// A query runs on a connection of a pool of its own (never a reader: the
+// temp views below would shadow the tables the readers' statements name),
+// in one read transaction:
+//
+//  1. no authorizer; query_only off; the temp state tables exist;
+//  2. BEGIN; one statement reads the partition's max_seq and the stored
+//     layout — the snapshot of the whole query starts here (AQ-4);
+//  3. the temp views are rebuilt if the stored layout changed since this
+//     connection built them; the partition is stored for the views;
+//  4. query_only on; the partition policy (queryPolicy) is installed as the
+//     connection's authorizer — installing it expires every statement
+//     prepared before, so nothing escapes it — and the host's statement
+//     runs and is read to the end;
+//  5. the authorizer is removed and the transaction ends (it wrote only
+//     the connection's temp schema).
+//
+// Any failure after step 1 closes the connection (database/sql drops a
+// connection whose Raw callback returns driver.ErrBadConn), so a pooled
+// connection is never left inside a transaction or with a policy.
+
+var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
+
+// queryConns bounds the query pool.
+const queryConns = 4
+
+// queryPool is the lazily opened pool of query connections of a Conn.
+type queryPool struct {
+	dsn     string
+	mu      gosync.Mutex
+	db      *sql.DB
+	closed  bool
+	modules []string // the engine's virtual table modules, read once
+}
+
+// newQueryPool returns the pool for readerDSN (the readers' DSN: query_only
+// from the start, busy_timeout; temp objects kept in memory).
+func newQueryPool(readerDSN string) *queryPool {
+	return &queryPool{dsn: readerDSN + "&_pragma=temp_store(MEMORY)"}
+}
+
+func (p *queryPool) get() (*sql.DB, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errClosed()
+	}
+	if p.db == nil {
+		db, err := openDB(p.dsn, queryConns)
+		if err != nil {
+			return nil, err
+		}
+		p.db = db
+	}
+	return p.db, nil
+}
+
+// moduleNames returns the engine's virtual table modules, read on conn
+// the first time.
+func (p *queryPool) moduleNames(ctx context.Context, conn *sql.Conn) ([]string, error) {
+	p.mu.Lock()
+	mods := p.modules
+	p.mu.Unlock()
+	if mods != nil {
+		return mods, nil
+	}
+	rows, err := conn.QueryContext(ctx, d.QueryListModules)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	mods = []string{}
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return nil, err
+		}
+		mods = append(mods, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.modules = mods
+	p.mu.Unlock()
+	return mods, nil
+}
+
+// close closes the pool; later get calls fail. Safe on a nil pool.
+func (p *queryPool) close() error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.db == nil {
+		return nil
+	}
+	return p.db.Close()
+}
+
+// AuthoritativeQuery runs q against partition's rows only and returns its
+// rows with the partition's MaxCommitSeq of the same snapshot (AQ-1…AQ-5).
+// Errors: CodeUnknownTable for a declared table that is not in the ensured
+// schema (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2 rule out — more
+// than one statement, another kind of statement, named parameters, a bind
+// value count that does not match the parameters, a read of any relation
+// other than a declared table (the engine refuses it), a declared table
+// the statement does not read, a function outside the allowed set, or an
+// error the engine reports for the statement itself.
+func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	if err := c.check(); err != nil {
+		return driver.QueryResult{}, err
+	}
+	declared, err := c.queryTables(q.Tables)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	text, err := d.CheckQueryText(q.SQL)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	if len(q.Args) != text.Params {
+		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
+			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
+	}
+	args, err := queryArgs(q.Args)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	db, err := c.aq.get()
+	if err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, "sqlite: open the query pool")
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, "sqlite: query connection")
+	}
+	defer conn.Close()
+	res, err := c.runQuery(ctx, conn, partition, declared, text.SQL, args)
+	if err != nil {
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn }) // drop the connection
+		return driver.QueryResult{}, err
+	}
+	return res, nil
+}
+
+// queryTables checks the declared tables against the ensured schema and
+// returns them sorted and distinct.
+func (c *Conn) queryTables(tables []string) ([]string, error) {
+	if len(tables) == 0 {
+		return nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tables {
+		if _, err := c.table(t); err != nil {
+			return nil, err
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// queryArgs converts bind values: int64, float64 (finite), string, []byte,
+// bool, nil, and driver.JSON (bound as its text). Anything else →
+// CodeQueryInvalid naming the position, never the value (V-10).
+func queryArgs(in []any) ([]any, error) {
+	out := make([]any, len(in))
+	for i, v := range in {
+		switch x := v.(type) {
+		case nil, int64, string:
+			out[i] = x
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, driver.Errorf(driver.CodeQueryInvalid, "bind value %d is not a finite float (AQ-1)", i+1)
+			}
+			out[i] = x
+		case bool:
+			out[i] = int64(0)
+			if x {
+				out[i] = int64(1)
+			}
+		case []byte:
+			if x == nil {
+				out[i] = nil
+			} else {
+				out[i] = x
+			}
+		case driver.JSON:
+			out[i] = string(x)
+		default:
+			return nil, driver.Errorf(driver.CodeQueryInvalid, "bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
+		}
+	}
+	return out, nil
+}
+
+// runQuery is steps 1–5 of the package comment on one connection.
+func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, declared []string, stmt string, args []any) (driver.QueryResult, error) {
+	const what = "sqlite: authoritative query"
+	setAuth := func(fn sqlite.AuthorizerFn) error {
+		return conn.Raw(func(dc any) error {
+			r, ok := dc.(sqlite.AuthorizerRegisterer)
+			if !ok {
+				return errors.New("the engine connection has no authorizer")
+			}
+			return r.RegisterAuthorizer(fn)
+		})
+	}
+	exec := func(q string, a ...any) error {
+		_, err := conn.ExecContext(ctx, q, a...)
+		return err
+	}
+	// 1–2
+	if err := setAuth(nil); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	for _, q := range append(append([]string{d.QueryWritable}, d.QueryStateDDL...), d.QueryBegin) {
+		if err := exec(q); err != nil {
+			return driver.QueryResult{}, c.mapErr(ctx, err, what)
+		}
+	}
+	var res driver.QueryResult
+	var stored, built sql.NullString
+	if err := conn.QueryRowContext(ctx, d.QuerySnapshot, partition, d.MetaSchemaLayout).Scan(&res.MaxCommitSeq, &stored, &built); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	if !stored.Valid {
+		return driver.QueryResult{}, driver.Errorf(driver.CodeUnknownTable, "no schema is ensured in the store (SCH-8)")
+	}
+	layout, err := d.DecodeLayout(stored.String)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	// 3
+	if !built.Valid || built.String != stored.String {
+		if err := c.buildQueryViews(ctx, conn, layout, stored.String); err != nil {
+			return driver.QueryResult{}, c.mapErr(ctx, err, what+": build the partition views")
+		}
+	}
+	if err := exec(d.QuerySetPartition, partition); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	modules, err := c.aq.moduleNames(ctx, conn)
+	if err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	// 4
+	if err := exec(d.QueryReadOnly); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	var appTables []string
+	for _, t := range layout.Tables {
+		appTables = append(appTables, t.Name)
+	}
+	policy := newQueryPolicy(declared, appTables, modules)
+	if err := setAuth(policy.authorize); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	cols, rows, err := readQueryRows(ctx, conn, stmt, args)
+	if err != nil {
+		return driver.QueryResult{}, queryErr(ctx, policy, err)
+	}
+	// 5
+	if err := setAuth(nil); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	if err := exec(d.QueryCommit); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	if unused := policy.unused(); len(unused) > 0 {
+		sort.Strings(unused)
+		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
+			"query declares table %s but does not read it (AQ-2)", strings.Join(unused, ", "))
+	}
+	res.Columns, res.Rows = cols, rows
+	return res, nil
+}
+
+// buildQueryViews replaces the connection's temp views by those of layout
+// and records layoutText as the layout they show.
+func (c *Conn) buildQueryViews(ctx context.Context, conn *sql.Conn, layout d.Layout, layoutText string) error {
+	rows, err := conn.QueryContext(ctx, d.QueryListViews)
+	if err != nil {
+		return err
+	}
+	var old []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var stmts []string
+	for _, name := range old {
+		stmts = append(stmts, d.DropQueryViewSQL(name))
+	}
+	for _, t := range layout.Tables {
+		stmts = append(stmts, d.QueryViewSQL(t))
+	}
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, d.QuerySetLayout, layoutText)
+	return err
+}
+
+var bytesType = reflect.TypeOf([]byte(nil))
+
+// readQueryRows runs the host's statement and reads every row (AQ-4):
+// int64, float64, string, []byte (an empty blob stays a non-nil empty
+// slice), nil, and bool for a column declared BOOLEAN (a boolean column).
+func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]string, [][]any, error) {
+	rows, err := conn.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, nil, err
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, nil, err
+	}
+	boolean := make([]bool, len(cols))
+	for i, ct := range types {
+		boolean[i] = strings.EqualFold(ct.DatabaseTypeName(), "BOOLEAN")
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, err
+		}
+		var current []*sql.ColumnType // this row's storage classes, read only when a value is nil
+		for i, v := range vals {
+			switch x := v.(type) {
+			case nil:
+				if current == nil {
+					if current, err = rows.ColumnTypes(); err != nil {
+						return nil, nil, err
+					}
+				}
+				// The engine hands an empty blob over as no bytes; its
+				// storage class tells it from NULL.
+				if current[i].ScanType() == bytesType {
+					vals[i] = []byte{}
+				}
+			case int64:
+				if boolean[i] {
+					vals[i] = x != 0
+				}
+			case float64, string, []byte:
+			default:
+				return nil, nil, driver.Errorf(driver.CodeInternal, "sqlite: query result column %d has an unexpected %T", i+1, v)
+			}
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return cols, out, nil
+}
+
+// queryErr classifies an error of the host's statement: refused by the
+// policy or rejected by the engine as SQL (a syntax error, an unknown
+// table or column, a bind range, a runtime error of the statement's own
+// making) → CodeQueryInvalid; a context that ended or a busy engine →
+// CodeUnavailable; anything else → CodeInternal.
+func queryErr(ctx context.Context, p *queryPolicy, err error) error {
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return mapErr(ctx, err, "sqlite: authoritative query")
+	}
+	if p.wasDenied() {
+		return driver.Wrap(driver.CodeQueryInvalid, err,
+			"query reads a relation other than its declared tables, writes, or calls a function it may not (AQ-1, AQ-2)")
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_MISMATCH,
+			sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CONSTRAINT:
+			return driver.Wrap(driver.CodeQueryInvalid, err, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
+		}
+	}
+	return mapErr(ctx, err, "sqlite: authoritative query")
+}

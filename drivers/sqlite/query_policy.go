@@ -1,0 +1,184 @@
+package sqlite
+
+import (
+	"strings"
+	gosync "sync"
+
+	"modernc.org/sqlite"
+
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// queryPolicy is the engine-enforced half of an authoritative query
+// (AQ-1, AQ-2): the SQLite authorizer installed on the query connection
+// while — and only while — the host's statement is prepared and run. The
+// engine asks it about every relation, column and function the statement
+// touches, after name resolution, so no spelling (quotes, case, comments,
+// aliases) changes what it sees.
+//
+// The engine reports a column read as (table, column, schema, context),
+// where context is the name under which the enclosing FROM item was
+// written — a view's name, but also a CTE's or a sub-query's, so the host
+// can choose it. The policy therefore never trusts the context alone: it
+// relies on CheckQueryText having refused every schema-qualified name, so
+// that an application table's name always resolves to its partition view
+// in the temp schema, and a read of main."T" can only be the view's body.
+//
+// It allows:
+//   - SELECT (and recursive CTEs);
+//   - reading a column of temp."T" for a declared table T (the partition
+//     view), recording T as used;
+//   - reading a column of main."T" for a declared T inside a FROM item
+//     (context ≠ ""): the view's body, recording T as used;
+//   - reading the view's partition parameter (temp._sync_q) inside a FROM
+//     item: at most the name of the partition being queried;
+//   - json_each and json_tree (table-valued functions over the query's
+//     own data), unless an application table has that name;
+//   - a table referenced without any column (count(*)) only when it is a
+//     CTE: no application or infrastructure table, engine table
+//     (sqlite_*, pragma_*) or virtual table module;
+//   - functions of queryFunctions.
+//
+// Everything else is denied: any other relation (infrastructure tables,
+// sqlite_schema, pragma functions, dbstat, undeclared tables), every
+// write, DDL, PRAGMA, ATTACH, transaction control, and functions with side
+// effects or engine-specific output.
+type queryPolicy struct {
+	declared map[string]bool // the query's declared tables
+	reserved map[string]bool // lower-cased names a column-less read may not target
+
+	mu     gosync.Mutex
+	used   map[string]bool
+	denied bool
+}
+
+// newQueryPolicy returns the policy of a query declaring declared over a
+// store whose application tables are appTables; modules are the engine's
+// virtual table modules.
+func newQueryPolicy(declared, appTables, modules []string) *queryPolicy {
+	p := &queryPolicy{declared: map[string]bool{}, reserved: map[string]bool{}, used: map[string]bool{}}
+	for _, t := range declared {
+		p.declared[t] = true
+	}
+	for _, names := range [][]string{appTables, modules} {
+		for _, n := range names {
+			p.reserved[strings.ToLower(n)] = true
+		}
+	}
+	return p
+}
+
+// authorize is the sqlite.AuthorizerFn: arg1/arg2 per action, db the
+// schema name ("main", "temp", "" when the host wrote none and no column
+// is read), ctx the FROM item whose body is being compiled.
+func (p *queryPolicy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db, ctx string) sqlite.AuthorizerReturnCode {
+	ok := false
+	switch action {
+	case sqlite.AuthSelect, sqlite.AuthRecursive:
+		ok = true
+	case sqlite.AuthFunction:
+		ok = queryFunctions[strings.ToLower(arg2)]
+	case sqlite.AuthRead:
+		if arg2 == "" {
+			ok = p.readTable(arg1, db)
+		} else {
+			ok = p.readColumn(arg1, db, ctx)
+		}
+	}
+	if ok {
+		return sqlite.AuthorizerOK
+	}
+	p.mu.Lock()
+	p.denied = true
+	p.mu.Unlock()
+	return sqlite.AuthorizerDeny
+}
+
+// readColumn decides a read of a column of table in schema db.
+func (p *queryPolicy) readColumn(table, db, ctx string) bool {
+	switch {
+	case db == "temp" && p.declared[table]:
+		p.use(table)
+		return true
+	case db == "main" && p.declared[table] && ctx != "":
+		p.use(table)
+		return true
+	case db == "temp" && table == d.QueryStateTable && ctx != "":
+		return true
+	case db == "main" && isJSONTable(table) && !p.reserved[table]:
+		return true
+	}
+	return false
+}
+
+// readTable decides a reference to table that reads none of its columns.
+func (p *queryPolicy) readTable(table, db string) bool {
+	name := strings.ToLower(table)
+	if isJSONTable(name) {
+		return (db == "" || db == "main") && !p.reserved[name]
+	}
+	if db != "" || p.reserved[name] {
+		return false
+	}
+	for _, prefix := range []string{"sqlite_", "pragma_", "_sync"} {
+		if strings.HasPrefix(name, prefix) {
+			return false
+		}
+	}
+	return true // a CTE
+}
+
+func isJSONTable(name string) bool { return name == "json_each" || name == "json_tree" }
+
+func (p *queryPolicy) use(table string) {
+	p.mu.Lock()
+	p.used[table] = true
+	p.mu.Unlock()
+}
+
+// unused returns the declared tables the statement never read (AQ-2:
+// declaring a table the SQL does not use is an error).
+func (p *queryPolicy) unused() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for t := range p.declared {
+		if !p.used[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (p *queryPolicy) wasDenied() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.denied
+}
+
+// queryFunctions are the functions a query may call: SQLite's core
+// scalar, aggregate, window, date/time, math and JSON functions whose
+// result depends only on their arguments (and the clock, for 'now').
+// Left out on purpose: load_extension, the sqlite_* introspection
+// functions, changes/total_changes/last_insert_rowid (connection state),
+// random/randomblob/zeroblob (nondeterministic or unbounded), jsonb_*
+// (engine-specific binary output), and anything an application or
+// extension registers.
+var queryFunctions = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields(`
+		abs char coalesce concat concat_ws format glob hex if ifnull iif instr length like likelihood
+		likely lower ltrim max min nullif octet_length printf quote replace round rtrim sign substr
+		substring trim typeof unhex unicode unistr unlikely upper
+		avg count group_concat string_agg sum total
+		row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
+		date time datetime julianday unixepoch strftime timediff current_date current_time current_timestamp
+		acos acosh asin asinh atan atan2 atanh ceil ceiling cos cosh degrees exp floor ln log log10 log2
+		mod pi pow power radians sin sinh sqrt tan tanh trunc
+		json json_array json_array_length json_error_position json_extract json_insert json_object
+		json_patch json_pretty json_quote json_remove json_replace json_set json_type json_valid
+		json_group_array json_group_object -> ->>`) {
+		m[f] = true
+	}
+	return m
+}()

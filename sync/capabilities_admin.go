@@ -1,0 +1,104 @@
+package sync
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Typed access to the admin capability (CONTRACT.md ADM-1): read-only
+// console views. Input is validated (group V) before the driver is
+// called; a driver without the capability → CodeUnsupported with
+// Capability "admin" (ERR-2).
+
+// admin returns the driver's admin Conn, or the ERR-2 error.
+func (s *Store) admin(op string) (driver.AdminConn, error) {
+	a, ok := s.conn.(driver.AdminConn)
+	if !ok {
+		return nil, s.unsupported(op, driver.CapAdmin)
+	}
+	return a, nil
+}
+
+// ListClientRecords returns the partition's client records newest first
+// (UpdatedAtMs descending, then client id descending), at most limit
+// (ADM-1). Checks: V-1 partition, limit 1…10,000 (CodeInvalidLimit, V-5).
+func (s *Store) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+	const op = "ListClientRecords"
+	a, err := s.admin(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstErr(idPartition.check(op, partition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return a.ListClientRecords(ctx, partition, limit)
+}
+
+// ListCommitMeta returns the metadata of the retained commits with seq <
+// beforeSeq (exclusive; 0 = from the newest), newest first, at most limit:
+// passing the last seq of a page as the next beforeSeq reaches every page
+// (ADM-1). Checks: V-1 partition, beforeSeq ≥ 0 (CodeInvalidArgument),
+// limit 1…10,000 (V-5).
+func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+	const op = "ListCommitMeta"
+	a, err := s.admin(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstErr(idPartition.check(op, partition), checkSeq(op, "beforeSeq", beforeSeq, "ADM-1"),
+		checkLimit(op, "limit", limit, MaxLimit)); err != nil {
+		return nil, err
+	}
+	return a.ListCommitMeta(ctx, partition, beforeSeq, limit)
+}
+
+// ScopeActivity counts, among the commits with afterSeq < seq ≤
+// throughSeq, the changes to table whose scopes match filter (WIN-3) and
+// the commits holding at least one of them (ADM-1). Checks: V-1
+// partition, a known table (SCH-8), afterSeq ≥ 0 and throughSeq ≥
+// afterSeq (CodeInvalidArgument), a filter with ≥ 1 key
+// (CodeScanRequiresScope, V-6) of valid text. A key with an empty value
+// list matches nothing: the result is zero and the driver is not called.
+func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+	const op = "ScopeActivity"
+	a, err := s.admin(op)
+	if err != nil {
+		return driver.ScopeActivity{}, err
+	}
+	if err := idPartition.check(op, partition); err != nil {
+		return driver.ScopeActivity{}, err
+	}
+	if _, err := s.schema.Load().table(op, table); err != nil {
+		return driver.ScopeActivity{}, err
+	}
+	if err := checkSeq(op, "afterSeq", afterSeq, "ADM-1"); err != nil {
+		return driver.ScopeActivity{}, err
+	}
+	if throughSeq < afterSeq {
+		return driver.ScopeActivity{}, argErr(op, "ADM-1", "throughSeq is below afterSeq")
+	}
+	empty, err := checkFilter(op, filter)
+	if err != nil || empty {
+		return driver.ScopeActivity{}, err
+	}
+	return a.ScopeActivity(ctx, partition, table, filter, afterSeq, throughSeq)
+}
+
+// RowScopes returns the scopes of the current row (table, rowID) and
+// true, or false when it does not exist (ADM-1). Checks: V-1 partition, a
+// known table (SCH-8), V-2 row id.
+func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+	const op = "RowScopes"
+	a, err := s.admin(op)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := idPartition.check(op, partition); err != nil {
+		return nil, false, err
+	}
+	if err := checkGetRow(op, s.schema.Load(), table, rowID); err != nil {
+		return nil, false, err
+	}
+	return a.RowScopes(ctx, partition, table, rowID)
+}
