@@ -109,7 +109,11 @@ func untagValue(r json.RawMessage) (any, error) {
 	case "i":
 		return strconv.ParseInt(s, 10, 64)
 	case "f":
-		return strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			err = fmt.Errorf("float is not finite")
+		}
+		return f, err
 	case "j":
 		return JSON(s), nil
 	case "x":

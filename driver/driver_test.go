@@ -85,6 +85,14 @@ func TestValuesRoundTrip(t *testing.T) {
 	}
 }
 
+func TestDecodeValuesRejectsNonFiniteFloats(t *testing.T) {
+	for _, text := range []string{"NaN", "Inf", "-Inf", "+Inf", "1e999"} {
+		if _, err := driver.DecodeValues([]byte(`{"c":["f","` + text + `"]}`)); err == nil {
+			t.Errorf("DecodeValues accepted float %q; stored values are finite (V-3)", text)
+		}
+	}
+}
+
 func TestEncodeValuesRejectsWhatItCannotKeep(t *testing.T) {
 	for name, x := range map[string]any{"nan": math.NaN(), "inf": math.Inf(1), "int": 1, "nilbytes": []byte(nil)} {
 		_, err := driver.EncodeValues(driver.Values{"c": x})
@@ -116,7 +124,8 @@ func TestPushResultRoundTripAndCacheMiss(t *testing.T) {
 	}
 	for _, bad := range []string{``, `{`, `{"status":"maybe","recordedAtMs":1,"ops":[]}`,
 		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"weird"}]}`,
-		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["q","1"]}}]}`} {
+		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["q","1"]}}]}`,
+		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["f","NaN"]}}]}`} {
 		_, err := driver.DecodePushResult([]byte(bad))
 		if !errors.Is(err, driver.ErrIdempotencyCacheMiss) || !driver.IsRetryable(err) {
 			t.Errorf("DecodePushResult(%q) = %v, want retryable idempotency_cache_miss (PR-5)", bad, err)

@@ -55,12 +55,12 @@ func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.
 }
 
 // ScanRowsByIndex is Store.ScanRowsByIndex inside the Tx: the lookup sees
-// the Tx's staged upserts, moves and deletes (IXL-3). The driver's Tx
-// lacking the Tx half of index-lookup → CodeUnsupported (ERR-2).
+// the Tx's staged upserts, moves and deletes (IXL-3). A driver lacking
+// either half of index-lookup → CodeUnsupported (ERR-2).
 func (tx *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) ([]driver.Row, error) {
 	const op = "Tx.ScanRowsByIndex"
 	ixl, ok := tx.tx.(driver.IndexLookupTx)
-	if !ok {
+	if !ok || !tx.store.Supports(driver.CapIndexLookup) { // both halves (ERR-3)
 		return nil, tx.store.unsupported(op, driver.CapIndexLookup)
 	}
 	if err := tx.schema.checkIndexQuery(op, q); err != nil {

@@ -94,10 +94,10 @@ func OpenContext(ctx context.Context, name, dsn string) (*Store, error) {
 var bundledDrivers = map[string]bool{"sqlite": true, "postgres": true, "mysql": true, "d1http": true}
 
 // importHint returns the blank import that registers name when it is a
-// bundled driver, else the SQLite one as an example.
+// bundled driver; for any other name, the general form.
 func importHint(name string) string {
 	if !bundledDrivers[name] {
-		name = "sqlite"
+		return `import _ "<the module path of the driver's package>"` + ` (its init calls sync.Register("` + name + `", …))`
 	}
 	return `import _ "github.com/syncstore/syncstore/drivers/` + name + `"`
 }
