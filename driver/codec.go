@@ -86,9 +86,12 @@ func untagValue(r json.RawMessage) (any, error) {
 	if string(r) == "null" {
 		return nil, nil
 	}
-	var pair [2]json.RawMessage
+	var pair []json.RawMessage
 	if err := json.Unmarshal(r, &pair); err != nil {
 		return nil, err
+	}
+	if len(pair) != 2 || string(pair[1]) == "null" {
+		return nil, fmt.Errorf("a tagged value is [tag, payload] with a non-null payload")
 	}
 	var tag string
 	if err := json.Unmarshal(pair[0], &tag); err != nil {
@@ -181,6 +184,9 @@ func DecodePushResult(data []byte) (PushResult, error) {
 	}
 	if w.Status != PushApplied && w.Status != PushRejected {
 		return miss("has an unknown status", nil)
+	}
+	if (w.Status == PushApplied) != (w.CommitSeq > 0) {
+		return miss("has a commit seq that does not match its status", nil)
 	}
 	r := PushResult{Status: w.Status, CommitSeq: w.CommitSeq, RecordedAtMs: w.RecordedAtMs,
 		CacheIdentity: w.CacheIdentity, Ops: make([]OpResult, len(w.Ops))}

@@ -125,7 +125,10 @@ func TestPushResultRoundTripAndCacheMiss(t *testing.T) {
 	for _, bad := range []string{``, `{`, `{"status":"maybe","recordedAtMs":1,"ops":[]}`,
 		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"weird"}]}`,
 		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["q","1"]}}]}`,
-		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["f","NaN"]}}]}`} {
+		`{"status":"applied","recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["f","NaN"]}}]}`,
+		`{"status":"applied","recordedAtMs":1,"ops":[]}`, `{"status":"rejected","commitSeq":3,"recordedAtMs":1,"ops":[]}`,
+		`{"status":"applied","commitSeq":1,"recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["b",null]}}]}`,
+		`{"status":"applied","commitSeq":1,"recordedAtMs":1,"ops":[{"status":"conflict","serverRow":{"a":["s","x","extra"]}}]}`} {
 		_, err := driver.DecodePushResult([]byte(bad))
 		if !errors.Is(err, driver.ErrIdempotencyCacheMiss) || !driver.IsRetryable(err) {
 			t.Errorf("DecodePushResult(%q) = %v, want retryable idempotency_cache_miss (PR-5)", bad, err)
