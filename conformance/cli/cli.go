@@ -30,6 +30,15 @@
 //	-v             print every case's output lines, not only a failing case's
 //	-list          list the cases (rule, capability, name) without running them
 //	-timeout D     bound for one case (default 2m)
+//	-bench         run the standard benchmark (BENCH.md W1–W6) instead of
+//	               the suite and print a table of median rates and peak
+//	               memory per workload; -run selects workloads ('W1|W6'),
+//	               -format text or json; see also -bench-runs (3),
+//	               -bench-commits (5000), -bench-scale (add a 10× W1 run)
+//
+// -driver all runs every registered driver the command can reach, the
+// suite one driver after the other, the benchmark side by side;
+// unreachable drivers are reported on stderr and skipped.
 //
 // Exit codes: 0 every selected case passed or was skipped, 1 at least one
 // case failed, 2 usage error or a harness that cannot open a store (unknown
@@ -78,6 +87,7 @@ type config struct {
 	verbose bool
 	list    bool
 	timeout time.Duration
+	bench   benchConfig
 }
 
 // parseFlags parses args. It returns flag.ErrHelp for -h.
@@ -93,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.verbose, "v", false, "print every case's output, also for passing cases")
 	fs.BoolVar(&cfg.list, "list", false, "list the cases with rule and capability; run nothing")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "bound for one case")
+	registerBenchFlags(fs, &cfg.bench)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: conformance [flags]\n\nRuns the syncstore conformance suite against a registered driver.\nExit status: 0 all passed, 1 a case failed, 2 usage or harness error.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -109,6 +120,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return cfg, fmt.Errorf("bad -run pattern: %v", err)
 		}
 		cfg.run = re
+	}
+	if err := cfg.bench.validate(cfg); err != nil {
+		return cfg, err
 	}
 	formats := map[string]bool{"text": true, "json": true, "junit": true}
 	if cfg.list {
@@ -137,6 +151,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "conformance: %v\n", err)
 		return ExitUsage
 	}
+	if cfg.bench.on {
+		return runBench(ctx, cfg, stdout, stderr)
+	}
 	cases := selectCases(cfg.run)
 	if len(cases) == 0 {
 		fmt.Fprintf(stderr, "conformance: no case matches -run %q (see -list)\n", cfg.run)
@@ -148,6 +165,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 		return ExitOK
+	}
+	if cfg.driver == AllDrivers {
+		return runAllSuites(ctx, cfg, len(cases), stdout, stderr)
 	}
 	return runSuite(ctx, cfg, len(cases), stdout, stderr)
 }

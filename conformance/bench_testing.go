@@ -1,0 +1,246 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// RunBenchmarks runs BENCH.md's workloads as sub-benchmarks of b, one per
+// workload, so a driver's test file measures itself with
+//
+//	func BenchmarkWorkloads(b *testing.B) { conformance.RunBenchmarks(b, h) }
+//
+// and `go test -run '^$' -bench BenchmarkWorkloads -benchtime 1x -count 6`
+// feeds benchstat. One iteration is the whole workload as BENCH.md
+// defines it; ns/op is its timed part (setup, such as W1 before W2, is not
+// timed). Each sub-benchmark also reports its BENCH.md rates as custom
+// metrics (commits/s, changes/s, rows/s, …) and the process's peak memory
+// (peak-RSS-bytes). Sub-benchmarks:
+//
+//	W1-push             5,000 commits of 10 upserts, one Tx each; also
+//	                    first-tenth and last-tenth commits/s, their ratio
+//	                    (≥ 0.9 required) and store-bytes when the Conn is
+//	                    a SizeReporter
+//	W1x10-push          the same at 50,000 commits (skipped with -short)
+//	W2-pull             ReadCommitWindow of project p7 over W1's store
+//	W3-bootstrap        ScanRows of project p7 over W1's store
+//	W4-reactions        enqueue 10,000, 4 workers claim and complete
+//	W5-index-lookup     2,000 ScanRowsByIndex on by_owner
+//	W6a-push-own-partitions, W6b-push-one-partition
+//
+// A workload whose capability the driver does not declare is skipped with
+// "not implemented: capability …". A workload that fails its own check
+// (counts read back, dense sequences) fails the benchmark.
+func RunBenchmarks(b *testing.B, h Harness) {
+	if h.Open == nil {
+		b.Fatal("conformance: Harness.Open is required")
+	}
+	const commits = 5000
+	ctx := b.Context()
+	var declared map[driver.Capability]bool
+	if err := withStore(ctx, h, "bench/probe", func(conn driver.Conn) error {
+		declared = map[driver.Capability]bool{}
+		for _, c := range driver.ConnCapabilities(conn) {
+			declared[c] = true
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	benchW1 := func(n int) func(b *testing.B) {
+		return func(b *testing.B) {
+			var total time.Duration
+			tenths := make([]time.Duration, 10)
+			var peak, size int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				err := withStore(ctx, h, "bench/W1", func(conn driver.Conn) error {
+					mem := startMem()
+					b.StartTimer()
+					r, err := runW1(ctx, conn, n)
+					b.StopTimer()
+					peak = max(peak, mem.stop())
+					if err != nil {
+						return err
+					}
+					total += r.total
+					for k, d := range r.tenths {
+						tenths[k] += d
+					}
+					if sr, ok := conn.(SizeReporter); ok {
+						size, err = sr.StoreSizeBytes(ctx)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/total.Seconds(), "commits/s")
+			b.ReportMetric(float64(b.N*n*BenchRowsPerCommit)/total.Seconds(), "changes/s")
+			first, last := float64(b.N*n/10)/tenths[0].Seconds(), float64(b.N*n/10)/tenths[9].Seconds()
+			b.ReportMetric(first, "first-tenth-commits/s")
+			b.ReportMetric(last, "last-tenth-commits/s")
+			b.ReportMetric(last/first, "last/first")
+			b.ReportMetric(float64(peak), "peak-RSS-bytes")
+			if size > 0 {
+				b.ReportMetric(float64(size), "store-bytes")
+			}
+		}
+	}
+	b.Run("W1-push", benchW1(commits))
+	b.Run("W1x10-push", func(b *testing.B) {
+		if testing.Short() {
+			b.Skip("the 10× W1 run is skipped with -short")
+		}
+		benchW1(10 * commits)(b)
+	})
+
+	// W2, W3 and W5 read one W1 store, filled once (untimed) and kept
+	// until RunBenchmarks returns.
+	var shared driver.Conn
+	var sharedErr error
+	var cleanups []func()
+	readStore := func(b *testing.B) driver.Conn {
+		if shared == nil && sharedErr == nil {
+			var release func()
+			shared, release, sharedErr = keptStore(ctx, h, "bench/W1-store")
+			if sharedErr == nil {
+				_, sharedErr = runW1(ctx, shared, commits)
+			}
+			if release != nil {
+				cleanups = append(cleanups, release)
+			}
+		}
+		if sharedErr != nil {
+			b.Fatalf("fill the W1 store for the read workloads: %v", sharedErr)
+		}
+		return shared
+	}
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		cleanups = nil
+	}()
+	read := func(id string, unit string, fn func(ctx context.Context, conn driver.Conn, commits int) (int, time.Duration, error)) func(b *testing.B) {
+		return func(b *testing.B) {
+			if c := specOf(id).cap; c != "" && !declared[c] {
+				b.Skipf("not implemented: capability %s", c)
+			}
+			conn := readStore(b)
+			var n int
+			var total time.Duration
+			mem := startMem()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k, d, err := fn(ctx, conn, commits)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, total = n+k, total+d
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(n)/total.Seconds(), unit)
+			b.ReportMetric(float64(mem.stop()), "peak-RSS-bytes")
+		}
+	}
+	b.Run("W2-pull", read("W2", "changes/s", runW2))
+	b.Run("W3-bootstrap", read("W3", "rows/s", runW3))
+
+	b.Run("W4-reactions", func(b *testing.B) {
+		if !declared[driver.CapReactions] {
+			b.Skipf("not implemented: capability %s", driver.CapReactions)
+		}
+		var done, enq int
+		var drain, enqueue time.Duration
+		var peak int64
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			err := withStore(ctx, h, "bench/W4", func(conn driver.Conn) error {
+				mem := startMem()
+				b.StartTimer()
+				r, err := runW4(ctx, conn)
+				b.StopTimer()
+				peak = max(peak, mem.stop())
+				done, enq, drain, enqueue = done+r.completed, enq+r.enqueued, drain+r.drain, enqueue+r.enqueue
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(done)/drain.Seconds(), "completions/s")
+		b.ReportMetric(float64(enq)/enqueue.Seconds(), "enqueued/s")
+		b.ReportMetric(float64(peak), "peak-RSS-bytes")
+	})
+	b.Run("W5-index-lookup", read("W5", "lookups/s", runW5))
+
+	for _, shared := range []bool{false, true} {
+		name := "W6a-push-own-partitions"
+		if shared {
+			name = "W6b-push-one-partition"
+		}
+		b.Run(name, func(b *testing.B) {
+			var n int
+			var total time.Duration
+			var peak int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				err := withStore(ctx, h, "bench/"+name, func(conn driver.Conn) error {
+					mem := startMem()
+					b.StartTimer()
+					k, d, err := runW6(ctx, conn, shared)
+					b.StopTimer()
+					peak = max(peak, mem.stop())
+					n, total = n+k, total+d
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)/total.Seconds(), "commits/s")
+			b.ReportMetric(float64(peak), "peak-RSS-bytes")
+		})
+	}
+}
+
+// keptStore opens a fresh store through h with TestSchema ensured and
+// returns it with release, which runs h's teardown. Unlike withStore the
+// store outlives the call.
+func keptStore(ctx context.Context, h Harness, name string) (driver.Conn, func(), error) {
+	rt := newRunT(ctx, name)
+	var conn driver.Conn
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn = h.Open(rt)
+		err = conn.EnsureSchema(ctx, TestSchema())
+	}()
+	<-done
+	release := func() {
+		rt.mu.Lock()
+		cs := rt.cleanups
+		rt.cleanups = nil
+		rt.mu.Unlock()
+		for i := len(cs) - 1; i >= 0; i-- {
+			cs[i]()
+		}
+	}
+	if rt.Failed() {
+		release()
+		return nil, nil, fmt.Errorf("conformance: harness: %s", strings.Join(rt.lines(), "; "))
+	}
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("EnsureSchema: %w", err)
+	}
+	return conn, release, nil
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/syncstore/syncstore/conformance"
+)
+
+// writeBenchTable writes the benchmark reports as one table with a column
+// per driver: each workload's rates (medians), its peak memory, then W1's
+// scaling figures and the store size after W1.
+//
+//	driver                         sqlite
+//	engine                         SQLite 3.50.4
+//	W1 push          commits/s     615
+//	W1 push          changes/s     6,148
+//	W1 push          peak RSS      29.0 MB
+//	…
+//	W4 reactions                   not implemented
+func writeBenchTable(w io.Writer, reps []conformance.BenchReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(label, unit string, cell func(r conformance.BenchReport) string) {
+		cells := make([]string, len(reps))
+		for i, r := range reps {
+			cells[i] = cell(r)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", label, unit, strings.Join(cells, "\t"))
+	}
+	row("driver", "", func(r conformance.BenchReport) string { return r.Driver })
+	row("engine", "", func(r conformance.BenchReport) string { return orDash(r.EngineVersion) })
+	row("runs (median of)", "", func(r conformance.BenchReport) string { return fmt.Sprint(r.Runs) })
+	for i, wl := range reps[0].Workloads {
+		label := wl.ID + " " + wl.Name
+		find := func(r conformance.BenchReport) (conformance.WorkloadResult, bool) {
+			if i < len(r.Workloads) && r.Workloads[i].ID == wl.ID {
+				return r.Workloads[i], true
+			}
+			return conformance.WorkloadResult{}, false
+		}
+		units := unitsOf(reps, i)
+		if len(units) == 0 {
+			row(label, "", func(r conformance.BenchReport) string {
+				x, _ := find(r)
+				return statusCell(x)
+			})
+		}
+		for _, u := range units {
+			row(label, u, func(r conformance.BenchReport) string {
+				x, ok := find(r)
+				if !ok || x.Status != conformance.BenchOK {
+					return statusCell(x)
+				}
+				for _, rt := range x.Rates {
+					if rt.Unit == u {
+						return thousands(rt.Median)
+					}
+				}
+				return "-"
+			})
+		}
+		row(label, "peak RSS", func(r conformance.BenchReport) string {
+			x, _ := find(r)
+			return megabytes(x.PeakRSSBytes)
+		})
+	}
+	row("W1 scaling", "last/first tenth", func(r conformance.BenchReport) string { return scalingCell(r.Scaling) })
+	row("W1 ×10 scaling", "last/first tenth", func(r conformance.BenchReport) string { return scalingCell(r.Scale10) })
+	row("W1 ×10", "commits/s", func(r conformance.BenchReport) string {
+		if r.Scale10 == nil {
+			return "-"
+		}
+		return thousands(r.Scale10.Rate)
+	})
+	row("store after W1", "size", func(r conformance.BenchReport) string { return megabytes(r.StoreBytesAfterW1) })
+	row("process", "peak RSS", func(r conformance.BenchReport) string {
+		return megabytes(r.PeakRSSBytes) + " (" + r.MemorySource + ")"
+	})
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reps {
+		if s := r.Scaling; s != nil && len(s.Tenths) == 10 {
+			cells := make([]string, 10)
+			for i, t := range s.Tenths {
+				cells[i] = thousands(t)
+			}
+			if _, err := fmt.Fprintf(w, "\n%s W1 commits/s per tenth of %d commits: %s\n", r.Driver, s.Commits, strings.Join(cells, " ")); err != nil {
+				return err
+			}
+		}
+		for _, x := range r.Workloads {
+			if x.Status == conformance.BenchFailed {
+				if _, err := fmt.Fprintf(w, "%s %s FAILED: %s\n", r.Driver, x.ID, x.Error); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unitsOf returns the units of workload i across the reports, in order.
+func unitsOf(reps []conformance.BenchReport, i int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range reps {
+		if i >= len(r.Workloads) {
+			continue
+		}
+		for _, rt := range r.Workloads[i].Rates {
+			if !seen[rt.Unit] {
+				seen[rt.Unit] = true
+				out = append(out, rt.Unit)
+			}
+		}
+	}
+	return out
+}
+
+func statusCell(x conformance.WorkloadResult) string {
+	switch x.Status {
+	case "":
+		return "-"
+	case conformance.BenchFailed:
+		return "FAILED"
+	}
+	return x.Status
+}
+
+func scalingCell(s *conformance.Scaling) string {
+	if s == nil || len(s.Tenths) != 10 {
+		return "-"
+	}
+	verdict := "holds"
+	if !s.Holds {
+		verdict = "below 0.90"
+	}
+	return fmt.Sprintf("%.2f (%s)", s.Ratio, verdict)
+}
+
+// thousands formats a rate with no decimals and thousands separators.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// megabytes formats bytes as MB (10⁶ bytes) with one decimal; 0 is "-".
+func megabytes(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
