@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the repository briefly (CI: on every push).
+# Usage: .ci/fuzz.sh [fuzztime]   (default 10s per target; e.g. 10m for a soak)
+# Each target's seed corpus (f.Add and testdata/fuzz/<target>/) also runs in
+# plain `go test`; this script explores beyond it. A crash makes go test
+# write the input to testdata/fuzz/<target>/ — commit it with the fix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:-10s}"
+
+targets=(
+	"./driver FuzzDecodePushResult"
+	"./driver FuzzDecodeValues"
+	"./driver FuzzValuesRoundTrip"
+	"./sync FuzzScopeFilter"
+	"./sync FuzzIdentifier"
+	"./sync FuzzValue"
+	"./internal/sqlitedialect FuzzTokenize"
+	"./internal/sqlitedialect FuzzCheckQueryText"
+)
+
+for t in "${targets[@]}"; do
+	read -r pkg name <<<"$t"
+	printf '\n==> fuzz %s %s (%s)\n' "$pkg" "$name" "$fuzztime"
+	# -run '^$': the seed corpora already ran in go test; -parallel 2 fits CI's 2 cores.
+	go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 2
+done
+printf '\n==> fuzz: %d targets passed\n' "${#targets[@]}"
