@@ -1,0 +1,206 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"strings"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Blob references (capability blob-refs, BLOB-1).
+//
+// One table, _sync_blob_refs, keyed (p, blob_id, tbl, row_id), so the
+// distinct referenced ids of a partition are a walk of the primary key in
+// order and the rows referencing one blob are a key range; a second index
+// (p, tbl, row_id, blob_id) serves replacing and clearing a row's set.
+// The set of a row is written in the push transaction (it lands with the
+// commit and vanishes with a rollback); DeleteRow clears it, and retiring
+// a table (SCH-6) clears its rows' sets (migrate.go).
+
+var (
+	_ driver.BlobRefsConn = (*Conn)(nil)
+	_ driver.BlobRefsTx   = (*Tx)(nil)
+)
+
+var blobRefsDDL = []string{
+	`CREATE TABLE IF NOT EXISTS _sync_blob_refs (
+	p VARBINARY(255) NOT NULL,
+	blob_id VARBINARY(255) NOT NULL,
+	tbl VARBINARY(64) NOT NULL,
+	row_id VARBINARY(255) NOT NULL,
+	PRIMARY KEY (p, blob_id, tbl, row_id),
+	KEY _sync_blob_refs_by_row (p, tbl, row_id, blob_id)
+)` + tableOpts,
+}
+
+func init() { infraDDL = append(infraDDL, blobRefsDDL...) }
+
+// Blob-refs statements.
+const (
+	// blobRefsClearRow: p, tbl, row id.
+	blobRefsClearRow = `DELETE FROM _sync_blob_refs WHERE p = ? AND tbl = ? AND row_id = ?`
+	// blobRefsClearTable: tbl; every partition (a retired table, SCH-6).
+	blobRefsClearTable = `DELETE FROM _sync_blob_refs WHERE tbl = ?`
+	// blobRefsListIDs: p, after (exclusive), limit → distinct blob ids,
+	// ascending bytewise (a walk of the primary key).
+	blobRefsListIDs = `SELECT DISTINCT blob_id FROM _sync_blob_refs WHERE p = ? AND blob_id > ? ORDER BY blob_id LIMIT ?`
+)
+
+// blobRefsInsert returns the INSERT of n references (4 parameters each:
+// p, blob_id, tbl, row_id).
+func blobRefsInsert(n int) string {
+	return `INSERT INTO _sync_blob_refs (p, blob_id, tbl, row_id) VALUES ` + placeholders(n, 4)
+}
+
+// blobRefsRows returns the listing of the existing rows of x that
+// reference a blob: p, blob id, the table's name, limit → row id, then
+// the scope columns in Def.Scopes order, ascending by row id. Both sides
+// of the join are primary-key lookups; the join keeps existing rows only.
+func (x *table) blobRefsRows() string {
+	cols := []string{"r.row_id"}
+	for _, s := range x.def.Scopes {
+		cols = append(cols, "t."+quoteIdent(s.Column))
+	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM _sync_blob_refs AS r STRAIGHT_JOIN " + quoteIdent(x.def.Name) + " AS t" +
+		" ON t." + quoteIdent(partitionColumn) + " = r.p AND t." + quoteIdent(x.def.PrimaryKey) + " = r.row_id" +
+		" WHERE r.p = ? AND r.blob_id = ? AND r.tbl = ? ORDER BY r.row_id LIMIT ?"
+}
+
+// maxListLimit is V-5's bound on a listing's limit.
+const maxListLimit = 10000
+
+func checkListLimit(limit int) error {
+	if limit < 1 || limit > maxListLimit {
+		return driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	return nil
+}
+
+// SetBlobRefs replaces the set of blob ids the row (table, rowID)
+// references with blobIDs (BLOB-1): an empty set clears it, a repeated id
+// counts once. It lands with the Tx's commit and vanishes with its
+// rollback. Errors: CodeUnknownTable (SCH-8).
+func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
+	return t.op(ctx, func() error {
+		if _, err := t.c.table(table); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, blobRefsClearRow, t.partition, table, rowID); err != nil {
+			return err
+		}
+		ids := dedupe(blobIDs)
+		for len(ids) > 0 {
+			part := ids[:min(len(ids), batchRows)]
+			ids = ids[len(part):]
+			args := make([]any, 0, 4*len(part))
+			for _, id := range part {
+				args = append(args, t.partition, id, table, rowID)
+			}
+			if _, err := t.exec(ctx, blobRefsInsert(len(part)), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// clearBlobRefs removes the blob references of a deleted row (BLOB-1);
+// called by DeleteRow inside the Tx's operation.
+func (t *Tx) clearBlobRefs(ctx context.Context, table, rowID string) error {
+	_, err := t.exec(ctx, blobRefsClearRow, t.partition, table, rowID)
+	return err
+}
+
+// ListRowsReferencingBlob returns the existing rows of partition that
+// reference blobID, with their current scopes, at most limit (1…10,000),
+// ordered by table name then row id (BLOB-1).
+func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	st := c.state.Load()
+	if st == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(st.tables))
+	for name := range st.tables {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []driver.BlobRowRef
+	for _, name := range names {
+		if len(out) >= limit {
+			break
+		}
+		x := st.tables[name]
+		rows, err := c.query(ctx, nil, x.blobRefsRows(), []any{partition, blobID, name, int64(limit - len(out))}, "mysql: list rows referencing a blob")
+		if err != nil {
+			return nil, err
+		}
+		refs, err := scanBlobRefs(rows, x)
+		if err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: list rows referencing a blob")
+		}
+		out = append(out, refs...)
+	}
+	return out, nil
+}
+
+// scanBlobRefs reads rows of x.blobRefsRows and closes them.
+func scanBlobRefs(rows *sql.Rows, x *table) ([]driver.BlobRowRef, error) {
+	defer rows.Close()
+	var out []driver.BlobRowRef
+	for rows.Next() {
+		vals := make([]string, 1+len(x.def.Scopes))
+		dest := make([]any, len(vals))
+		for i := range vals {
+			dest[i] = &vals[i]
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		ref := driver.BlobRowRef{Table: x.def.Name, RowID: vals[0], Scopes: make(driver.Scopes, len(x.def.Scopes))}
+		for i, s := range x.def.Scopes {
+			ref.Scopes[s.Variable] = vals[1+i]
+		}
+		out = append(out, ref)
+	}
+	return out, rows.Err()
+}
+
+// ListReferencedBlobIDs returns the distinct blob ids referenced in
+// partition that are > afterBlobID, ascending bytewise, at most limit
+// (1…10,000) (BLOB-1).
+func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := c.query(ctx, nil, blobRefsListIDs, []any{partition, afterBlobID, int64(limit)}, "mysql: list referenced blob ids")
+	if err != nil {
+		return nil, err
+	}
+	out, err := scanStrings(rows)
+	return out, c.mapErr(ctx, err, "mysql: list referenced blob ids")
+}
+
+// scanStrings reads rows of one string column and closes them.
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

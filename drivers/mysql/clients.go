@@ -1,0 +1,150 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// GetClientRecord returns the client's record (CR-1).
+func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
+	rec := driver.ClientRecord{ClientID: clientID}
+	var subs []byte
+	err := c.queryRow(ctx, nil, selectClient, []any{partition, clientID},
+		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
+	if err == sql.ErrNoRows {
+		return driver.ClientRecord{}, false, nil
+	}
+	if err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	if rec.Subscriptions, err = d.DecodeSubscriptions(string(subs)); err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	return rec, true, nil
+}
+
+// ListClientCursors returns every client's cursor, ascending bytewise by
+// client id (CR-2).
+func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+	rows, err := c.query(ctx, nil, listClientCursors, []any{partition}, "mysql: list client cursors")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ClientCursor
+	for rows.Next() {
+		var cc driver.ClientCursor
+		if err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs); err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: list client cursors")
+		}
+		out = append(out, cc)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "mysql: list client cursors")
+}
+
+// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
+func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
+	subs, err := d.EncodeSubscriptions(rec.Subscriptions)
+	if err != nil {
+		return err
+	}
+	return c.execRetry(ctx, "mysql: put client record", upsertClient,
+		partition, rec.ClientID, rec.ActorID, rec.WireVersion, rec.Cursor, rec.UpdatedAtMs, subs)
+}
+
+// TouchPartition registers the partition (epoch initialEpoch,
+// EpochRequired false) or refreshes only its UpdatedAtMs (REG-1), and
+// returns the stored entry, in one transaction.
+func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (driver.PartitionEntry, error) {
+	if initialEpoch == "" {
+		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "initial epoch must not be empty (REG-1)")
+	}
+	return c.registryWrite(ctx, "mysql: touch partition", false, touchPartition, partition, initialEpoch, atMs)
+}
+
+// RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
+// registering the partition if needed, and deletes its client records, in
+// one transaction (REG-2). Returns the stored entry.
+func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	if epoch == "" {
+		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
+	}
+	return c.registryWrite(ctx, "mysql: rotate partition epoch", true, rotateEpoch, partition, epoch, atMs)
+}
+
+func (c *Conn) registryWrite(ctx context.Context, what string, clearClients bool, q, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	var e driver.PartitionEntry
+	err := c.writeTx(ctx, what, func(tx *sql.Tx) error {
+		if clearClients {
+			if _, err := c.exec(ctx, tx, deleteClients, partition); err != nil {
+				return err
+			}
+		}
+		if _, err := c.exec(ctx, tx, q, partition, epoch, atMs); err != nil {
+			return err
+		}
+		var req int64
+		st, err := c.stmt(ctx, tx, selectRegistry)
+		if err != nil {
+			return err
+		}
+		if err := st.QueryRowContext(ctx, partition).Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return err
+		}
+		e.EpochRequired = req != 0
+		return nil
+	})
+	if err != nil {
+		return driver.PartitionEntry{}, err
+	}
+	return e, nil
+}
+
+// ListPartitionRegistry returns registry entries with partition >
+// afterPartition, ascending bytewise, at most limit (REG-3).
+func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
+	if limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	rows, err := c.query(ctx, nil, listRegistry, []any{afterPartition, int64(limit)}, "mysql: list partition registry")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.PartitionEntry
+	for rows.Next() {
+		var e driver.PartitionEntry
+		var req int64
+		if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: list partition registry")
+		}
+		e.EpochRequired = req != 0
+		out = append(out, e)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "mysql: list partition registry")
+}
+
+// ListPartitions returns registered partition names > afterPartition,
+// ascending bytewise, at most limit (REG-3).
+func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	rows, err := c.query(ctx, nil, listPartitions, []any{afterPartition, int64(limit)}, "mysql: list partitions")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: list partitions")
+		}
+		out = append(out, p)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "mysql: list partitions")
+}

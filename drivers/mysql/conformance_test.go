@@ -1,0 +1,76 @@
+package mysql
+
+import (
+	"database/sql"
+	"net"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/testdb"
+)
+
+// declaredCaps are the capabilities the driver implements; the suite
+// cross-checks them (ERR-3).
+var declaredCaps = []driver.Capability{driver.CapReactions, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin}
+
+// TestConformance runs the whole shared suite against the driver, one
+// fresh database per case on the server internal/testdb finds
+// (SYNCSTORE_TEST_MYSQL_DSN, the local service, or a container).
+// Transactions of different partitions run in parallel (TX-1).
+//
+// Harness.Unreachable is a Conn whose server accepts TCP connections but
+// never answers the handshake (a hung server), so Begin must give up at
+// its context's deadline (TX-7).
+func TestConformance(t *testing.T) {
+	h, err := conformance.HarnessFor("mysql", Driver{}, testdb.MySQLServer(t), declaredCaps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Unreachable = func(ct conformance.T) driver.Conn {
+		ct.Helper()
+		return hungConn(ct)
+	}
+	conformance.Run(t, h)
+}
+
+// hungConn returns a Conn to a listener that accepts connections and
+// never writes a byte.
+func hungConn(t conformance.T) *Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.DBName = "tcp", ln.Addr().String(), "root", "hung"
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatalf("connector: %v", err)
+	}
+	c := &Conn{db: sql.OpenDB(connector), cfg: cfg, maria: true, coll: "utf8mb4_nopad_bin"}
+	c.stmts = newStmtCache(c.db)
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = ln.Close()
+		<-done
+		for _, h := range held {
+			_ = h.Close()
+		}
+	})
+	return c
+}

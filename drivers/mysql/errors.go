@@ -1,0 +1,102 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Server error numbers the driver classifies.
+const (
+	erDupEntry        = 1062 // ER_DUP_ENTRY: a unique key collision
+	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement was rolled back
+	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: the whole transaction was rolled back
+	erDataTooLong     = 1406 // ER_DATA_TOO_LONG: a value longer than its column
+	erQueryInterrupt  = 1317 // ER_QUERY_INTERRUPTED
+	erLockAborted     = 1689 // ER_LOCK_ABORTED (MariaDB: a metadata lock wait was aborted)
+)
+
+// errNumber returns the server error number of err, or 0.
+func errNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// isLockRetry reports whether err is a deadlock or a lock-wait timeout:
+// the work may succeed when retried.
+func isLockRetry(err error) bool {
+	n := errNumber(err)
+	return n == erLockDeadlock || n == erLockWaitTimeout
+}
+
+// mapErr classifies an engine error as a *driver.Error (ERR-1); what names
+// the operation, never a value or partition (V-10). The server's own
+// message is kept only as the wrapped cause.
+//
+//	already a *driver.Error              unchanged
+//	context ended                        CodeUnavailable
+//	1062 duplicate key                   CodeConstraintViolation (SCH-10)
+//	1406 data too long                   CodeInvalidValue (a key-length limit, docs/mysql.md)
+//	1205 / 1213 lock timeout / deadlock  CodeUnavailable (retryable)
+//	network, bad connection, closed      CodeUnavailable
+//	anything else                        CodeInternal
+func mapErr(ctx context.Context, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		(ctx != nil && ctx.Err() != nil) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: context ended", what)
+	}
+	switch errNumber(err) {
+	case 0:
+	case erDupEntry:
+		return &driver.Error{Code: driver.CodeConstraintViolation, OpIndex: -1,
+			Message: what + ": unique index collision (SCH-10)"}
+	case erDataTooLong:
+		return &driver.Error{Code: driver.CodeInvalidValue, OpIndex: -1,
+			Message: what + ": a value is longer than its column allows on MySQL (see docs/mysql.md)"}
+	case erLockWaitTimeout, erLockDeadlock, erQueryInterrupt, erLockAborted:
+		return driver.Wrap(driver.CodeUnavailable, errors.New("lock conflict"), "%s: lock wait timeout or deadlock", what)
+	default:
+		// The server's message can quote a value (e.g. a failed CAST):
+		// keep only the number.
+		return &driver.Error{Code: driver.CodeInternal, OpIndex: -1,
+			Message: what + ": server error " + itoa(int64(errNumber(err)))}
+	}
+	var ne net.Error
+	if errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) || errors.As(err, &ne) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: connection lost", what)
+	}
+	if errors.Is(err, sql.ErrTxDone) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: the transaction was rolled back (its context ended)", what)
+	}
+	return driver.Wrap(driver.CodeInternal, err, "%s", what)
+}
+
+// mapErr is mapErr that reports a closed store as such.
+func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if c.closed.Load() {
+		return errClosed()
+	}
+	return mapErr(ctx, err, what)
+}
+
+func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "mysql: store is closed") }

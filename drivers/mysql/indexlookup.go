@@ -1,0 +1,116 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Index lookup (capability index-lookup, IXL-1…IXL-4): an exact lookup
+// through a declared index, served by that index (partition, columns…):
+// values compare with <=>, so NULL matches NULL and the index still serves
+// the lookup (ref access, rows in id order). Rows come back with the same
+// select list as every row read, so their scopes are their scope columns
+// (IXL-4).
+
+var (
+	_ driver.IndexLookupConn = (*Conn)(nil)
+	_ driver.IndexLookupTx   = (*Tx)(nil)
+)
+
+// maxIndexLookupLimit is the largest limit of an index lookup (V-5).
+const maxIndexLookupLimit = 1000
+
+// ScanRowsByIndex returns the committed rows of partition whose index
+// columns equal q.Values position by position (nil matches NULL), with id
+// > q.AfterRowID, ascending bytewise by id, at most q.Limit (IXL-1).
+// Errors, in IXL-2's order: CodeUnknownTable (SCH-8), CodeInvalidLimit
+// (limit outside 1…1,000), CodeIndexNotFound, CodeIndexValueCountMismatch,
+// CodeInvalidValue.
+func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	return c.scanRowsByIndex(ctx, nil, partition, q)
+}
+
+// ScanRowsByIndex is Conn.ScanRowsByIndex inside the Tx: it sees the Tx's
+// own writes (IXL-3, TX-3).
+func (t *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (rows []driver.Row, err error) {
+	err = t.op(ctx, func() error {
+		rows, err = t.c.scanRowsByIndex(ctx, t.tx, t.partition, q)
+		return err
+	})
+	return rows, err
+}
+
+func (c *Conn) scanRowsByIndex(ctx context.Context, tx *sql.Tx, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	x, err := c.table(q.Table)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 || q.Limit > maxIndexLookupLimit {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "index lookup limit must be 1…1000 (V-5, IXL-2)")
+	}
+	ix, ok := x.def.Index(q.Index)
+	if !ok {
+		return nil, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
+	}
+	query, args, err := x.indexLookup(partition, ix, q)
+	if err != nil {
+		return nil, err
+	}
+	return c.readRows(ctx, tx, x, query, args, "mysql: index lookup")
+}
+
+// indexLookup returns the lookup statement of the declared index ix and
+// its arguments: partition, the index values (converted like stored
+// values; nil is NULL), the exclusive after-id, the limit. A value longer
+// than a keyed column allows is bound as is: it matches nothing.
+func (x *table) indexLookup(partition string, ix driver.Index, q driver.IndexQuery) (string, []any, error) {
+	if len(q.Values) != len(ix.Columns) {
+		return "", nil, driver.Errorf(driver.CodeIndexValueCountMismatch, "index %s of table %s has %d columns, got %d values (IXL-2)",
+			ix.Name, x.def.Name, len(ix.Columns), len(q.Values))
+	}
+	pk := quoteIdent(x.def.PrimaryKey)
+	preds := []string{quoteIdent(partitionColumn) + " = ?"}
+	args := []any{partition}
+	for i, name := range ix.Columns {
+		col, _ := x.def.Column(name)
+		v, err := toSQL(col, false, q.Values[i])
+		if err != nil {
+			return "", nil, err
+		}
+		preds = append(preds, quoteIdent(name)+" <=> ?")
+		args = append(args, v)
+	}
+	preds = append(preds, pk+" > ?")
+	query := "SELECT " + x.sel + " FROM " + quoteIdent(x.def.Name) + " FORCE INDEX (" + quoteIdent(ix.Name) + ") WHERE " +
+		strings.Join(preds, " AND ") + " ORDER BY " + pk + " LIMIT ?"
+	return query, append(args, q.AfterRowID, int64(q.Limit)), nil
+}
+
+// readRows runs a row query of table x on tx (nil: committed data) and
+// decodes its rows.
+func (c *Conn) readRows(ctx context.Context, tx *sql.Tx, x *table, query string, args []any, what string) ([]driver.Row, error) {
+	rows, err := c.query(ctx, tx, query, args, what)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Row
+	dest := x.scanDest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, c.mapErr(ctx, err, what)
+		}
+		row, err := x.decodeRow(dest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	return out, nil
+}

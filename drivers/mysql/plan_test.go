@@ -1,0 +1,129 @@
+package mysql
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Plan checks (WIN-7, SCAN-5; DESIGN "Cost must not grow with the
+// store"): the statements of the hot read paths are served by the index
+// built for them, never by a scan of the log or the table, and walk it in
+// order where they stop at a limit. They pin what STRAIGHT_JOIN and FORCE
+// INDEX promise; a planner change that broke it fails here.
+
+// planStore returns a store with a few hundred commits in partition "p".
+func planStore(t *testing.T) *Conn {
+	c := openStore(t)
+	for i := range 60 {
+		var rows []driver.Row
+		for k := range 5 {
+			n := i*5 + k
+			rows = append(rows, todoRow(fmt.Sprintf("r%04d", n), fmt.Sprintf("p%d", n%7), fmt.Sprintf("o%d", n%11)))
+		}
+		pushRows(t, c, "p", rows...)
+	}
+	if _, err := c.db.Exec("ANALYZE TABLE _sync_change_scopes, _sync_changes, _sync_commits, todos"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// expectPlan fails unless every row of plan for one of tables uses want
+// (table → index name) and no row of those tables is a full scan (type
+// ALL or index); filesort fails when sorted is false.
+func expectPlan(t *testing.T, what string, plan []planRow, want map[string]string, sorted bool) {
+	t.Helper()
+	t.Logf("%s: %v", what, plan)
+	seen := map[string]bool{}
+	for _, r := range plan {
+		idx, ok := want[r.table]
+		if !ok {
+			continue
+		}
+		seen[r.table] = true
+		if r.key != idx || r.typ == "ALL" || r.typ == "index" {
+			t.Errorf("%s: table %s should be read through index %s, plan: %v", what, r.table, idx, plan)
+		}
+		if !sorted && strings.Contains(r.extra, "filesort") {
+			t.Errorf("%s: table %s should be walked in index order (no filesort), plan: %v", what, r.table, plan)
+		}
+	}
+	for table := range want {
+		if !seen[table] {
+			t.Errorf("%s: table %s is missing from the plan: %v", what, table, plan)
+		}
+	}
+}
+
+func TestPlanWindowReads(t *testing.T) {
+	c := planStore(t)
+	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY"}
+	expectPlan(t, "window, one value", explain(t, c, windowSingle,
+		"p", "todos", "project", "p3", 0, 1000, 0, math.MaxInt32, 564), joins, false)
+
+	var args []any
+	for _, v := range []string{"p1", "p2", "p3"} {
+		args = append(args, "p", "todos", "project", v, 0, 1000, 0, math.MaxInt32, 564)
+	}
+	expectPlan(t, "window, three values", explain(t, c, windowList(3), append(args, 564)...), joins, true)
+
+	expectPlan(t, "window, a long list as JSON", explain(t, c, c.windowJSON(),
+		`["p1","p2","p3"]`, "p", "todos", "project", 0, 1000, 0, math.MaxInt32, 564), joins, true)
+}
+
+func TestPlanScans(t *testing.T) {
+	c := planStore(t)
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := scopeIndexName(x.def, "project_id")
+	for _, tc := range []struct {
+		name   string
+		filter driver.ScopeFilter
+		key    string
+		sorted bool
+	}{
+		{"one value", driver.ScopeFilter{"project": {"p3"}}, "project", false},
+		{"one value and another key", driver.ScopeFilter{"project": {"p3"}, "owner": {"o1", "o2"}}, "project", false},
+		{"three values", driver.ScopeFilter{"project": {"p1", "p2", "p3"}}, "project", true},
+		{"a long list as JSON", driver.ScopeFilter{"project": manyValues(maxInlineValues + 8)}, "project", true},
+	} {
+		q, args, err := c.scanSQL(x, "p", driver.ScanQuery{Table: "todos", Filter: tc.filter, Limit: 100}, tc.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectPlan(t, "scan, "+tc.name, explain(t, c, q, args...), map[string]string{"todos": project}, tc.sorted)
+	}
+}
+
+// manyValues returns n distinct scope values p0, p1, ….
+func manyValues(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("p%d", i)
+	}
+	return out
+}
+
+// TestPlanIndexLookup: a lookup walks its declared index (IXL-4), in id
+// order.
+func TestPlanIndexLookup(t *testing.T) {
+	c := planStore(t)
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, _ := x.def.Index("by_owner")
+	for _, v := range []any{"o3"} {
+		q, args, err := x.indexLookup("p", ix, driver.IndexQuery{Table: "todos", Index: "by_owner", Values: []any{v}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectPlan(t, fmt.Sprintf("index lookup of %v", v), explain(t, c, q, args...), map[string]string{"todos": "by_owner"}, false)
+	}
+}

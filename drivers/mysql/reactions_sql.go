@@ -1,0 +1,198 @@
+package mysql
+
+import "strings"
+
+// The reactions capability (CONTRACT.md RX-1…RX-10) in MySQL's dialect.
+//
+// One table, _sync_reactions, keyed (p, k). due_at_ms is the time a row
+// can next be claimed: available_at_ms while pending, the lease expiry
+// while leased, NULL once terminal (completed, dead_letter). MySQL has no
+// partial indexes, so two generated columns split it:
+//
+//	claim_due_ms    due_at_ms while attempts < max_attempts, else NULL: the rows a
+//	                claim may lease (RX-2); index _sync_reactions_claim
+//	                (p, claim_due_ms, created_at_ms, k) is walked in claim order
+//	exhaust_due_ms  due_at_ms while attempts ≥ max_attempts, else NULL: the rows
+//	                a claim must dead-letter (RX-4); index (p, exhaust_due_ms)
+//
+// and two more indexes serve listing (p, status, created_at_ms, k) and
+// pruning (p, status, updated_at_ms, k). Every statement is served by an
+// index (DESIGN: cost must not grow with the store). Strings are
+// VARBINARY: keys and types order bytewise (RX-2).
+
+// reactionsDDL creates the reactions table; idempotent, part of infraDDL
+// (appended by this file's init), so every store has it from its first
+// open. Key ≤ 256 bytes, type and owner ≤ 255 (V-2), failure code ≤ 128
+// (V-8).
+var reactionsDDL = []string{
+	`CREATE TABLE IF NOT EXISTS _sync_reactions (
+	p VARBINARY(255) NOT NULL,
+	k VARBINARY(256) NOT NULL,
+	type VARBINARY(255) NOT NULL,
+	payload LONGBLOB NOT NULL,
+	status VARBINARY(16) NOT NULL,
+	attempts INT NOT NULL,
+	max_attempts INT NOT NULL,
+	source_commit_seq BIGINT NOT NULL,
+	created_at_ms BIGINT NOT NULL,
+	available_at_ms BIGINT NOT NULL,
+	due_at_ms BIGINT NULL,
+	lease_owner VARBINARY(255) NOT NULL,
+	lease_expires_at_ms BIGINT NOT NULL,
+	failure_code VARBINARY(255) NULL,
+	failure_details LONGBLOB NULL,
+	failure_at_ms BIGINT NULL,
+	updated_at_ms BIGINT NOT NULL,
+	claim_due_ms BIGINT AS (IF(attempts < max_attempts, due_at_ms, NULL)) STORED,
+	exhaust_due_ms BIGINT AS (IF(attempts >= max_attempts, due_at_ms, NULL)) STORED,
+	PRIMARY KEY (p, k),
+	KEY _sync_reactions_claim (p, claim_due_ms, created_at_ms, k),
+	KEY _sync_reactions_exhausted (p, exhaust_due_ms),
+	KEY _sync_reactions_list (p, status, created_at_ms, k),
+	KEY _sync_reactions_prune (p, status, updated_at_ms, k)
+)` + tableOpts,
+}
+
+func init() { infraDDL = append(infraDDL, reactionsDDL...) }
+
+// reactionColumns is the select list of every statement returning
+// reactions, in scanReaction's order.
+const reactionColumns = `k, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
+	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms`
+
+// exhaustedCode is the failure code a claim records when it dead-letters
+// a reaction whose attempts reached maxAttempts (RX-4).
+const exhaustedCode = "reaction.attempts_exhausted"
+
+// enqueueRowArgs is the number of parameters of one enqueued reaction.
+const enqueueRowArgs = 10
+
+// enqueueBatchRows is the largest number of reactions one INSERT carries.
+const enqueueBatchRows = 500
+
+// enqueueReactions returns the INSERT of n pending reactions (RX-1),
+// enqueueRowArgs parameters each: p, k, type, payload, max_attempts,
+// source_commit_seq, then createdAt four times (created, available, due,
+// updated). No ON DUPLICATE KEY: an existing key, stored or earlier in
+// the same statement, fails with 1062 (CodeDuplicateReactionKey).
+func enqueueReactions(n int) string {
+	row := "(?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, '', 0, ?)"
+	var b strings.Builder
+	b.WriteString(`INSERT INTO _sync_reactions (p, k, type, payload, status, attempts, max_attempts, source_commit_seq,
+	created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// typesIn returns " AND type IN (?, …)" for n types, or "" for n = 0
+// (every type).
+func typesIn(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " AND type IN (" + qmarks(n) + ")"
+}
+
+// keysIn returns "k IN (?, …)" for n keys.
+func keysIn(n int) string { return "k IN (" + qmarks(n) + ")" }
+
+// claimSelectExhausted: p, now, types… → the keys of due rows at their
+// attempts cap (RX-4), through _sync_reactions_exhausted, locked (rows
+// another claim holds are skipped: it handles them).
+func claimSelectExhausted(nTypes int) string {
+	return `SELECT k FROM _sync_reactions FORCE INDEX (_sync_reactions_exhausted)
+WHERE p = ? AND exhaust_due_ms <= ?` + typesIn(nTypes) + ` FOR UPDATE SKIP LOCKED`
+}
+
+// claimDeadLetter: now, code, now, now, p, keys… dead-letters locked exhausted rows
+// (RX-4), re-checking their state.
+func claimDeadLetter(nKeys int) string {
+	return `UPDATE _sync_reactions SET status = 'dead_letter', due_at_ms = NULL, available_at_ms = ?,
+	lease_owner = '', lease_expires_at_ms = 0, failure_code = ?, failure_details = NULL,
+	failure_at_ms = ?, updated_at_ms = ?
+WHERE p = ? AND attempts >= max_attempts AND due_at_ms IS NOT NULL AND ` + keysIn(nKeys)
+}
+
+// claimSelect: p, now, types…, limit → up to limit due rows below their
+// attempts cap, in claim order (due time, createdAt, key: RX-2), walking
+// _sync_reactions_claim and locking what it returns; rows locked by
+// another claim are skipped, never waited for (RX-3).
+func claimSelect(nTypes int) string {
+	return `SELECT ` + reactionColumns + ` FROM _sync_reactions FORCE INDEX (_sync_reactions_claim)
+WHERE p = ? AND claim_due_ms <= ?` + typesIn(nTypes) + `
+ORDER BY claim_due_ms, created_at_ms, k LIMIT ? FOR UPDATE SKIP LOCKED`
+}
+
+// claimLease: owner, expiry, expiry, now, p, keys… leases the rows claimSelect
+// locked: attempts+1, owner, expiry, due at expiry (RX-2).
+func claimLease(nKeys int) string {
+	return `UPDATE _sync_reactions SET status = 'leased', attempts = attempts + 1, lease_owner = ?,
+	lease_expires_at_ms = ?, due_at_ms = ?, updated_at_ms = ?
+WHERE p = ? AND ` + keysIn(nKeys)
+}
+
+// Owner operations: one UPDATE by primary key whose matched-row count
+// (clientFoundRows) is the result: 1 = true, 0 = false (RX-5). Values
+// that two columns share are bound twice: no statement relies on MySQL's
+// left-to-right evaluation of assignments.
+const (
+	// completeReaction: now, p, key, owner.
+	completeReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',
+	lease_expires_at_ms = 0, updated_at_ms = ?
+WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
+	// extendReactionLease: expiry, expiry, now, p, key, owner.
+	extendReactionLease = `UPDATE _sync_reactions SET lease_expires_at_ms = ?, due_at_ms = ?, updated_at_ms = ?
+WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
+	// failReactionRetry: retryAt, retryAt, code, details, now, now, p,
+	// key, owner. Pending at retryAt; attempts unchanged (RX-6).
+	failReactionRetry = `UPDATE _sync_reactions SET status = 'pending', available_at_ms = ?, due_at_ms = ?,
+	lease_owner = '', lease_expires_at_ms = 0, failure_code = ?, failure_details = ?, failure_at_ms = ?,
+	updated_at_ms = ?
+WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
+	// failReactionDead: now, code, details, now, now, p, key, owner. Dead
+	// letter available at now (RX-6).
+	failReactionDead = `UPDATE _sync_reactions SET status = 'dead_letter', available_at_ms = ?, due_at_ms = NULL,
+	lease_owner = '', lease_expires_at_ms = 0, failure_code = ?, failure_details = ?,
+	failure_at_ms = ?, updated_at_ms = ?
+WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
+	// retryReaction: now, now, now, p, key. Only a dead letter becomes
+	// pending, attempts 0, due now; its failure is kept (RX-7).
+	retryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = ?,
+	due_at_ms = ?, updated_at_ms = ?
+WHERE p = ? AND k = ? AND status = 'dead_letter'`
+)
+
+// listReactions returns the listing of the given statuses (RX-8): one
+// branch per status, each walking _sync_reactions_list newest first and
+// stopping at the limit, merged newest first (createdAt desc, key desc).
+// Parameters per branch: p, status, types…, limit; then the limit.
+func listReactions(statuses []string, nTypes int) string {
+	parts := make([]string, len(statuses))
+	for i := range statuses {
+		parts[i] = `(SELECT ` + reactionColumns + ` FROM _sync_reactions FORCE INDEX (_sync_reactions_list)
+	WHERE p = ? AND status = ?` + typesIn(nTypes) + ` ORDER BY created_at_ms DESC, k DESC LIMIT ?)`
+	}
+	return strings.Join(parts, "\nUNION ALL\n") + "\nORDER BY created_at_ms DESC, k DESC LIMIT ?"
+}
+
+// pruneCandidates: p, completedBefore, limit, p, deadBefore, limit, limit
+// → (key, status) of at most limit terminal rows, oldest updated_at_ms
+// first (RX-9), each branch walking _sync_reactions_prune.
+const pruneCandidates = `(SELECT k, status, updated_at_ms FROM _sync_reactions FORCE INDEX (_sync_reactions_prune)
+	WHERE p = ? AND status = 'completed' AND updated_at_ms < ? ORDER BY updated_at_ms, k LIMIT ?)
+UNION ALL
+(SELECT k, status, updated_at_ms FROM _sync_reactions FORCE INDEX (_sync_reactions_prune)
+	WHERE p = ? AND status = 'dead_letter' AND updated_at_ms < ? ORDER BY updated_at_ms, k LIMIT ?)
+ORDER BY updated_at_ms, k LIMIT ?`
+
+// pruneDelete: p, status, cutoff, keys… deletes candidates that are still
+// of that status and older than the cutoff (a concurrent retry wins over
+// a prune it committed before: RX-9).
+func pruneDelete(nKeys int) string {
+	return `DELETE FROM _sync_reactions WHERE p = ? AND status = ? AND updated_at_ms < ? AND ` + keysIn(nKeys)
+}

@@ -1,0 +1,365 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sort"
+	gosync "sync"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Tx is a write transaction on one partition (driver.Tx): a READ
+// COMMITTED transaction holding its partition's row of _sync_partitions
+// FOR UPDATE from Begin to its end (TX-1).
+type Tx struct {
+	c         *Conn
+	partition string
+	tx        *sql.Tx
+	// baseSeq is max_seq when the Tx began; seq the last one it allocated.
+	// max_seq is written once, at Commit.
+	baseSeq, seq int64
+
+	mu       gosync.Mutex
+	finished bool
+	// aborted is set when an operation failed with an engine error or
+	// because its context ended: the engine may have rolled the
+	// transaction back (a deadlock does), so the Tx accepts nothing more
+	// and Commit fails. Logical errors (unknown table, invalid value, a
+	// unique collision, which InnoDB rolls back alone) leave it usable.
+	aborted bool
+}
+
+var _ driver.Tx = (*Tx)(nil)
+
+// Begin starts a write transaction on partition (TX-1): START TRANSACTION,
+// SELECT … FOR UPDATE on the partition's row (created first, outside the
+// transaction, for a new partition), then a SAVEPOINT for CommitRejected
+// (TX-8). It waits while another Tx of the partition holds the row —
+// lock-wait timeouts are retried — until ctx ends (CodeUnavailable). If
+// ctx ends later, the Tx is rolled back and fails (TX-6).
+func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		tx, err := c.db.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: begin")
+		}
+		var maxSeq int64
+		st, err := c.stmt(ctx, tx, lockPartition)
+		if err == nil {
+			err = st.QueryRowContext(ctx, partition).Scan(&maxSeq)
+		}
+		if err == nil {
+			if _, err = tx.ExecContext(ctx, savepoint); err == nil {
+				return &Tx{c: c, partition: partition, tx: tx, baseSeq: maxSeq, seq: maxSeq}, nil
+			}
+		}
+		_ = tx.Rollback()
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if err := c.execRetry(ctx, "mysql: begin", ensurePartition, partition); err != nil {
+				return nil, err
+			}
+		case isLockRetry(err) && ctx.Err() == nil:
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+		default:
+			return nil, c.mapErr(ctx, err, "mysql: begin")
+		}
+	}
+}
+
+// Partition returns the partition the Tx writes.
+func (t *Tx) Partition() string { return t.partition }
+
+// op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted,
+// and aborts the Tx when fn fails with an engine error or an ended
+// context (TX-6).
+func (t *Tx) op(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	if t.aborted {
+		return errAborted()
+	}
+	err := fn()
+	if err != nil && isAbort(ctx, err) {
+		t.aborted = true
+	}
+	return err
+}
+
+func errAborted() error {
+	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
+}
+
+// isAbort reports whether err may have ended the engine transaction.
+func isAbort(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	switch driver.CodeOf(err) {
+	case driver.CodeInternal, driver.CodeUnavailable, "":
+		return true
+	}
+	return false
+}
+
+// exec runs one statement of the Tx; errors are mapped.
+func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := t.c.exec(ctx, t.tx, q, args...)
+	if err != nil {
+		return nil, t.c.mapErr(ctx, err, "mysql: write")
+	}
+	return res, nil
+}
+
+// GetRow reads a row, seeing the Tx's own writes (TX-3).
+func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
+	err = t.op(ctx, func() error {
+		row, found, err = t.c.getRow(ctx, t.tx, t.partition, table, id)
+		return err
+	})
+	return row, found, err
+}
+
+// ScanRows scans rows, seeing the Tx's own writes (TX-3).
+func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
+	err = t.op(ctx, func() error {
+		rows, err = t.c.scanRows(ctx, t.tx, t.partition, q)
+		return err
+	})
+	return rows, err
+}
+
+// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
+func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
+	err = t.op(ctx, func() error {
+		r, found, err = t.c.getPushResult(ctx, t.tx, t.partition, clientID, clientCommitID)
+		return err
+	})
+	return r, found, err
+}
+
+// UpsertRow creates or fully replaces the row (ROW-1, ROW-2), replacing
+// only on its primary key (SCH-10): on a table without a declared unique
+// index one INSERT … ON DUPLICATE KEY UPDATE (the primary key is its only
+// unique key); otherwise an UPDATE by primary key, and an INSERT when it
+// matched nothing. A unique collision (1062) fails with
+// CodeConstraintViolation; InnoDB rolls back that statement alone, so
+// nothing changed and the Tx stays usable (TX-8). Errors:
+// CodeUnknownTable, CodeInvalidValue (a key column's limit, docs/mysql.md).
+func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		args, err := x.insertArgs(t.partition, row)
+		if err != nil {
+			return err
+		}
+		if x.upsert != "" {
+			_, err := t.exec(ctx, x.upsert, args...)
+			return err
+		}
+		res, err := t.exec(ctx, x.update, x.updateArgs(args)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return t.c.mapErr(ctx, err, "mysql: upsert row")
+		}
+		_, err = t.exec(ctx, x.insert, args...)
+		return err
+	})
+}
+
+// DeleteRow removes the row and its blob references (BLOB-1); a missing
+// row is a no-op (ROW-3).
+func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		if _, err = t.exec(ctx, x.del, t.partition, id); err != nil {
+			return err
+		}
+		return t.clearBlobRefs(ctx, table, id) // BLOB-1: a deleted row references nothing
+	})
+}
+
+// AppendCommit allocates the next seq of the partition (the Tx holds the
+// partition's row, so max_seq + 1 is safe; SEQ-1…SEQ-3) and records the
+// commit, its changes and one change-scope entry per (change, variable)
+// in multi-row INSERTs of up to batchRows rows. Values are encoded before
+// the first write. max_seq itself is written at Commit, so a rollback
+// consumes nothing (SEQ-2).
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
+	var chArgs, csArgs [][]any
+	for i, ch := range in.Changes {
+		scopes := ch.Scopes
+		if scopes == nil {
+			scopes = driver.Scopes{}
+		}
+		sj, err := encodeScopes(scopes)
+		if err != nil {
+			return 0, err
+		}
+		var vals any
+		var version int64
+		if ch.Op == driver.OpUpsert {
+			b, err := driver.EncodeValues(ch.Values)
+			if err != nil {
+				return 0, err
+			}
+			vals, version = b, ch.RowVersion
+		}
+		chArgs = append(chArgs, []any{ch.Table, ch.RowID, string(ch.Op), sj, vals, version, i})
+		vars := make([]string, 0, len(scopes))
+		for k := range scopes {
+			vars = append(vars, k)
+		}
+		sort.Strings(vars)
+		for _, k := range vars {
+			csArgs = append(csArgs, []any{ch.Table, k, scopes[k], i})
+		}
+	}
+	seq := t.seq + 1
+	err := t.op(ctx, func() error {
+		if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
+			return err
+		}
+		for _, part := range chunks(chArgs) {
+			args := make([]any, 0, 9*len(part))
+			for _, a := range part {
+				args = append(args, t.partition, seq, a[6], a[0], a[1], a[2], a[3], a[4], a[5])
+			}
+			if _, err := t.exec(ctx, insertChanges(len(part)), args...); err != nil {
+				return err
+			}
+		}
+		for _, part := range chunks(csArgs) {
+			args := make([]any, 0, 6*len(part))
+			for _, a := range part {
+				args = append(args, t.partition, a[0], a[1], a[2], seq, a[3])
+			}
+			if _, err := t.exec(ctx, insertChangeScopes(len(part)), args...); err != nil {
+				return err
+			}
+		}
+		t.seq = seq
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// chunks splits rows into runs of at most batchRows.
+func chunks(rows [][]any) [][][]any {
+	var out [][][]any
+	for len(rows) > 0 {
+		n := min(len(rows), batchRows)
+		out = append(out, rows[:n])
+		rows = rows[n:]
+	}
+	return out
+}
+
+// PutPushResult stores r unless a result is already stored or staged
+// under the key: first writer wins, a later put is ignored (PR-3).
+func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, err := driver.EncodePushResult(r)
+	if err != nil {
+		return err
+	}
+	return t.op(ctx, func() error {
+		_, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text)
+		return err
+	})
+}
+
+// CommitRejected rolls back to the savepoint taken at Begin (discarding
+// every staged write, also after a failed statement, while InnoDB keeps
+// the partition's row lock), stores r as PutPushResult does and commits
+// (TX-8). On any error the Tx is rolled back.
+func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, encErr := driver.EncodePushResult(r)
+	return t.finish(ctx, func() error {
+		if encErr != nil {
+			return encErr
+		}
+		if _, err := t.tx.ExecContext(ctx, rollbackToSavepoint); err != nil {
+			return err
+		}
+		t.seq = t.baseSeq
+		if _, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text); err != nil {
+			return err
+		}
+		return t.tx.Commit()
+	})
+}
+
+// Commit writes the partition's new max_seq and commits: every write of
+// the Tx becomes visible at once (TX-2). On any error nothing was written
+// and the Tx is finished.
+func (t *Tx) Commit(ctx context.Context) error {
+	return t.finish(ctx, func() error {
+		if t.seq != t.baseSeq {
+			if _, err := t.exec(ctx, setMaxSeq, t.seq, t.partition); err != nil {
+				return err
+			}
+		}
+		return t.tx.Commit()
+	})
+}
+
+// finish runs fn (which ends the engine transaction on success) once; on
+// failure it rolls back. Afterwards the Tx is finished (TX-5).
+func (t *Tx) finish(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	t.finished = true
+	if t.aborted || ctx.Err() != nil {
+		_ = t.tx.Rollback()
+		return errAborted()
+	}
+	if err := fn(); err != nil {
+		_ = t.tx.Rollback()
+		if errors.Is(err, sql.ErrTxDone) {
+			return driver.Wrap(driver.CodeUnavailable, err, "mysql: transaction aborted: its context ended; nothing was written (TX-6)")
+		}
+		return t.c.mapErr(ctx, err, "mysql: commit")
+	}
+	return nil
+}
+
+// Rollback discards every write of the Tx (TX-2); a second call, or one
+// after Commit, is a no-op (TX-5).
+func (t *Tx) Rollback(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) {
+		return t.c.mapErr(ctx, err, "mysql: rollback")
+	}
+	return nil
+}
