@@ -6,11 +6,7 @@ import (
 	gosync "sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/drivers/sqlite"
 )
 
 // TestSuiteCatchesBrokenCapabilities runs the cases of one capability
@@ -21,13 +17,6 @@ import (
 // breaks; the unbroken SQLite driver passing the same cases is checked by
 // the driver's own TestConformance.
 func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a capability's cases once per broken driver")
-	}
-	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	broken := []struct {
 		name  string
 		cap   driver.Capability
@@ -50,38 +39,12 @@ func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
 			},
 			[]string{"AQ-2"}},
 	}
+	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			h := base
-			h.Name = "broken:" + b.name
-			h.Capabilities = []driver.Capability{b.cap}
-			h.Open = func(t conformance.T) driver.Conn { return b.wrap(base.Open(t)) }
-			h.Reopen = nil
-			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: regexp.MustCompile(b.match)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ran := 0
-			for _, c := range rep.Cases {
-				if c.Status == conformance.StatusNotImplemented {
-					t.Errorf("%s: not implemented, but the wrapper declares %s", c.Name, b.cap)
-				}
-				ran++
-			}
-			if ran == 0 {
-				t.Fatalf("no case matched %s", b.match)
-			}
-			if d := cmp.Diff(b.want, rep.FailedRules()); d != "" {
-				t.Errorf("failed rules (-want +got):\n%s", d)
-				for _, c := range rep.Cases {
-					if c.Status == conformance.StatusFail {
-						t.Logf("FAIL %s: %v", c.Name, c.Output)
-					}
-				}
-			}
-		})
+		list = append(list, brokenDriver{name: b.name, wrap: b.wrap, want: b.want,
+			caps: []driver.Capability{b.cap}, match: regexp.MustCompile(b.match)})
 	}
+	runBroken(t, list)
 }
 
 // ---- index lookup ignores AfterRowID (IXL-1); its Tx half is intact ----

@@ -5,11 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/drivers/sqlite"
 )
 
 // TestSuiteCatchesBrokenReactions runs the RX cases against wrappers of the
@@ -18,17 +14,6 @@ import (
 // reactions capability (a wrapper that dropped one would be caught by
 // ERR-3, not by these cases).
 func TestSuiteCatchesBrokenReactions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the RX cases once per broken driver")
-	}
-	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe := base.Open(t)
-	if !driver.ConnHas(probe, driver.CapReactions) {
-		t.Fatalf("the SQLite driver does not declare %s", driver.CapReactions)
-	}
 	broken := []struct {
 		name string
 		wrap func(*rxWrap) driver.Conn
@@ -38,36 +23,16 @@ func TestSuiteCatchesBrokenReactions(t *testing.T) {
 		{"prune-ignores-limit", func(w *rxWrap) driver.Conn { return &rxPruneUnbounded{w} }, []string{"RX-9"}},
 		{"rollback-keeps-reactions", func(w *rxWrap) driver.Conn { return &rxEnqueueOutsideTx{w} }, []string{"RX-1"}},
 	}
+	// Every RX case but RX-3's 10,000-reaction run, which none of these
+	// breakages touches.
+	match := regexp.MustCompile(`^RX-([124-9]|10)/`)
+	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			h := base
-			h.Name = "broken:" + b.name
-			h.Capabilities = []driver.Capability{driver.CapReactions}
-			h.Open = func(t conformance.T) driver.Conn {
-				c := base.Open(t)
-				return b.wrap(&rxWrap{Conn: c, rc: c.(driver.ReactionsConn)})
-			}
-			h.Reopen = nil
-			// Every RX case but RX-3's 10,000-reaction run, which none of
-			// these breakages touches.
-			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: regexp.MustCompile(`^RX-([124-9]|10)/`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Passed == 0 {
-				t.Fatalf("no RX case passed: %s", rep.Summary())
-			}
-			if d := cmp.Diff(b.want, rep.FailedRules()); d != "" {
-				t.Errorf("failed rules (-want +got):\n%s", d)
-				for _, c := range rep.Cases {
-					if c.Status == conformance.StatusFail {
-						t.Logf("FAIL %s: %v", c.Name, c.Output)
-					}
-				}
-			}
-		})
+		list = append(list, brokenDriver{name: b.name, want: b.want, match: match,
+			caps: []driver.Capability{driver.CapReactions},
+			wrap: func(c driver.Conn) driver.Conn { return b.wrap(&rxWrap{Conn: c, rc: c.(driver.ReactionsConn)}) }})
 	}
+	runBroken(t, list)
 }
 
 // rxWrap forwards the core Conn and both halves of the reactions

@@ -14,7 +14,6 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/drivers/sqlite"
 )
 
 // TestGroupsACatchBrokenDrivers runs the SCH, ROW, VAL, P and ERR cases
@@ -23,13 +22,6 @@ import (
 // fail) and that nothing fails outside the rule and its documented
 // collateral (a failure points at the right rule).
 func TestGroupsACatchBrokenDrivers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the SCH/ROW/VAL/P/ERR cases once per broken driver")
-	}
-	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	broken := []struct {
 		name string
 		wrap func(driver.Conn) driver.Conn
@@ -60,38 +52,12 @@ func TestGroupsACatchBrokenDrivers(t *testing.T) {
 		}, []string{"P-2"}, nil},
 		{"untyped-after-close", func(c driver.Conn) driver.Conn { return &bAClosed{bAConn: bAConn{c}} }, []string{"ERR-1"}, nil},
 	}
+	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
-		match := bAMatch(slices.Contains(b.want, "SCH-7"))
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			h := base
-			h.Name = "broken:" + b.name
-			h.Open = func(t conformance.T) driver.Conn { return b.wrap(base.Open(t)) }
-			h.Reopen = func(t conformance.T, c driver.Conn) driver.Conn {
-				return b.wrap(base.Reopen(t, c.(interface{ bAInner() driver.Conn }).bAInner()))
-			}
-			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: match})
-			if err != nil {
-				t.Fatal(err)
-			}
-			failed := rep.FailedRules()
-			for _, rule := range b.want {
-				if !slices.Contains(failed, rule) {
-					t.Errorf("rule %s did not fail; failed rules: %v", rule, failed)
-				}
-			}
-			for _, rule := range failed {
-				if !slices.Contains(b.want, rule) && !slices.Contains(b.also, rule) {
-					t.Errorf("rule %s failed but the breakage is not about it", rule)
-					for _, c := range rep.Cases {
-						if c.Rule == rule && c.Status == conformance.StatusFail {
-							t.Logf("FAIL %s: %v", c.Name, c.Output)
-						}
-					}
-				}
-			}
-		})
+		list = append(list, brokenDriver{name: b.name, wrap: b.wrap, want: b.want, also: b.also,
+			match: bAMatch(slices.Contains(b.want, "SCH-7")), reopen: true})
 	}
+	runBroken(t, list)
 }
 
 // bAMatch selects the cases of groups SCH, ROW, VAL, P and ERR; the
@@ -111,7 +77,7 @@ func bAMatch(slow bool) *regexp.Regexp {
 // bAConn forwards every core method; it drops optional capabilities.
 type bAConn struct{ driver.Conn }
 
-func (c *bAConn) bAInner() driver.Conn { return c.Conn }
+func (c *bAConn) unwrap() driver.Conn { return c.Conn }
 
 // Begin wraps the Tx too, so no capability half of the wrapped driver
 // shows through.

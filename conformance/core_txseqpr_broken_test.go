@@ -7,11 +7,7 @@ import (
 	gosync "sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/drivers/sqlite"
 )
 
 // TestTxSeqPRCasesCatchBrokenDrivers runs the TX, SEQ and PR cases against
@@ -19,13 +15,6 @@ import (
 // sequence or push results in one way, and checks that exactly the
 // expected rules of those groups fail (STYLE pitfall 9).
 func TestTxSeqPRCasesCatchBrokenDrivers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the TX, SEQ and PR cases once per broken driver")
-	}
-	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	match := regexp.MustCompile(`^(TX|SEQ|PR)-`)
 	broken := []struct {
 		name string
@@ -59,27 +48,11 @@ func TestTxSeqPRCasesCatchBrokenDrivers(t *testing.T) {
 		{"lossy-push-results", func(c driver.Conn) driver.Conn { return &bwLossyResults{bwConn{c}} },
 			[]string{"PR-1", "TX-8"}},
 	}
+	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			h := base
-			h.Name = "broken:" + b.name
-			h.Open = func(t conformance.T) driver.Conn { return connWrap{b.wrap(base.Open(t))} }
-			h.Reopen = nil
-			rep, err := conformance.RunCases(t.Context(), h, conformance.RunOptions{Match: match})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(b.want, rep.FailedRules()); d != "" {
-				t.Errorf("failed rules (-want +got):\n%s", d)
-			}
-			for _, c := range rep.Cases {
-				if c.Status == conformance.StatusFail {
-					t.Logf("FAIL %s: %v", c.Name, c.Output)
-				}
-			}
-		})
+		list = append(list, brokenDriver{name: b.name, wrap: b.wrap, want: b.want, match: match})
 	}
+	runBroken(t, list)
 }
 
 // bwConn and bwTx forward every core method to the wrapped value.
