@@ -24,6 +24,9 @@ func (s *Store) admin(op string) (driver.AdminConn, error) {
 // (UpdatedAtMs descending, then client id descending), at most limit
 // (ADM-1). Checks: V-1 partition, limit 1…10,000 (CodeInvalidLimit, V-5).
 func (s *Store) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+	if err := checkCtx(ctx, "ListClientRecords"); err != nil {
+		return *new([]driver.ClientRecord), err
+	}
 	const op = "ListClientRecords"
 	a, err := s.admin(op)
 	if err != nil {
@@ -41,6 +44,9 @@ func (s *Store) ListClientRecords(ctx context.Context, partition string, limit i
 // (ADM-1). Checks: V-1 partition, beforeSeq ≥ 0 (CodeInvalidArgument),
 // limit 1…10,000 (V-5).
 func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+	if err := checkCtx(ctx, "ListCommitMeta"); err != nil {
+		return *new([]driver.CommitMeta), err
+	}
 	const op = "ListCommitMeta"
 	a, err := s.admin(op)
 	if err != nil {
@@ -61,6 +67,9 @@ func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq 
 // (CodeScanRequiresScope, V-6) of valid text. A key with an empty value
 // list matches nothing: the result is zero and the driver is not called.
 func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+	if err := checkCtx(ctx, "ScopeActivity"); err != nil {
+		return *new(driver.ScopeActivity), err
+	}
 	const op = "ScopeActivity"
 	a, err := s.admin(op)
 	if err != nil {
@@ -89,6 +98,9 @@ func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filt
 // true, or false when it does not exist (ADM-1). Checks: V-1 partition, a
 // known table (SCH-8), V-2 row id.
 func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+	if err := checkCtx(ctx, "RowScopes"); err != nil {
+		return *new(driver.Scopes), *new(bool), err
+	}
 	const op = "RowScopes"
 	a, err := s.admin(op)
 	if err != nil {

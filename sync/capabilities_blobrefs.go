@@ -34,6 +34,9 @@ func (s *Store) blobRefs(op string) (driver.BlobRefsConn, error) {
 // UTF-8 without NUL (CodeInvalidArgument, V-2). The driver's Tx lacking
 // the blob-refs Tx half → CodeUnsupported (ERR-2).
 func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
+	if err := checkCtx(ctx, "Tx.SetBlobRefs"); err != nil {
+		return err
+	}
 	const op = "Tx.SetBlobRefs"
 	b, ok := tx.tx.(driver.BlobRefsTx)
 	if !ok {
@@ -58,6 +61,9 @@ func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []st
 // limit (BLOB-1; no order is promised). Checks: V-1 partition, V-2 blob
 // id, limit 1…10,000 (CodeInvalidLimit, V-5).
 func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
+	if err := checkCtx(ctx, "ListRowsReferencingBlob"); err != nil {
+		return *new([]driver.BlobRowRef), err
+	}
 	const op = "ListRowsReferencingBlob"
 	b, err := s.blobRefs(op)
 	if err != nil {
@@ -75,6 +81,9 @@ func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID s
 // id once (BLOB-1). Checks: V-1 partition, afterBlobID "" or V-2, limit
 // 1…10,000 (V-5).
 func (s *Store) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
+	if err := checkCtx(ctx, "ListReferencedBlobIDs"); err != nil {
+		return *new([]string), err
+	}
 	const op = "ListReferencedBlobIDs"
 	b, err := s.blobRefs(op)
 	if err != nil {

@@ -37,6 +37,9 @@ const MaxQueryBytes = 100_000
 // count that does not match the parameters; nothing is ever written.
 // Without the capability → CodeUnsupported (ERR-2).
 func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	if err := checkCtx(ctx, "AuthoritativeQuery"); err != nil {
+		return *new(driver.QueryResult), err
+	}
 	const op = "AuthoritativeQuery"
 	aq, ok := s.conn.(driver.AuthoritativeQueryConn)
 	if !ok {

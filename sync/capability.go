@@ -40,6 +40,9 @@ func (s *Store) driverLabel() string {
 // (CodeIndexValueCountMismatch), value of the wrong type
 // (CodeInvalidValue); then AfterRowID ("" or V-2).
 func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	if err := checkCtx(ctx, "ScanRowsByIndex"); err != nil {
+		return *new([]driver.Row), err
+	}
 	const op = "ScanRowsByIndex"
 	ixl, ok := s.conn.(driver.IndexLookupConn)
 	if !ok {
@@ -58,6 +61,9 @@ func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.
 // the Tx's staged upserts, moves and deletes (IXL-3). A driver lacking
 // either half of index-lookup → CodeUnsupported (ERR-2).
 func (tx *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) ([]driver.Row, error) {
+	if err := checkCtx(ctx, "Tx.ScanRowsByIndex"); err != nil {
+		return *new([]driver.Row), err
+	}
 	const op = "Tx.ScanRowsByIndex"
 	ixl, ok := tx.tx.(driver.IndexLookupTx)
 	if !ok || !tx.store.Supports(driver.CapIndexLookup) { // both halves (ERR-3)

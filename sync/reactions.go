@@ -44,6 +44,9 @@ func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
 // writes, from Commit. An empty list is a no-op. The driver's Tx lacking
 // the reactions Tx half → CodeUnsupported (ERR-2).
 func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
+	if err := checkCtx(ctx, "Tx.EnqueueReactions"); err != nil {
+		return err
+	}
 	const op = "Tx.EnqueueReactions"
 	rt, ok := tx.tx.(driver.ReactionsTx)
 	if !ok {
@@ -103,6 +106,9 @@ func checkLease(op string, nowMs, leaseMs int64) error {
 // Input: V-1; Owner and each type V-2 (CodeInvalidArgument); LeaseMs > 0
 // (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
 func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
+	if err := checkCtx(ctx, "ClaimReactions"); err != nil {
+		return *new([]driver.Reaction), err
+	}
 	const op = "ClaimReactions"
 	rc, err := s.reactions(op)
 	if err != nil {
@@ -132,6 +138,9 @@ func checkOwnerOp(op, partition, key, owner string) error {
 // nothing (RX-5). A lease stays owner's after its expiry until another
 // claim takes the row. Input: V-1, V-2 (CodeInvalidArgument).
 func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error) {
+	if err := checkCtx(ctx, "CompleteReaction"); err != nil {
+		return *new(bool), err
+	}
 	const op = "CompleteReaction"
 	rc, err := s.reactions(op)
 	if err != nil {
@@ -148,6 +157,9 @@ func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner stri
 // changed (RX-5). A worker's heartbeat: false means ownership is lost.
 // Input: V-1, V-2, leaseMs > 0 (CodeInvalidArgument).
 func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error) {
+	if err := checkCtx(ctx, "ExtendReactionLease"); err != nil {
+		return *new(bool), err
+	}
 	const op = "ExtendReactionLease"
 	rc, err := s.reactions(op)
 	if err != nil {
@@ -169,6 +181,9 @@ func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner s
 // Details "" or a valid JSON document of ≤ 8,192 bytes
 // (MaxFailureDetailsBytes). Never store exception text in Details.
 func (s *Store) FailReaction(ctx context.Context, partition, key, owner string, req driver.FailRequest) (bool, error) {
+	if err := checkCtx(ctx, "FailReaction"); err != nil {
+		return *new(bool), err
+	}
 	return s.failReaction(ctx, "FailReaction", partition, key, owner, req, false)
 }
 
@@ -218,6 +233,9 @@ func checkFailure(op, code string, details driver.JSON, reserved bool) error {
 // false and changes nothing (RX-7). Its last failure is kept. Input: V-1,
 // V-2.
 func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
+	if err := checkCtx(ctx, "RetryReaction"); err != nil {
+		return *new(bool), err
+	}
 	const op = "RetryReaction"
 	rc, err := s.reactions(op)
 	if err != nil {
@@ -234,6 +252,9 @@ func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs 
 // q.Limit (RX-8). Input: V-1; statuses among the four of driver (else
 // CodeInvalidArgument); types V-2; Limit 1…10,000 (CodeInvalidLimit).
 func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
+	if err := checkCtx(ctx, "ListReactions"); err != nil {
+		return *new([]driver.Reaction), err
+	}
 	const op = "ListReactions"
 	rc, err := s.reactions(op)
 	if err != nil {
@@ -267,6 +288,9 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q driver.Re
 // reactions changes (RX-9, RX-10). It returns the number deleted per
 // status. Input: V-1; Limit 1…10,000 (CodeInvalidLimit).
 func (s *Store) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
+	if err := checkCtx(ctx, "PruneReactions"); err != nil {
+		return *new(map[driver.ReactionStatus]int64), err
+	}
 	const op = "PruneReactions"
 	rc, err := s.reactions(op)
 	if err != nil {

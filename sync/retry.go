@@ -68,6 +68,9 @@ func (s *Store) retryPolicy() RetryPolicy {
 // CodeInvalidArgument.
 func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) error {
 	const op = "RunInTx"
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
 	if fn == nil {
 		return argErr(op, "TX-1", "fn is nil")
 	}

@@ -217,6 +217,7 @@ type compiledTable struct {
 	cols    map[string]driver.Column
 	scopeOf map[string]string // variable → column
 	indexes map[string]driver.Index
+	keyed   map[string]bool // columns that are index keys: scope and declared-index columns
 }
 
 // compiledSchema is the schema a Store validates against.
@@ -231,15 +232,19 @@ func newCompiledSchema(s driver.Schema) *compiledSchema {
 	cs := &compiledSchema{schema: s, tables: make(map[string]*compiledTable, len(s.Tables))}
 	for _, t := range s.Tables {
 		ct := &compiledTable{Table: t, cols: map[string]driver.Column{}, scopeOf: map[string]string{},
-			indexes: map[string]driver.Index{}}
+			indexes: map[string]driver.Index{}, keyed: map[string]bool{}}
 		for _, c := range t.Columns {
 			ct.cols[c.Name] = c
 		}
 		for _, sc := range t.Scopes {
 			ct.scopeOf[sc.Variable] = sc.Column
+			ct.keyed[sc.Column] = true
 		}
 		for _, ix := range t.Indexes {
 			ct.indexes[ix.Name] = ix
+			for _, c := range ix.Columns {
+				ct.keyed[c] = true
+			}
 		}
 		cs.tables[t.Name] = ct
 	}

@@ -59,6 +59,9 @@ func (s *Store) Supports(c driver.Capability) bool { return driver.ConnHas(s.con
 // names and values against this schema from then on; on failure the
 // previously ensured schema, if any, stays in force.
 func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	if err := checkCtx(ctx, "EnsureSchema"); err != nil {
+		return err
+	}
 	compiled, err := CompileSchema(schema)
 	if err != nil {
 		return err
@@ -83,6 +86,9 @@ func (s *Store) Schema() (driver.Schema, bool) {
 // Begin starts a write transaction on partition (TX-1), validated per V-1.
 // The Tx validates its input against the schema ensured when it began.
 func (s *Store) Begin(ctx context.Context, partition string) (*Tx, error) {
+	if err := checkCtx(ctx, "Begin"); err != nil {
+		return *new(*Tx), err
+	}
 	if err := idPartition.check("Begin", partition); err != nil {
 		return nil, err
 	}
@@ -95,6 +101,9 @@ func (s *Store) Begin(ctx context.Context, partition string) (*Tx, error) {
 
 // MaxCommitSeq is driver.Conn's, after V-1.
 func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, error) {
+	if err := checkCtx(ctx, "MaxCommitSeq"); err != nil {
+		return *new(int64), err
+	}
 	if err := idPartition.check("MaxCommitSeq", partition); err != nil {
 		return 0, err
 	}
@@ -107,6 +116,9 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, erro
 // empty value list matches nothing: the result is empty and the driver is
 // not called.
 func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+	if err := checkCtx(ctx, "ReadCommitWindow"); err != nil {
+		return *new([]driver.Commit), err
+	}
 	empty, err := s.checkWindow("ReadCommitWindow", partition, q)
 	if err != nil || empty {
 		return nil, err
@@ -135,6 +147,9 @@ func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) (empty b
 
 // CommitSeqBefore is driver.Conn's, after V-1 (atMs is any int64).
 func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
+	if err := checkCtx(ctx, "CommitSeqBefore"); err != nil {
+		return *new(int64), err
+	}
 	if err := idPartition.check("CommitSeqBefore", partition); err != nil {
 		return 0, err
 	}
@@ -143,6 +158,9 @@ func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int6
 
 // GetRow is driver.Conn's, after V-1, SCH-8 and V-2 on id.
 func (s *Store) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+	if err := checkCtx(ctx, "GetRow"); err != nil {
+		return *new(driver.Row), *new(bool), err
+	}
 	const op = "GetRow"
 	if err := idPartition.check(op, partition); err != nil {
 		return driver.Row{}, false, err
@@ -165,6 +183,9 @@ func checkGetRow(op string, cs *compiledSchema, table, id string) error {
 // filter key with an empty value list matches nothing: the result is empty
 // and the driver is not called.
 func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	if err := checkCtx(ctx, "ScanRows"); err != nil {
+		return *new([]driver.Row), err
+	}
 	const op = "ScanRows"
 	if err := idPartition.check(op, partition); err != nil {
 		return nil, err
@@ -192,6 +213,9 @@ func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, e
 
 // GetPushResult is driver.Conn's, after V-1, V-2 and V-7.
 func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	if err := checkCtx(ctx, "GetPushResult"); err != nil {
+		return *new(driver.PushResult), *new(bool), err
+	}
 	const op = "GetPushResult"
 	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID),
 		idClientCommit.check(op, clientCommitID)); err != nil {
@@ -202,6 +226,9 @@ func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCo
 
 // HorizonSeq is driver.Conn's, after V-1.
 func (s *Store) HorizonSeq(ctx context.Context, partition string) (int64, error) {
+	if err := checkCtx(ctx, "HorizonSeq"); err != nil {
+		return *new(int64), err
+	}
 	if err := idPartition.check("HorizonSeq", partition); err != nil {
 		return 0, err
 	}
@@ -211,6 +238,9 @@ func (s *Store) HorizonSeq(ctx context.Context, partition string) (int64, error)
 // SetHorizonSeq is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-1's bounds are the driver's.
 func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) error {
+	if err := checkCtx(ctx, "SetHorizonSeq"); err != nil {
+		return err
+	}
 	const op = "SetHorizonSeq"
 	if err := firstErr(idPartition.check(op, partition), checkSeq(op, "seq", seq, "HZ-1")); err != nil {
 		return err
@@ -221,6 +251,9 @@ func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) 
 // PruneCommitsThrough is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-2's bound is the driver's.
 func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error) {
+	if err := checkCtx(ctx, "PruneCommitsThrough"); err != nil {
+		return *new(int64), err
+	}
 	const op = "PruneCommitsThrough"
 	if err := firstErr(idPartition.check(op, partition), checkSeq(op, "seq", seq, "HZ-2")); err != nil {
 		return 0, err
@@ -230,6 +263,9 @@ func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq i
 
 // GetClientRecord is driver.Conn's, after V-1, V-2 and V-7.
 func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
+	if err := checkCtx(ctx, "GetClientRecord"); err != nil {
+		return *new(driver.ClientRecord), *new(bool), err
+	}
 	const op = "GetClientRecord"
 	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID)); err != nil {
 		return driver.ClientRecord{}, false, err
@@ -241,6 +277,9 @@ func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string)
 // client id (V-2, V-7), actor id (V-2), each subscription's id (V-2),
 // table (SCH-8) and filter text (V-6).
 func (s *Store) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
+	if err := checkCtx(ctx, "PutClientRecord"); err != nil {
+		return err
+	}
 	const op = "PutClientRecord"
 	if err := idPartition.check(op, partition); err != nil {
 		return err
@@ -253,6 +292,9 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec drive
 
 // ListClientCursors is driver.Conn's, after V-1.
 func (s *Store) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+	if err := checkCtx(ctx, "ListClientCursors"); err != nil {
+		return *new([]driver.ClientCursor), err
+	}
 	if err := idPartition.check("ListClientCursors", partition); err != nil {
 		return nil, err
 	}
@@ -262,6 +304,9 @@ func (s *Store) ListClientCursors(ctx context.Context, partition string) ([]driv
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch
 // (REG-1, V-2 → CodeInvalidArgument).
 func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (driver.PartitionEntry, error) {
+	if err := checkCtx(ctx, "TouchPartition"); err != nil {
+		return *new(driver.PartitionEntry), err
+	}
 	const op = "TouchPartition"
 	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, initialEpoch)); err != nil {
 		return driver.PartitionEntry{}, err
@@ -272,6 +317,9 @@ func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64
 // RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
 // epoch (REG-1, V-2 → CodeInvalidArgument).
 func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	if err := checkCtx(ctx, "RotatePartitionLogEpoch"); err != nil {
+		return *new(driver.PartitionEntry), err
+	}
 	const op = "RotatePartitionLogEpoch"
 	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, epoch)); err != nil {
 		return driver.PartitionEntry{}, err
@@ -282,6 +330,9 @@ func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch st
 // ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
 // and limit 1…10,000 (V-5).
 func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
+	if err := checkCtx(ctx, "ListPartitionRegistry"); err != nil {
+		return *new([]driver.PartitionEntry), err
+	}
 	const op = "ListPartitionRegistry"
 	if err := firstErr(idAfterPartition.checkOptional(op, afterPartition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return nil, err
@@ -292,6 +343,9 @@ func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string
 // ListPartitions is driver.Conn's, after afterPartition "" or V-1 and
 // limit 1…10,000 (V-5).
 func (s *Store) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
+	if err := checkCtx(ctx, "ListPartitions"); err != nil {
+		return *new([]string), err
+	}
 	const op = "ListPartitions"
 	if err := firstErr(idAfterPartition.checkOptional(op, afterPartition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return nil, err

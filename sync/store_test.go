@@ -255,3 +255,64 @@ func deadline(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// A nil context is refused before it reaches the driver, and the store
+// keeps working: database/sql would panic holding its pool lock.
+func TestNilContextIsRefusedAndStoreKeepsWorking(t *testing.T) {
+	s := openSQLite(t)
+	var nilCtx context.Context // the point of the test
+	if err := s.RunInTx(nilCtx, "p1", func(context.Context, *sync.Tx) error { return nil }); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Fatalf("RunInTx(nil ctx) = %v; want invalid_argument", err)
+	}
+	if _, err := s.Begin(nilCtx, "p1"); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Fatalf("Begin(nil ctx) = %v; want invalid_argument", err)
+	}
+	if _, err := s.MaxCommitSeq(nilCtx, "p1"); !errors.Is(err, driver.ErrInvalidArgument) {
+		t.Fatalf("MaxCommitSeq(nil ctx) = %v; want invalid_argument", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.RunInTx(ctx, "p1", func(context.Context, *sync.Tx) error { return nil }); err != nil {
+		t.Fatalf("RunInTx after nil-ctx calls: %v", err)
+	}
+}
+
+// Values of index-key columns (scope and declared-index columns) are
+// bounded like ids, so every engine refuses the same rows; other string
+// columns are not.
+func TestKeyColumnValuesAreBounded(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	schema := driver.Schema{Version: 1, Tables: []driver.Table{{Name: "docs", PrimaryKey: "id",
+		Columns: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "project", Type: driver.TypeString},
+			{Name: "email", Type: driver.TypeString}, {Name: "body", Type: driver.TypeString}},
+		Scopes:  []driver.Scope{{Variable: "project", Column: "project"}},
+		Indexes: []driver.Index{{Name: "by_email", Columns: []string{"email"}}}}}}
+	if err := s.EnsureSchema(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("k", sync.MaxKeyValueBytes+1)
+	ok := strings.Repeat("k", sync.MaxKeyValueBytes)
+	row := func(project, email, body string) driver.Row {
+		return driver.Row{ID: "d1", ServerVersion: 1, Scopes: driver.Scopes{"project": project},
+			Values: driver.Values{"id": "d1", "project": project, "email": email, "body": body}}
+	}
+	for name, tc := range map[string]struct {
+		r      driver.Row
+		column string
+	}{
+		"scope": {row(long, "e", "b"), "project"}, "index": {row("p", long, "b"), "email"},
+	} {
+		err := s.RunInTx(ctx, "p1", func(ctx context.Context, tx *sync.Tx) error { return tx.UpsertRow(ctx, "docs", tc.r) })
+		var e *driver.Error
+		if !errors.As(err, &e) || e.Code != driver.CodeInvalidValue || e.Column != tc.column || strings.Contains(e.Message, long) {
+			t.Errorf("%s: UpsertRow with a %d-byte key value = %v; want invalid_value naming %s, not the value", name, len(long), err, tc.column)
+		}
+	}
+	big := strings.Repeat("b", 1<<20)
+	if err := s.RunInTx(ctx, "p1", func(ctx context.Context, tx *sync.Tx) error {
+		return tx.UpsertRow(ctx, "docs", row(ok, ok, big))
+	}); err != nil {
+		t.Fatalf("a %d-byte key value and a 1 MiB non-key value must be accepted: %v", len(ok), err)
+	}
+}

@@ -35,6 +35,9 @@ func (tx *Tx) Partition() string { return tx.tx.Partition() }
 // GetRow is driver.Tx's, after SCH-8 and V-2 on id; it sees the Tx's own
 // writes (TX-3).
 func (tx *Tx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, error) {
+	if err := checkCtx(ctx, "Tx.GetRow"); err != nil {
+		return *new(driver.Row), *new(bool), err
+	}
 	if err := checkGetRow("Tx.GetRow", tx.schema, table, id); err != nil {
 		return driver.Row{}, false, err
 	}
@@ -45,6 +48,9 @@ func (tx *Tx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, e
 // Tx's own writes (TX-3). A filter key with an empty value list matches
 // nothing: the result is empty and the driver is not called.
 func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, error) {
+	if err := checkCtx(ctx, "Tx.ScanRows"); err != nil {
+		return *new([]driver.Row), err
+	}
 	empty, err := checkScan("Tx.ScanRows", tx.schema, q)
 	if err != nil || empty {
 		return nil, err
@@ -55,6 +61,9 @@ func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, e
 // GetPushResult is driver.Tx's, after V-2 and V-7; it sees results staged
 // in the Tx (TX-3).
 func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	if err := checkCtx(ctx, "Tx.GetPushResult"); err != nil {
+		return *new(driver.PushResult), *new(bool), err
+	}
 	const op = "Tx.GetPushResult"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return driver.PushResult{}, false, err
@@ -67,6 +76,9 @@ func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string
 // column), and row.ID and row.Scopes against the primary-key and scope
 // columns (V-4 → CodeInvalidValue). ServerVersion is any int64 (ROW-2).
 func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	if err := checkCtx(ctx, "Tx.UpsertRow"); err != nil {
+		return err
+	}
 	const op = "Tx.UpsertRow"
 	t, err := tx.schema.table(op, table)
 	if err != nil {
@@ -80,6 +92,9 @@ func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error
 
 // DeleteRow is driver.Tx's, after SCH-8 and V-2 on id.
 func (tx *Tx) DeleteRow(ctx context.Context, table, id string) error {
+	if err := checkCtx(ctx, "Tx.DeleteRow"); err != nil {
+		return err
+	}
 	if err := checkGetRow("Tx.DeleteRow", tx.schema, table, id); err != nil {
 		return err
 	}
@@ -93,6 +108,9 @@ func (tx *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // delete with no values, RowVersion 0 (CodeInvalidArgument) and exactly
 // the table's scope variables (V-4). CreatedAtMs is any int64.
 func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (int64, error) {
+	if err := checkCtx(ctx, "Tx.AppendCommit"); err != nil {
+		return *new(int64), err
+	}
 	if err := tx.schema.checkCommit("Tx.AppendCommit", c); err != nil {
 		return 0, err
 	}
@@ -102,6 +120,9 @@ func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (int64, er
 // PutPushResult is driver.Tx's (first writer wins, PR-3), after V-2 and
 // V-7 on the key and V-8 on r (see CommitRejected for r's checks).
 func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	if err := checkCtx(ctx, "Tx.PutPushResult"); err != nil {
+		return err
+	}
 	const op = "Tx.PutPushResult"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return err
@@ -119,6 +140,9 @@ func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string
 // A rejected call leaves the Tx open with its staged writes; the caller
 // still ends it.
 func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	if err := checkCtx(ctx, "Tx.CommitRejected"); err != nil {
+		return err
+	}
 	const op = "Tx.CommitRejected"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return err
@@ -135,12 +159,18 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 
 // Commit is driver.Tx's (TX-2, TX-9).
 func (tx *Tx) Commit(ctx context.Context) error {
+	if err := checkCtx(ctx, "Tx.Commit"); err != nil {
+		return err
+	}
 	tx.ended.Store(true)
 	return tx.tx.Commit(ctx)
 }
 
 // Rollback is driver.Tx's (TX-2); a second call is a no-op (TX-5).
 func (tx *Tx) Rollback(ctx context.Context) error {
+	if err := checkCtx(ctx, "Tx.Rollback"); err != nil {
+		return err
+	}
 	tx.ended.Store(true)
 	return tx.tx.Rollback(ctx)
 }

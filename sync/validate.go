@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -179,6 +180,11 @@ func (t *compiledTable) checkValues(op string, v driver.Values) error {
 		if err := checkValue(op, c, x); err != nil {
 			return err
 		}
+		if t.keyed[c.Name] {
+			if err := checkKeyValue(op, c.Name, x); err != nil {
+				return err
+			}
+		}
 	}
 	if len(v) > len(t.Columns) {
 		for _, k := range sortedKeys(v) {
@@ -348,6 +354,9 @@ func (t *compiledTable) checkChange(op string, i int, c driver.Change) error {
 			if why := badText(v); why != "" {
 				return valueErr(op, sc.Column, "V-4", "scope variable %q %s", sc.Variable, why)
 			}
+			if err := checkKeyValue(op, sc.Column, v); err != nil {
+				return err
+			}
 		}
 		return t.checkNoExtraScopes(op, c.Scopes)
 	}
@@ -410,6 +419,43 @@ func firstErr(errs ...error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkCtx rejects a nil context before it reaches a driver: database/sql
+// panics on one while holding its pool lock, which would wedge the store
+// for every later caller.
+func checkCtx(ctx context.Context, op string) error {
+	if ctx == nil {
+		return argErr(op, "TX-7", "ctx is nil; use context.Background() or a derived context")
+	}
+	return nil
+}
+
+// MaxKeyValueBytes bounds the values of columns that are index keys: scope
+// columns and the columns of declared indexes (strings, bytes and JSON
+// text). Every engine indexes them, and an index key has a size limit
+// (InnoDB 3,072 bytes, a PostgreSQL B-tree entry about 2.7 KB); one huge
+// key also slows every neighbouring partition's index reads. A portable
+// bound, the same as for ids (V-2), makes every driver accept and refuse
+// the same rows.
+const MaxKeyValueBytes = MaxIDBytes
+
+// checkKeyValue enforces MaxKeyValueBytes on a value of an index-key column
+// → CodeInvalidValue naming the column, never the value (V-3, V-10).
+func checkKeyValue(op, column string, x any) error {
+	n := 0
+	switch v := x.(type) {
+	case string:
+		n = len(v)
+	case []byte:
+		n = len(v)
+	case driver.JSON:
+		n = len(v)
+	}
+	if n > MaxKeyValueBytes {
+		return valueErr(op, column, "V-3", "column %q is a scope or index key: its value is at most %d bytes, got %d", column, MaxKeyValueBytes, n)
 	}
 	return nil
 }
