@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/syncstore/syncstore/driver"
 	"modernc.org/sqlite"
@@ -18,6 +19,7 @@ import (
 //	SQLITE_BUSY / SQLITE_LOCKED      CodeUnavailable (a lock held past busy_timeout)
 //	transaction already rolled back  CodeUnavailable (its context ended, TX-6)
 //	unique constraint                CodeConstraintViolation (SCH-10)
+//	no such table                    CodeSchemaNewer (another process retired it)
 //	store closed                     CodeUnavailable
 //	anything else                    CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
@@ -45,6 +47,11 @@ func mapErr(ctx context.Context, err error, what string) error {
 			return driver.Wrap(driver.CodeUnavailable, err, "%s: interrupted", what)
 		case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY:
 			return driver.Wrap(driver.CodeUnavailable, err, "%s", what)
+		}
+		if se.Code() == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such table") {
+			// Another process migrated the store and retired a table this
+			// Conn's schema still has (SCH-6): the stored schema is newer.
+			return driver.Wrap(driver.CodeSchemaNewer, err, "%s: the stored schema changed under this store (another process migrated it); call EnsureSchema again", what)
 		}
 	}
 	if errors.Is(err, sql.ErrTxDone) {

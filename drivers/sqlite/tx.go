@@ -67,6 +67,11 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 	if t.aborted {
 		return errAborted()
 	}
+	if t.c.closed.Load() {
+		// The store was closed under the Tx: nothing more of it may land.
+		t.aborted = true
+		return errClosed()
+	}
 	err := fn()
 	if err != nil && isAbort(ctx, err) {
 		t.aborted = true
@@ -228,6 +233,10 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
 	t.finished = true
+	if t.c.closed.Load() {
+		_ = t.st.tx.Rollback()
+		return errClosed()
+	}
 	if t.aborted || ctx.Err() != nil {
 		_ = t.st.tx.Rollback()
 		return errAborted()
