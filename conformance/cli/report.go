@@ -69,6 +69,10 @@ func (r *reporter) result(c conformance.CaseResult) {
 	if c.Status == conformance.StatusPass || c.Status == conformance.StatusFail || c.Duration > 0 {
 		line += "  (" + formatDuration(c.Duration) + ")"
 	}
+	if c.Status == conformance.StatusSkip && !r.verbose && len(c.Output) > 0 {
+		// Why a case did not run is part of its result, not a detail.
+		line += "  — " + strings.TrimSpace(c.Output[len(c.Output)-1])
+	}
 	r.printf("%s\n", line)
 	if c.Status == conformance.StatusFail {
 		r.printf("    rule %s: see docs/contract.md\n", c.Rule)
