@@ -110,7 +110,7 @@ func TestCaseLines(t *testing.T) {
 		"    - \t3,\n" +
 		"      }\n" +
 		"NOT IMPLEMENTED  RX-1  RX-1/enqueue\n" +
-		"SKIP  TX-7  TX-7/unreachable  (<1ms)\n"
+		"SKIP  TX-7  TX-7/unreachable  (<1ms)  — no Unreachable\n"
 	verbose := "PASS  SEQ-1  SEQ-1/first-is-one  (12ms)\n" +
 		"    log line\n" +
 		"FAIL  WIN-4  WIN-4/stop-rule  (1.5s)\n" +
