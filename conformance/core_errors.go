@@ -220,7 +220,7 @@ func init() {
 		Case{Name: "ERR-2/missing-index-lookup-is-unsupported", Run: func(t T, h Harness) {
 			conn := openStore(t, h)
 			if driver.ConnHas(conn, driver.CapIndexLookup) {
-				t.Skipf("ERR-2: the driver declares index-lookup, the one capability with a Store accessor today")
+				t.Skipf("ERR-2: the driver declares index-lookup (ERR-2/every-missing-capability-is-unsupported checks every accessor on a core-only view)")
 			}
 			ctx := t.Context()
 			store := syncstore.OpenConn(conn)
