@@ -100,6 +100,7 @@ type runT struct {
 	mu       gosync.Mutex
 	failed   bool
 	skipped  bool
+	ended    bool // cleanups have run; a later Cleanup runs at once
 	output   []string
 	cleanups []func()
 }
@@ -129,6 +130,7 @@ func (t *runT) run(f func()) bool {
 	t.mu.Lock()
 	cleanups := t.cleanups
 	t.cleanups = nil
+	t.ended = true
 	t.mu.Unlock()
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		func() {
@@ -182,8 +184,16 @@ func (t *runT) Failed() bool {
 	return t.failed
 }
 
+// Cleanup registers f to run when the case ends. A case abandoned at its
+// timeout may still register one afterwards (say, the drop of a store it was
+// provisioning): nobody else will run it, so it runs at once.
 func (t *runT) Cleanup(f func()) {
 	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		f()
+		return
+	}
 	t.cleanups = append(t.cleanups, f)
 	t.mu.Unlock()
 }
