@@ -89,7 +89,8 @@ func isAbort(ctx context.Context, err error) bool {
 		return true
 	}
 	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, "":
+	case driver.CodeInternal, driver.CodeUnavailable, driver.CodeSchemaNewer, "":
+		// schema_newer here means the store was migrated under the Tx.
 		return true
 	}
 	return false
