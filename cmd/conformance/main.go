@@ -14,6 +14,7 @@
 package main
 
 import (
+	_ "github.com/syncstore/syncstore/drivers/d1http" // registers "d1http"
 	_ "github.com/syncstore/syncstore/drivers/mysql"  // registers "mysql"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
 

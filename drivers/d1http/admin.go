@@ -1,0 +1,139 @@
+package d1http
+
+import (
+	"context"
+	"math"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// The admin capability (ADM-1): read-only console views, the SQLite
+// dialect's statements.
+
+var _ driver.AdminConn = (*Conn)(nil)
+
+// ListClientRecords returns client records newest first (UpdatedAtMs
+// desc, client id desc), at most limit (1…10,000) (ADM-1).
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := c.rows(ctx, "d1http: list client records", d.AdminListClients, partition, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.ClientRecord, 0, len(rows))
+	for _, r := range rows {
+		var rec driver.ClientRecord
+		var subs string
+		err := firstErr(
+			func() (e error) { rec.ClientID, e = rawString(r[0]); return },
+			func() (e error) { rec.ActorID, e = rawString(r[1]); return },
+			func() (e error) { rec.WireVersion, e = rawInt(r[2]); return },
+			func() (e error) { rec.Cursor, e = rawInt(r[3]); return },
+			func() (e error) { rec.UpdatedAtMs, e = rawInt(r[4]); return },
+			func() (e error) { subs, e = rawString(r[5]); return },
+		)
+		if err != nil {
+			return nil, driver.Errorf(driver.CodeInternal, "d1http: stored client record is malformed")
+		}
+		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// ListCommitMeta returns commits with seq < beforeSeq (0 = from the
+// newest), newest first, at most limit (ADM-1).
+func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+	if beforeSeq < 0 {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	if beforeSeq == 0 {
+		beforeSeq = math.MaxInt64
+	}
+	rows, err := c.rows(ctx, "d1http: list commit metadata", d.AdminListCommits, partition, num(beforeSeq), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.CommitMeta, 0, len(rows))
+	for _, r := range rows {
+		var m driver.CommitMeta
+		var n int64
+		err := firstErr(
+			func() (e error) { m.Seq, e = rawInt(r[0]); return },
+			func() (e error) { m.ClientID, e = rawString(r[1]); return },
+			func() (e error) { m.ClientCommitID, e = rawString(r[2]); return },
+			func() (e error) { m.ActorID, e = rawString(r[3]); return },
+			func() (e error) { m.CreatedAtMs, e = rawInt(r[4]); return },
+			func() (e error) { n, e = rawInt(r[5]); return },
+		)
+		if err != nil {
+			return nil, driver.Errorf(driver.CodeInternal, "d1http: stored commit is malformed")
+		}
+		m.ChangeCount = int(n)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ScopeActivity counts the changes of table matching filter in afterSeq <
+// seq ≤ throughSeq, and their commits (ADM-1), from the change-scope index.
+func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+	var act driver.ScopeActivity
+	if _, err := c.table(table); err != nil {
+		return act, err
+	}
+	key, empty, ok := d.PickKey(filter)
+	if !ok {
+		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
+	}
+	if empty || throughSeq <= afterSeq {
+		return act, nil
+	}
+	list, err := d.JSONList(filter[key])
+	if err != nil {
+		return act, err
+	}
+	rows, err := c.rows(ctx, "d1http: scope activity", d.AdminScopeActivity, partition, table, key, list, num(afterSeq), num(throughSeq))
+	if err != nil {
+		return act, err
+	}
+	match := d.NewMatcher(filter, key)
+	commits := map[int64]bool{}
+	for _, r := range rows {
+		seq, err := rawInt(r[0])
+		if err != nil {
+			return act, driver.Errorf(driver.CodeInternal, "d1http: stored change is malformed")
+		}
+		if !match.Empty() {
+			text, _ := rawString(r[1])
+			scopes, err := d.DecodeScopes(text)
+			if err != nil {
+				return act, err
+			}
+			if !match.Match(scopes) {
+				continue
+			}
+		}
+		act.Changes++
+		commits[seq] = true
+	}
+	act.Commits = int64(len(commits))
+	return act, nil
+}
+
+// RowScopes returns the scopes of a current row and true, or false (ADM-1).
+func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+	row, ok, err := c.GetRow(ctx, partition, table, rowID)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return row.Scopes, true, nil
+}

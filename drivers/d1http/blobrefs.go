@@ -1,0 +1,113 @@
+package d1http
+
+import (
+	"context"
+	"sort"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// The blob-refs capability (BLOB-1), with the SQLite dialect's SQL: a
+// row's set is replaced in the push batch (so it lands with the commit);
+// deleting a row clears it (Tx.afterRowWrite).
+
+var (
+	_ driver.BlobRefsConn = (*Conn)(nil)
+	_ driver.BlobRefsTx   = (*Tx)(nil)
+)
+
+// maxListLimit bounds listing limits (V-5).
+const maxListLimit = 10000
+
+func checkListLimit(limit int) error {
+	if limit < 1 || limit > maxListLimit {
+		return driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
+	}
+	return nil
+}
+
+// SetBlobRefs stages the replacement of the row's blob set; empty clears
+// it (BLOB-1). Errors: CodeUnknownTable.
+func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
+	return t.op(func() error {
+		if _, err := t.c.table(table); err != nil {
+			return err
+		}
+		t.writes = append(t.writes, st(d.BlobRefsClearRow, t.partition, table, rowID))
+		if len(blobIDs) == 0 {
+			return nil
+		}
+		list, err := d.JSONList(blobIDs)
+		if err != nil {
+			return err
+		}
+		t.writes = append(t.writes, st(d.BlobRefsInsert, t.partition, table, rowID, list))
+		return nil
+	})
+}
+
+// ListRowsReferencingBlob returns the existing rows of the partition that
+// reference blobID, with their scopes, tables by name then row id, at most
+// limit (1…10,000) (BLOB-1).
+func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	state := c.state.Load()
+	if state == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(state.tables))
+	for name := range state.tables {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []driver.BlobRowRef
+	for _, name := range names {
+		if len(out) >= limit {
+			break
+		}
+		x := state.tables[name]
+		rows, err := c.rows(ctx, "d1http: list rows referencing a blob", x.BlobRefsRowsSQL(), partition, blobID, name, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if len(r) != 1+len(x.Def.Scopes) {
+				return nil, driver.Errorf(driver.CodeInternal, "d1http: malformed blob reference")
+			}
+			id, _ := rawString(r[0])
+			ref := driver.BlobRowRef{Table: name, RowID: id, Scopes: make(driver.Scopes, len(x.Def.Scopes))}
+			for i, s := range x.Def.Scopes {
+				ref.Scopes[s.Variable], _ = rawString(r[1+i])
+			}
+			out = append(out, ref)
+		}
+	}
+	return out, nil
+}
+
+// ListReferencedBlobIDs returns the distinct referenced blob ids >
+// afterBlobID, ascending bytewise, at most limit (1…10,000) (BLOB-1).
+func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := c.rows(ctx, "d1http: list referenced blob ids", d.BlobRefsListIDs, partition, afterBlobID, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		id, err := rawString(r[0])
+		if err != nil {
+			return nil, driver.Errorf(driver.CodeInternal, "d1http: blob id is not text")
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}

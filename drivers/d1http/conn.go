@@ -1,0 +1,247 @@
+package d1http
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Conn is an open D1 database (driver.Conn), safe for concurrent use. It
+// holds no engine connection: every operation is one or a few HTTP
+// requests. It also implements driver.EngineVersioner.
+type Conn struct {
+	cl       *client
+	state    atomic.Pointer[schemaState]
+	ensureMu gosync.Mutex
+	closed   atomic.Bool
+}
+
+var (
+	_ driver.Conn            = (*Conn)(nil)
+	_ driver.EngineVersioner = (*Conn)(nil)
+)
+
+// initInfra creates the infrastructure tables in one batch (every
+// statement idempotent) and checks the stored format.
+func (c *Conn) initInfra(ctx context.Context) error {
+	stmts := make([]stmt, 0, len(d.InfraDDL)+len(d.D1DDL)+1)
+	for _, q := range append(append([]string{}, d.InfraDDL...), d.D1DDL...) {
+		stmts = append(stmts, st(q))
+	}
+	stmts = append(stmts, st(d.InsertMetaIfAbsent, d.MetaFormat, d.FormatVersion))
+	if _, err := c.cl.write(ctx, "d1http: initialize the store", stmts); err != nil {
+		return err
+	}
+	rows, err := c.rows(ctx, "d1http: read the storage format", d.SelectMeta, d.MetaFormat)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return driver.Errorf(driver.CodeInternal, "d1http: the store has no storage format")
+	}
+	if f, _ := rawString(rows[0][0]); f != d.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", f, d.FormatVersion)
+	}
+	return nil
+}
+
+// Close marks the Conn closed; later operations fail with
+// CodeUnavailable. A second Close is a no-op.
+func (c *Conn) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+func (c *Conn) check() error {
+	if c.closed.Load() {
+		return driver.Errorf(driver.CodeUnavailable, "d1http: store is closed")
+	}
+	return nil
+}
+
+// EngineVersion returns "D1 (SQLite x.y.z)", or "D1" when the engine
+// refuses to tell its SQLite version, as D1 does (driver.EngineVersioner).
+func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
+	rows, err := c.rows(ctx, "d1http: engine version", d.EngineVersion)
+	if err != nil && strings.Contains(err.Error(), "not authorized") {
+		// D1 refuses sqlite_version() ("not authorized to use function").
+		return "D1", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(rows) != 1 {
+		return "", driver.Errorf(driver.CodeInternal, "d1http: no engine version")
+	}
+	v, _ := rawString(rows[0][0])
+	return "D1 (SQLite " + v + ")", nil
+}
+
+// rows runs one read statement and returns its rows.
+func (c *Conn) rows(ctx context.Context, what, q string, args ...any) ([][]json.RawMessage, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	res, err := c.cl.read(ctx, what, st(q, args...))
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Results.Rows, nil
+}
+
+// write sends one batch (see client.write).
+func (c *Conn) write(ctx context.Context, what string, stmts ...stmt) (applied, error) {
+	if err := c.check(); err != nil {
+		return applied{}, err
+	}
+	return c.cl.write(ctx, what, stmts)
+}
+
+// readRows runs a row query of table x (columns D1SelectList) and decodes it.
+func (c *Conn) readRows(ctx context.Context, x *d.Table, q string, args []any) ([]driver.Row, error) {
+	rows, err := c.rows(ctx, "d1http: read rows", q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Row, 0, len(rows))
+	for _, r := range rows {
+		row, err := x.D1DecodeRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// GetRow returns the committed row (ROW-4: missing → false, nil).
+func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+	x, err := c.table(table)
+	if err != nil {
+		return driver.Row{}, false, err
+	}
+	rows, err := c.readRows(ctx, x, x.D1Rows(x.Get), []any{partition, id})
+	if err != nil || len(rows) == 0 {
+		return driver.Row{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+// ScanRows returns committed rows selected by q (SCAN-1…SCAN-5), from the
+// scope index of the filter key with the fewest values.
+func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	x, err := c.table(q.Table)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "scan limit must be 1…10000 (V-5)")
+	}
+	plan, err := x.ScanSQL(partition, q)
+	if err != nil || plan.None {
+		return nil, err
+	}
+	// One request, one snapshot: the unbounded page query (the bound of
+	// a multi-value scan would need a second request, and a row deleted
+	// in between would shorten the page, SCAN-3).
+	return c.readRows(ctx, x, x.D1Rows(plan.Query), plan.Args)
+}
+
+// GetPushResult returns a committed push result (PR-2, PR-5).
+func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	rows, err := c.rows(ctx, "d1http: read a push result", d.SelectPushResult, partition, clientID, clientCommitID)
+	if err != nil || len(rows) == 0 {
+		return driver.PushResult{}, false, err
+	}
+	text, err := rawString(rows[0][0])
+	if err != nil {
+		return driver.PushResult{}, false, driver.Errorf(driver.CodeIdempotencyCacheMiss, "stored push result is not text (PR-5)")
+	}
+	res, err := driver.DecodePushResult([]byte(text))
+	if err != nil {
+		return driver.PushResult{}, false, err
+	}
+	return res, true, nil
+}
+
+// partitionSeqs returns max_seq and horizon_seq (0, 0 when unknown, P-2).
+func (c *Conn) partitionSeqs(ctx context.Context, partition string) (maxSeq, horizon int64, err error) {
+	rows, err := c.rows(ctx, "d1http: read partition counters", d.SelectPartitionSeqs, partition)
+	if err != nil || len(rows) == 0 {
+		return 0, 0, err
+	}
+	if maxSeq, err = rawInt(rows[0][0]); err == nil {
+		horizon, err = rawInt(rows[0][1])
+	}
+	if err != nil {
+		return 0, 0, driver.Errorf(driver.CodeInternal, "d1http: partition counters are not integers")
+	}
+	return maxSeq, horizon, nil
+}
+
+// MaxCommitSeq returns the highest committed seq, 0 if none (SEQ-5).
+func (c *Conn) MaxCommitSeq(ctx context.Context, partition string) (int64, error) {
+	m, _, err := c.partitionSeqs(ctx, partition)
+	return m, err
+}
+
+// HorizonSeq returns the partition's pruning horizon, 0 by default (HZ-1).
+func (c *Conn) HorizonSeq(ctx context.Context, partition string) (int64, error) {
+	_, h, err := c.partitionSeqs(ctx, partition)
+	return h, err
+}
+
+// CommitSeqBefore returns the largest retained seq created strictly
+// before atMs, else 0 (HZ-3).
+func (c *Conn) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
+	rows, err := c.rows(ctx, "d1http: commit seq before", d.CommitSeqBefore, partition, num(atMs))
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	return rawInt(rows[0][0])
+}
+
+// SetHorizonSeq raises the horizon to seq (HZ-1): at or below the current
+// horizon is a no-op; above MaxCommitSeq → CodeInvalidHorizon. The update
+// itself only ever raises, so racing calls cannot lower it.
+func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) error {
+	maxSeq, horizon, err := c.partitionSeqs(ctx, partition)
+	if err != nil {
+		return err
+	}
+	if seq > maxSeq {
+		return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
+	}
+	if seq <= horizon {
+		return nil
+	}
+	_, err = c.write(ctx, "d1http: set horizon", st(d.D1SetHorizon, partition, seq))
+	return err
+}
+
+// PruneCommitsThrough deletes the commits ≤ seq with their changes and
+// change-scope entries in one batch and returns how many commits it
+// removed; seq > horizon → CodeInvalidHorizon (HZ-2).
+func (c *Conn) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error) {
+	_, horizon, err := c.partitionSeqs(ctx, partition)
+	if err != nil {
+		return 0, err
+	}
+	if seq > horizon {
+		return 0, driver.Errorf(driver.CodeInvalidHorizon, "prune bound %d is past the horizon %d (HZ-2)", seq, horizon)
+	}
+	a, err := c.write(ctx, "d1http: prune commits",
+		st(d.PruneChangeScopes, partition, seq), st(d.PruneChanges, partition, seq), st(d.PruneCommits, partition, seq))
+	if err != nil {
+		return 0, err
+	}
+	if a.lost {
+		return a.n, nil
+	}
+	return a.res[2].Meta.Changes, nil
+}

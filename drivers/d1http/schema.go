@@ -1,0 +1,110 @@
+package d1http
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// schemaState is the ensured schema of a Conn with the SQL of its
+// tables; replaced as a whole, never mutated.
+type schemaState struct {
+	layout string
+	tables map[string]*d.Table
+}
+
+// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
+func (c *Conn) table(name string) (*d.Table, error) {
+	if st := c.state.Load(); st != nil {
+		if t, ok := st.tables[name]; ok {
+			return t, nil
+		}
+	}
+	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// schemaAttempts bounds EnsureSchema's own retries after another process
+// changed the stored schema between its read and its batch.
+const schemaAttempts = 5
+
+// EnsureSchema makes the stored application tables match schema
+// (SCH-3…SCH-7). It reads the stored version and layout, then sends the
+// DDL and the new version and layout as one all-or-nothing batch that
+// starts with a guard: if another process changed the stored layout in
+// between, the batch fails as a whole and EnsureSchema decides again
+// (SCH-7), up to 5 times, then CodeWriteConflict. Errors as
+// driver.Conn.EnsureSchema; on any error nothing changes.
+func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.ensureMu.Lock()
+	defer c.ensureMu.Unlock()
+	layout := d.LayoutOf(schema).Encode()
+	var err error
+	for range schemaAttempts {
+		if err = c.ensureOnce(ctx, schema, layout); driver.CodeOf(err) != driver.CodeWriteConflict {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables))}
+	for _, t := range schema.Tables {
+		st.tables[t.Name] = d.NewTable(t)
+	}
+	c.state.Store(st)
+	return nil
+}
+
+func (c *Conn) ensureOnce(ctx context.Context, schema driver.Schema, layout string) error {
+	res, err := c.cl.read(ctx, "d1http: read the stored schema",
+		st(d.SelectMeta, d.MetaSchemaVersion), st(d.SelectMeta, d.MetaSchemaLayout))
+	if err != nil {
+		return err
+	}
+	var ver int64
+	var stored string
+	if rows := res[0].Results.Rows; len(rows) == 1 {
+		vs, _ := rawString(rows[0][0])
+		if ver, err = strconv.ParseInt(vs, 10, 64); err != nil {
+			return driver.Errorf(driver.CodeInternal, "d1http: stored schema version is not a number")
+		}
+		lr := res[1].Results.Rows
+		if len(lr) != 1 {
+			return driver.Errorf(driver.CodeInternal, "d1http: stored schema has a version but no layout")
+		}
+		stored, _ = rawString(lr[0][0])
+	}
+	var ddl []string
+	switch {
+	case ver == 0:
+		ddl = d.CreateSchemaSQL(schema)
+	case ver > schema.Version:
+		return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
+	case ver == schema.Version:
+		if stored == layout {
+			return nil // SCH-3
+		}
+		return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
+	default:
+		old, err := d.DecodeLayout(stored)
+		if err != nil {
+			return err
+		}
+		if ddl, err = d.MigrationSQL(old, schema); err != nil {
+			return err
+		}
+	}
+	stmts := []stmt{st(d.D1SchemaGuard, stored)}
+	for _, q := range ddl {
+		stmts = append(stmts, st(q))
+	}
+	stmts = append(stmts, st(d.UpsertMeta, d.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)),
+		st(d.UpsertMeta, d.MetaSchemaLayout, layout))
+	_, err = c.write(ctx, "d1http: ensure schema", stmts...)
+	return err
+}

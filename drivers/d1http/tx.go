@@ -1,0 +1,289 @@
+package d1http
+
+import (
+	"context"
+	"strings"
+	gosync "sync"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Tx is a write transaction on one partition (driver.Tx). Writes are
+// buffered and sent as one batch at Commit; reads go out at once and see
+// the buffered writes (TX-3). The batch starts with a guard on the stamp
+// read at Begin, so the Tx commits only if no other Tx of the partition
+// committed since: otherwise CodeWriteConflict and nothing is written
+// (TX-1, TX-9).
+type Tx struct {
+	c         *Conn
+	partition string
+	beginCtx  context.Context
+
+	mu       gosync.Mutex
+	finished bool
+	stamp    int64 // the partition's stamp at Begin
+	baseMax  int64 // the partition's max seq at Begin
+	commits  int64 // commits appended so far
+	writes   []stmt
+	ov       overlay
+	// extra are statements a capability adds to the batch after the writes.
+	extra []stmt
+	// rxKeys are the reaction keys enqueued in the Tx (RX-1).
+	rxKeys map[string]bool
+}
+
+var _ driver.Tx = (*Tx)(nil)
+
+// Begin reads the partition's stamp and max commit seq in one request and
+// returns at once: D1 serializes optimistically (TX-9). Errors:
+// CodeUnavailable when D1 cannot be reached within ctx (TX-7). ctx
+// governs the Tx: if it ends before Commit, Commit fails and nothing is
+// written (TX-6).
+func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
+	rows, err := c.rows(ctx, "d1http: begin", d.D1BeginRead, partition)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != 1 || len(rows[0]) != 2 {
+		return nil, driver.Errorf(driver.CodeInternal, "d1http: begin: malformed answer")
+	}
+	t := &Tx{c: c, partition: partition, beginCtx: ctx, ov: newOverlay()}
+	if t.stamp, err = rawInt(rows[0][0]); err == nil {
+		t.baseMax, err = rawInt(rows[0][1])
+	}
+	if err != nil {
+		return nil, driver.Errorf(driver.CodeInternal, "d1http: begin: partition counters are not integers")
+	}
+	return t, nil
+}
+
+// Partition returns the partition the Tx writes.
+func (t *Tx) Partition() string { return t.partition }
+
+// op runs fn unless the Tx is finished (TX-5) or its Begin context ended (TX-6).
+func (t *Tx) op(fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	if err := t.beginCtx.Err(); err != nil {
+		return driver.Wrap(driver.CodeUnavailable, err, "d1http: the transaction's context ended; nothing will be written (TX-6)")
+	}
+	return fn()
+}
+
+// GetRow reads a row, seeing the Tx's own writes (TX-3).
+func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
+	err = t.op(func() error {
+		if s, ok := t.ov.row(table, id); ok {
+			if _, err := t.c.table(table); err != nil {
+				return err
+			}
+			row, found = s.copyRow(), !s.deleted
+			if !found {
+				row = driver.Row{}
+			}
+			return nil
+		}
+		row, found, err = t.c.GetRow(ctx, t.partition, table, id)
+		return err
+	})
+	return row, found, err
+}
+
+// ScanRows scans rows, seeing the Tx's own writes (TX-3): it reads the
+// committed page with the limit raised by the number of rows the Tx
+// staged in the table (each can hide at most one committed row), then
+// merges the staged rows in, so a short page still means the end (SCAN-3).
+func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
+	err = t.op(func() error {
+		staged := t.ov.rows[q.Table]
+		wide := q
+		wide.Limit = q.Limit + len(staged)
+		committed, err := t.c.ScanRows(ctx, t.partition, wide)
+		if err != nil {
+			return err
+		}
+		x, _ := t.c.table(q.Table)
+		rows = t.ov.merge(x, committed, q, func(r driver.Row) bool { return matchesFilter(x, r, q.Filter) })
+		return nil
+	})
+	return rows, err
+}
+
+// GetPushResult reads a push result: the committed one, else one staged
+// in the Tx (TX-3, PR-3).
+func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
+	err = t.op(func() error {
+		if r, found, err = t.c.GetPushResult(ctx, t.partition, clientID, clientCommitID); err != nil || found {
+			return err
+		}
+		r, found = t.ov.results[[2]string{clientID, clientCommitID}]
+		return nil
+	})
+	return r, found, err
+}
+
+// UpsertRow stages a create-or-replace of the row (ROW-1, ROW-2). A
+// collision on a declared unique index with another row — committed or
+// staged — fails now with CodeConstraintViolation, stages nothing and
+// leaves the Tx usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	return t.op(func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		args, err := x.D1RowArgs(t.partition, row)
+		if err != nil {
+			return err
+		}
+		if err := t.checkUnique(ctx, x, row); err != nil {
+			return err
+		}
+		t.writes = append(t.writes, st(x.D1Upsert(), args...))
+		t.ov.put(table, row)
+		t.afterRowWrite(x, row.ID, false)
+		return nil
+	})
+}
+
+// DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
+func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
+	return t.op(func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		t.writes = append(t.writes, st(x.Delete, t.partition, id))
+		t.ov.del(table, id)
+		t.afterRowWrite(x, id, true)
+		return nil
+	})
+}
+
+// afterRowWrite lets capabilities add statements after a row write.
+func (t *Tx) afterRowWrite(x *d.Table, id string, deleted bool) {
+	if deleted {
+		t.writes = append(t.writes, st(d.BlobRefsClearRow, t.partition, x.Def.Name, id))
+	}
+}
+
+// AppendCommit stages a commit with the next seq: the partition's max at
+// Begin + 1, + 1 per commit already appended in the Tx (SEQ-1…SEQ-3). The
+// guard on the stamp (and the commits' primary key) makes a seq another
+// Tx took fail the batch (SEQ-4); a rolled-back Tx consumes nothing (SEQ-2).
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+	changes, err := d.ChangesJSON(in.Changes)
+	if err != nil {
+		return 0, err
+	}
+	err = t.op(func() error {
+		t.commits++
+		seq = t.baseMax + t.commits
+		t.writes = append(t.writes, st(d.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		if len(in.Changes) > 0 {
+			t.writes = append(t.writes, st(d.InsertChanges, t.partition, seq, changes), st(d.InsertChangeScopes, t.partition, seq, changes))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// PutPushResult stages r unless a result is stored or staged under the
+// key: the first writer wins (PR-3), in the batch too (ON CONFLICT DO NOTHING).
+func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, err := driver.EncodePushResult(r)
+	if err != nil {
+		return err
+	}
+	return t.op(func() error {
+		t.writes = append(t.writes, st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
+		key := [2]string{clientID, clientCommitID}
+		if _, ok := t.ov.results[key]; !ok {
+			t.ov.results[key] = r
+		}
+		return nil
+	})
+}
+
+// CommitRejected drops every buffered write and sends a batch holding
+// only the rejected result (first writer wins: if a racing push of the
+// same key committed first, its result stays and this one is ignored) and
+// a bump of the stamp, so every Tx of the partition begun before it —
+// e.g. a push of the same key that read "no result" — fails with
+// CodeWriteConflict and, retried, finds the stored result (TX-8, PR-6).
+func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, encErr := driver.EncodePushResult(r)
+	return t.finish(ctx, func() []stmt {
+		if encErr != nil {
+			return nil
+		}
+		return []stmt{st(d.D1StampBump, t.partition),
+			st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
+	}, encErr)
+}
+
+// Commit sends every buffered write as one batch (TX-2): the stamp guard,
+// the writes in order, the partition's new max seq, then capability
+// statements. A Tx without writes sends nothing. CodeWriteConflict: another
+// Tx of the partition committed first; nothing was written (TX-9).
+func (t *Tx) Commit(ctx context.Context) error {
+	return t.finish(ctx, func() []stmt {
+		if len(t.writes) == 0 && len(t.extra) == 0 {
+			return nil
+		}
+		batch := make([]stmt, 0, len(t.writes)+len(t.extra)+2)
+		batch = append(batch, st(d.D1StampGuard, t.partition, t.stamp))
+		batch = append(batch, t.writes...)
+		if t.commits > 0 {
+			batch = append(batch, st(d.SetMaxSeq, t.partition, t.baseMax+t.commits))
+		}
+		return append(batch, t.extra...)
+	}, nil)
+}
+
+// finish ends the Tx once: it sends the batch build returns (if any).
+func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	t.finished = true
+	if pre != nil {
+		return pre
+	}
+	if err := t.beginCtx.Err(); err != nil {
+		return driver.Wrap(driver.CodeUnavailable, err, "d1http: the transaction's context ended; nothing was written (TX-6)")
+	}
+	batch := build()
+	if len(batch) == 0 {
+		return nil
+	}
+	_, err := t.c.write(ctx, "d1http: commit", batch...)
+	if dup := duplicateReactionKey(err); dup != nil {
+		return dup
+	}
+	if err != nil && driver.CodeOf(err) == driver.CodeConstraintViolation && strings.Contains(err.Error(), "_sync_commits.") {
+		// The commit seq was taken: a lost race, never a constraint violation (TX-9).
+		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
+			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
+	}
+	return err
+}
+
+// Rollback discards the buffered writes (TX-2); nothing was sent. A second
+// call is a no-op (TX-5).
+func (t *Tx) Rollback(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finished = true
+	t.writes, t.extra, t.rxKeys = nil, nil, nil
+	return nil
+}
