@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"context"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// The admin capability (ADM-1): read-only console views over the
+// infrastructure tables, on the pool (committed data only). Every listing
+// walks an index in its order and stops at its limit.
+
+var _ driver.AdminConn = (*Conn)(nil)
+
+func init() {
+	infraDDL = append(infraDDL,
+		`CREATE INDEX IF NOT EXISTS _sync_clients_by_time ON _sync_clients (partition, updated_at_ms, client_id)`)
+}
+
+const (
+	// sqlAdminListClients: $1 partition, $2 limit; newest first, served by
+	// _sync_clients_by_time.
+	sqlAdminListClients = `SELECT client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions
+FROM _sync_clients WHERE partition = $1 ORDER BY updated_at_ms DESC, client_id DESC LIMIT $2`
+	// sqlAdminListCommits: $1 partition, $2 beforeSeq (exclusive), $3
+	// limit; newest first. The commits' primary key serves the walk, the
+	// changes' primary key the count.
+	sqlAdminListCommits = `SELECT c.seq, c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms,
+	(SELECT count(*) FROM _sync_changes AS ch WHERE ch.partition = c.partition AND ch.seq = c.seq)
+FROM _sync_commits AS c WHERE c.partition = $1 AND c.seq < $2 ORDER BY c.seq DESC LIMIT $3`
+	// sqlAdminScopeActivity: $1 partition, $2 table, $3 variable, $4
+	// values (text[]), $5 afterSeq (exclusive), $6 throughSeq → seq and
+	// scopes of each change of the table whose variable has one of the
+	// values, from the change-scope index; the change by primary key.
+	sqlAdminScopeActivity = `SELECT cs.seq, ch.scopes FROM _sync_change_scopes AS cs
+CROSS JOIN LATERAL (SELECT c.scopes FROM _sync_changes AS c
+	WHERE c.partition = cs.partition AND c.seq = cs.seq AND c.idx = cs.idx LIMIT 1) AS ch
+WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY($4::text[])
+	AND cs.seq > $5 AND cs.seq <= $6`
+)
+
+// ListClientRecords returns the partition's client records newest first
+// (UpdatedAtMs descending, client id descending), at most limit (1…10,000)
+// (ADM-1).
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	const what = "postgres: list client records"
+	rows, err := c.pool.Query(ctx, sqlAdminListClients, partition, int64(limit))
+	if err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	defer rows.Close()
+	var out []driver.ClientRecord
+	for rows.Next() {
+		var rec driver.ClientRecord
+		var subs string
+		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
+			return nil, c.mapErr(ctx, err, what)
+		}
+		if rec.Subscriptions, err = sd.DecodeSubscriptions(subs); err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, c.mapErr(ctx, rows.Err(), what)
+}
+
+// ListCommitMeta returns the metadata of the retained commits with seq <
+// beforeSeq (0 = from the newest), newest first, at most limit (1…10,000):
+// passing the last seq of a page as the next beforeSeq reaches every page
+// (ADM-1). beforeSeq < 0 → CodeInvalidArgument.
+func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+	if beforeSeq < 0 {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
+	}
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if beforeSeq == 0 {
+		beforeSeq = math.MaxInt64
+	}
+	const what = "postgres: list commit metadata"
+	rows, err := c.pool.Query(ctx, sqlAdminListCommits, partition, beforeSeq, int64(limit))
+	if err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.CommitMeta, error) {
+		var m driver.CommitMeta
+		var n int64
+		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &n)
+		m.ChangeCount = int(n)
+		return m, err
+	})
+	return out, c.mapErr(ctx, err, what)
+}
+
+// ScopeActivity counts, among the commits with afterSeq < seq ≤
+// throughSeq, the changes to table whose scopes match filter (WIN-3) and
+// the commits holding at least one of them (ADM-1). Candidates come from
+// the change-scope index of the filter's driving key. Errors:
+// CodeUnknownTable; a filter with no keys → CodeScanRequiresScope (V-6).
+func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+	var act driver.ScopeActivity
+	if _, err := c.table(table); err != nil {
+		return act, err
+	}
+	key, empty, ok := sd.PickKey(filter)
+	if !ok {
+		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
+	}
+	if empty || throughSeq <= afterSeq {
+		return act, nil
+	}
+	if err := c.check(); err != nil {
+		return act, err
+	}
+	const what = "postgres: scope activity"
+	rows, err := c.pool.Query(ctx, sqlAdminScopeActivity, partition, table, key, dedupe(filter[key]), afterSeq, throughSeq)
+	if err != nil {
+		return act, c.mapErr(ctx, err, what)
+	}
+	defer rows.Close()
+	match := sd.NewMatcher(filter, key)
+	commits := map[int64]bool{}
+	for rows.Next() {
+		var seq int64
+		var text string
+		if err := rows.Scan(&seq, &text); err != nil {
+			return act, c.mapErr(ctx, err, what)
+		}
+		if !match.Empty() {
+			scopes, err := sd.DecodeScopes(text)
+			if err != nil {
+				return act, err
+			}
+			if !match.Match(scopes) {
+				continue
+			}
+		}
+		act.Changes++
+		commits[seq] = true
+	}
+	if err := rows.Err(); err != nil {
+		return act, c.mapErr(ctx, err, what)
+	}
+	act.Commits = int64(len(commits))
+	return act, nil
+}
+
+// RowScopes returns the scopes of the current row (table, rowID) and
+// true, or false when it does not exist (ADM-1). Errors: CodeUnknownTable.
+func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+	row, ok, err := c.GetRow(ctx, partition, table, rowID)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return row.Scopes, true, nil
+}

@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/testdb"
+)
+
+// expectedCaps are the capabilities the driver must declare; the suite
+// fails ERR-3 on any difference.
+var expectedCaps = []driver.Capability{driver.CapCommitFanout, driver.CapIndexLookup, driver.CapReactions, driver.CapBlobRefs, driver.CapAdmin, driver.CapAuthoritativeQuery}
+
+// TestConformance runs the whole shared suite against the driver, one
+// fresh database per case on the server testdb finds (ParallelPartitions:
+// a Tx on one partition never waits for another's, TX-1).
+//
+// Harness.Unreachable is a Conn whose pool dials a local TCP listener that
+// accepts and never answers (a black-holed server): Begin must give up at
+// its context's deadline (TX-7) with a retryable CodeUnavailable.
+func TestConformance(t *testing.T) {
+	h := harness(t)
+	conformance.Run(t, h)
+}
+
+func harness(t *testing.T) conformance.Harness {
+	t.Helper()
+	base := testdb.PostgresServer(t)
+	h, err := conformance.HarnessFor("postgres", Driver{}, base, expectedCaps, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Unreachable = func(ct conformance.T) driver.Conn {
+		ct.Helper()
+		real := h.Open(ct).(*Conn)
+		return blackholed(ct, real)
+	}
+	return h
+}
+
+// blackholed returns a Conn with real's schema whose pool dials a listener
+// that never answers.
+func blackholed(t conformance.T, real *Conn) *Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // accepted, never answered
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	cfg := real.cfg.Copy()
+	cfg.ConnConfig.Host = "127.0.0.1"
+	cfg.ConnConfig.Port = uint16(ln.Addr().(*net.TCPAddr).Port)
+	cfg.ConnConfig.Fallbacks = nil
+	cfg.ConnConfig.ConnectTimeout = 0
+	pool, err := newPool(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	c := &Conn{pool: pool, cfg: cfg, txs: map[*Tx]struct{}{}}
+	c.state.Store(real.state.Load())
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Conn is an open PostgreSQL store (driver.Conn) over a pgx pool. It is
+// safe for concurrent use. It also implements driver.EngineVersioner and
+// the capability interfaces listed in the package doc.
+type Conn struct {
+	pool  *pgxpool.Pool
+	cfg   *pgxpool.Config
+	state atomic.Pointer[schemaState]
+	// ensureMu serializes this Conn's EnsureSchema calls; other processes
+	// are serialized by the schema advisory lock.
+	ensureMu gosync.Mutex
+	closed   atomic.Bool
+
+	schemaName atomic.Pointer[string] // current_schema, read once (authoritative queries)
+
+	txMu gosync.Mutex
+	txs  map[*Tx]struct{} // open transactions, rolled back by Close
+}
+
+var (
+	_ driver.Conn            = (*Conn)(nil)
+	_ driver.EngineVersioner = (*Conn)(nil)
+)
+
+func open(ctx context.Context, cfg *pgxpool.Config) (*Conn, error) {
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return nil, mapErr(ctx, err, "postgres: open the pool")
+	}
+	c := &Conn{pool: pool, cfg: cfg, txs: map[*Tx]struct{}{}}
+	if err := c.initInfra(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newPool creates the pool (lazily connecting).
+func newPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// initInfra creates the infrastructure tables (idempotent) in one
+// transaction under the infrastructure advisory lock, so concurrent
+// openers never race on CREATE TABLE, and checks the stored format.
+func (c *Conn) initInfra(ctx context.Context) error {
+	return c.inTx(ctx, "postgres: initialize the store", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKeyInfra); err != nil {
+			return err
+		}
+		// DDL goes as one simple-protocol script: a pipeline would
+		// prepare the statements that use the new tables before they exist.
+		if _, err := tx.Exec(ctx, strings.Join(infraDDL, ";\n"), pgx.QueryExecModeSimpleProtocol); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(sqlInsertMetaIfAbsent, metaFormat, formatVersion)
+		var format string
+		b.Queue(sqlSelectMeta, metaFormat).QueryRow(func(r pgx.Row) error { return r.Scan(&format) })
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if format != formatVersion {
+			return driver.Errorf(driver.CodeUnavailable, "postgres: the store has storage format %s; this driver reads format %s", format, formatVersion)
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in a transaction on one pool connection and commits it;
+// any error rolls back. Errors are mapped with what.
+func (c *Conn) inTx(ctx context.Context, what string, fn func(pgx.Tx) error) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, c.pool, fn)
+	return c.mapErr(ctx, err, what)
+}
+
+// Close rolls back every open Tx and closes the pool. A second Close is a
+// no-op; every other operation afterwards fails with CodeUnavailable.
+func (c *Conn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.txMu.Lock()
+	open := make([]*Tx, 0, len(c.txs))
+	for t := range c.txs {
+		open = append(open, t)
+	}
+	c.txMu.Unlock()
+	for _, t := range open {
+		_ = t.Rollback(context.Background())
+	}
+	c.pool.Close()
+	return nil
+}
+
+func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "postgres: store is closed") }
+
+func (c *Conn) check() error {
+	if c.closed.Load() {
+		return errClosed()
+	}
+	return nil
+}
+
+// mapErr is mapErr that reports a closed store as such.
+func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var de *driver.Error
+	if c.closed.Load() && !errors.As(err, &de) {
+		return errClosed()
+	}
+	return mapErr(ctx, err, what)
+}
+
+// EngineVersion returns "PostgreSQL " + server_version (driver.EngineVersioner).
+func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := c.queryRow(ctx, c.pool, sqlEngineVersionText, nil, &v); err != nil {
+		return "", err
+	}
+	return "PostgreSQL " + v, nil
+}
+
+// querier is what reads run on: the pool, or a Tx's connection.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// queryRow runs q and scans its one row into dest. It returns
+// pgx.ErrNoRows unwrapped so callers can treat "not found".
+func (c *Conn) queryRow(ctx context.Context, r querier, q string, args []any, dest ...any) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	err := r.QueryRow(ctx, q, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pgx.ErrNoRows
+	}
+	return c.mapErr(ctx, err, "postgres: read")
+}
+
+// exec runs one autocommit statement on the pool and returns the number
+// of rows it changed.
+func (c *Conn) exec(ctx context.Context, what, q string, args ...any) (int64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	tag, err := c.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, c.mapErr(ctx, err, what)
+	}
+	return tag.RowsAffected(), nil
+}

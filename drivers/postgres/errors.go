@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// mapErr classifies an engine error as a *driver.Error (ERR-1); what names
+// the operation and never a value or partition (V-10). The engine's own
+// message is kept only as the wrapped cause.
+//
+//	already a *driver.Error                   unchanged
+//	context ended                             CodeUnavailable
+//	23505 on _sync_reactions_pkey             CodeDuplicateReactionKey (RX-1)
+//	23505 unique_violation                    CodeConstraintViolation (SCH-10)
+//	40001, 40P01 serialization, deadlock      CodeUnavailable (retry)
+//	08xxx, 57P0x, 53xxx connection, shutdown  CodeUnavailable
+//	57014 query_canceled, 55P03 lock timeout  CodeUnavailable
+//	network errors, closed connection         CodeUnavailable
+//	anything else                             CodeInternal
+func mapErr(ctx context.Context, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || (ctx != nil && ctx.Err() != nil) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: context ended", what)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505" && pe.ConstraintName == reactionsPK:
+			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: errors.New("duplicate reaction key"),
+				Message: what + ": a reaction key already exists in the partition (RX-1)"}
+		case pe.Code == "23505":
+			return driver.Wrap(driver.CodeConstraintViolation, errors.New("unique index collision"), "%s: unique index collision (SCH-10)", what)
+		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "57014", pe.Code == "55P03":
+			return driver.Wrap(driver.CodeUnavailable, err, "%s: transient engine failure", what)
+		case len(pe.Code) >= 2 && (pe.Code[:2] == "08" || pe.Code[:2] == "53" || pe.Code[:3] == "57P"):
+			return driver.Wrap(driver.CodeUnavailable, err, "%s: engine unavailable", what)
+		}
+		// Keep only the SQLSTATE: a server message may quote a value.
+		return driver.Wrap(driver.CodeInternal, errors.New("SQLSTATE "+pe.Code), "%s", what)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, pgx.ErrTxClosed) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: connection failed", what)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: cannot connect", what)
+	}
+	if isConnClosedErr(err) {
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: connection closed", what)
+	}
+	return driver.Wrap(driver.CodeInternal, err, "%s", what)
+}
+
+// isConnClosedErr reports pgx's "conn closed" / "conn busy" errors, which
+// have no exported type.
+func isConnClosedErr(err error) bool {
+	s := err.Error()
+	return s == "conn closed" || s == "closed pool" || s == "conn busy" ||
+		containsAny(s, "conn closed", "closed pool", "connection reset", "broken pipe", "unexpected EOF")
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,411 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Authoritative queries (capability authoritative-query, AQ-1…AQ-5). The
+// text is checked and rewritten by query_text.go; then, on one pool
+// connection, in two round trips:
+//
+//  1. BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL the
+//     output settings the decoder relies on; read the partition's
+//     max_seq — the snapshot of the whole query starts here (AQ-4); and
+//     EXPLAIN (VERBOSE, FORMAT JSON) the statement;
+//  2. if the plan passes checkPlan, run the statement (text results) and
+//     COMMIT.
+//
+// The plan check is the engine-enforced half of AQ-2: every relation the
+// plan scans must be a declared table of the store's schema (the CTE
+// bodies, which carry the partition predicate), every function scan one
+// of json_each's, and no node may write or lock rows. The READ ONLY
+// transaction is the engine-enforced half of AQ-1. Any failure rolls the
+// transaction back; a connection that cannot roll back is closed.
+
+var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
+
+// sumBoolDDL gives PostgreSQL SQLite's sum over a boolean (true counts
+// 1), so `sum(x IS NULL)` means the same on both (AQ-5). It lives in the
+// store's schema; NULLs are skipped and an all-NULL sum is NULL, as in SQL.
+//
+// Both are created only when missing (a DO block checking pg_proc in the
+// current schema), so opening a store never needs to own them — the same
+// rule as the CREATE TABLE IF NOT EXISTS of the other infrastructure.
+var sumBoolDDL = []string{
+	`DO $sync$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = '_sync_sum_bool' AND pronamespace = current_schema()::regnamespace) THEN
+		CREATE FUNCTION _sync_sum_bool(acc bigint, x boolean) RETURNS bigint
+		LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT CASE WHEN x IS NULL THEN acc ELSE coalesce(acc, 0) + x::int END';
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'sum' AND prokind = 'a' AND pronamespace = current_schema()::regnamespace
+			AND proargtypes = '16'::oidvector) THEN
+		CREATE AGGREGATE sum(boolean) (SFUNC = _sync_sum_bool, STYPE = bigint);
+	END IF;
+END $sync$`,
+}
+
+func init() { infraDDL = append(infraDDL, sumBoolDDL...) }
+
+// planFunctions are the set-returning functions a plan may scan: those
+// json_each is rewritten to.
+var planFunctions = map[string]bool{"jsonb_array_elements": true, "jsonb_each": true}
+
+// AuthoritativeQuery runs q against partition's rows only and returns its
+// rows with the partition's MaxCommitSeq of the same snapshot (AQ-1…AQ-5).
+// Result values are int64 (every integer type; a numeric without a
+// fraction), float64 (float4, float8, other numerics), string, []byte
+// (bytea; empty is non-nil), bool and nil; a json value produced by
+// json_each is decoded as SQLite does (numbers, strings, null; objects
+// and arrays as JSON text); any other type comes back as its text.
+// Errors: CodeUnknownTable for a declared table not in the ensured schema
+// (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2 rule out (see
+// query_text.go and the plan check) or an error the engine reports for
+// the statement itself; CodeUnavailable when ctx ends or the server is
+// unreachable.
+func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	if err := c.check(); err != nil {
+		return driver.QueryResult{}, err
+	}
+	declared, cols, err := c.queryTables(q.Tables)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	text, err := sd.CheckQueryText(q.SQL)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	if len(q.Args) != text.Params {
+		return driver.QueryResult{}, queryInvalid("query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
+	}
+	args, err := queryArgs(q.Args)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	schema, err := c.storeSchema(ctx)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	pq, err := rewriteQuery(text.SQL, args, schema, declared, cols, partition)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, "postgres: authoritative query: acquire a connection")
+	}
+	defer pc.Release()
+	res, err := c.runQuery(ctx, pc.Conn(), schema, declared, pq, partition)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, rerr := pc.Exec(rctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); rerr != nil {
+			_ = pc.Conn().Close(rctx)
+		}
+		cancel()
+		return driver.QueryResult{}, err
+	}
+	return res, nil
+}
+
+// queryTables checks the declared tables against the ensured schema and
+// returns them sorted and distinct, with their application columns.
+func (c *Conn) queryTables(tables []string) ([]string, map[string][]string, error) {
+	if len(tables) == 0 {
+		return nil, nil, queryInvalid("query declares no table (AQ-1)")
+	}
+	cols := map[string][]string{}
+	var out []string
+	for _, t := range tables {
+		x, err := c.table(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, seen := cols[t]; seen {
+			continue
+		}
+		for _, col := range x.def.Columns {
+			cols[t] = append(cols[t], col.Name)
+		}
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out, cols, nil
+}
+
+// storeSchema returns the schema the store's tables live in (the
+// connection's current_schema), read once.
+func (c *Conn) storeSchema(ctx context.Context) (string, error) {
+	if s := c.schemaName.Load(); s != nil {
+		return *s, nil
+	}
+	var s *string
+	if err := c.queryRow(ctx, c.pool, "SELECT current_schema()", nil, &s); err != nil {
+		return "", err
+	}
+	if s == nil {
+		return "", driver.Errorf(driver.CodeUnavailable, "postgres: the connection has no current schema")
+	}
+	c.schemaName.Store(s)
+	return *s, nil
+}
+
+// queryArgs checks bind values: int64, float64 (finite), string, []byte,
+// bool, nil, and driver.JSON (bound as its text). Anything else →
+// CodeQueryInvalid naming the position, never the value (V-10).
+func queryArgs(in []any) ([]any, error) {
+	out := make([]any, len(in))
+	for i, v := range in {
+		switch x := v.(type) {
+		case nil, int64, bool:
+			out[i] = x
+		case string:
+			if strings.IndexByte(x, 0) >= 0 {
+				return nil, queryInvalid("bind value %d holds a NUL byte (V-3)", i+1)
+			}
+			out[i] = x
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, queryInvalid("bind value %d is not a finite float (AQ-1)", i+1)
+			}
+			out[i] = x
+		case []byte:
+			if x == nil {
+				out[i] = nil
+			} else {
+				out[i] = x
+			}
+		case driver.JSON:
+			out[i] = string(x)
+		default:
+			return nil, queryInvalid("bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
+		}
+	}
+	return out, nil
+}
+
+// runQuery is steps 1–2 of the file comment on conn.
+func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, declared []string, pq pgQuery, partition string) (driver.QueryResult, error) {
+	var res driver.QueryResult
+	var plan []byte
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue("SET LOCAL extra_float_digits = 3")
+	b.Queue("SET LOCAL bytea_output = 'hex'")
+	b.Queue("SET LOCAL standard_conforming_strings = on")
+	b.Queue(`SELECT coalesce((SELECT max_seq FROM _sync_partitions WHERE partition = $1), 0)`, partition).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&res.MaxCommitSeq) })
+	b.Queue("EXPLAIN (VERBOSE, FORMAT JSON) "+pq.sql, pq.args...).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&plan) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return res, queryErr(ctx, err)
+	}
+	used, err := checkPlan(plan, schema, declared)
+	if err != nil {
+		return res, err
+	}
+	for _, t := range declared {
+		if !used[t] {
+			return res, queryInvalid("query declares table %s but does not read it (AQ-2)", t)
+		}
+	}
+	rows, err := conn.Query(ctx, pq.sql, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, pq.args...)...)
+	if err != nil {
+		return res, queryErr(ctx, err)
+	}
+	fields := rows.FieldDescriptions()
+	res.Columns = make([]string, len(fields))
+	for i, f := range fields {
+		res.Columns[i] = f.Name
+	}
+	for rows.Next() {
+		raw := rows.RawValues()
+		row := make([]any, len(raw))
+		for i, v := range raw {
+			if row[i], err = decodeText(fields[i].DataTypeOID, v); err != nil {
+				rows.Close()
+				return res, err
+			}
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, queryErr(ctx, err)
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return res, c.mapErr(ctx, err, "postgres: authoritative query")
+	}
+	return res, nil
+}
+
+// planNode is the part of an EXPLAIN (FORMAT JSON) node checkPlan reads.
+type planNode struct {
+	NodeType string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Schema   string     `json:"Schema"`
+	Function string     `json:"Function Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// checkPlan walks a plan and returns the declared tables it scans; a scan
+// of any other relation, a function scan outside planFunctions, a write
+// (ModifyTable) or a row lock (LockRows) → CodeQueryInvalid (AQ-1, AQ-2).
+func checkPlan(text []byte, schema string, declared []string) (map[string]bool, error) {
+	var top []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(text, &top); err != nil || len(top) != 1 {
+		return nil, driver.Errorf(driver.CodeInternal, "postgres: authoritative query: unreadable plan")
+	}
+	ok := map[string]bool{}
+	for _, t := range declared {
+		ok[t] = true
+	}
+	used := map[string]bool{}
+	var walk func(n planNode) error
+	walk = func(n planNode) error {
+		switch {
+		case n.NodeType == "ModifyTable" || n.NodeType == "LockRows":
+			return queryInvalid("query writes or locks rows (AQ-1)")
+		case n.Relation != "":
+			if n.Schema != schema || !ok[n.Relation] {
+				return queryInvalid("query reads a relation other than its declared tables (AQ-2)")
+			}
+			used[n.Relation] = true
+		case n.Function != "" && !planFunctions[n.Function]:
+			return queryInvalid("query calls a set-returning function it may not (AQ-1)")
+		}
+		for _, ch := range n.Plans {
+			if err := walk(ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return used, walk(top[0].Plan)
+}
+
+// decodeText converts one text-format result value of type oid (nil raw
+// = NULL) to a query result value (see AuthoritativeQuery).
+func decodeText(oid uint32, raw []byte) (any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	s := string(raw)
+	bad := func() (any, error) {
+		return nil, driver.Errorf(driver.CodeInternal, "postgres: authoritative query: unreadable value of type %d", oid)
+	}
+	switch oid {
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		return v, nil
+	case pgtype.Float4OID, pgtype.Float8OID:
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return bad()
+		}
+		return v, nil
+	case pgtype.NumericOID:
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return v, nil
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return bad()
+		}
+		return v, nil
+	case pgtype.BoolOID:
+		return s == "t", nil
+	case pgtype.ByteaOID:
+		if !strings.HasPrefix(s, `\x`) {
+			return bad()
+		}
+		b, err := hex.DecodeString(s[2:])
+		if err != nil {
+			return bad()
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return b, nil
+	case pgtype.JSONOID, pgtype.JSONBOID:
+		return decodeJSONScalar(raw)
+	}
+	return s, nil
+}
+
+// decodeJSONScalar decodes a json value as SQLite's json_each reports
+// it: an integer → int64, another number → float64, a string → string,
+// true/false → int64 1/0, null → nil, an object or array → its text.
+func decodeJSONScalar(raw []byte) (any, error) {
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return string(raw), nil
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case string:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return string(raw), nil
+		}
+		return f, nil
+	}
+	return string(raw), nil
+}
+
+// queryErr classifies an error of the host's statement: an ended context
+// or a lost connection → CodeUnavailable; an error of the statement's own
+// making (syntax, unknown relation, column or function, types, data,
+// read-only violation, limits) → CodeQueryInvalid; else mapErr.
+func queryErr(ctx context.Context, err error) error {
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return mapErr(ctx, err, "postgres: authoritative query")
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && len(pe.Code) == 5 {
+		switch pe.Code[:2] {
+		case "42", "22", "21", "0A", "2F", "54", "3F":
+			return driver.Wrap(driver.CodeQueryInvalid, errors.New("SQLSTATE "+pe.Code),
+				"query is not a valid query of its declared tables (AQ-1, AQ-2)")
+		}
+		if pe.Code == "25006" {
+			return driver.Wrap(driver.CodeQueryInvalid, errors.New("SQLSTATE "+pe.Code), "query writes (AQ-1)")
+		}
+	}
+	return mapErr(ctx, err, "postgres: authoritative query")
+}

@@ -1,0 +1,171 @@
+package postgres
+
+// The reactions capability (CONTRACT.md RX-1…RX-10) in PostgreSQL.
+//
+// One table, _sync_reactions, keyed (partition, key) — the same layout as
+// the SQLite dialect's. due_at_ms is the time a row can next be claimed:
+// available_at_ms while pending, the lease expiry while leased, NULL once
+// terminal (completed, dead_letter). Every statement is served by an
+// index (the driver's tests pin the claim's plan with EXPLAIN):
+//
+//	_sync_reactions_due        (partition, due_at_ms, created_at_ms, key) WHERE due_at_ms IS NOT NULL
+//	                           claims walk it in claim order (RX-2) and stop at the limit
+//	_sync_reactions_exhausted  (partition, due_at_ms) WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts
+//	                           the few rows a claim must dead-letter (RX-4)
+//	_sync_reactions_list       (partition, status, created_at_ms, key): listing per status (RX-8)
+//	_sync_reactions_prune      (partition, status, updated_at_ms, key) WHERE due_at_ms IS NULL
+//	                           terminal rows oldest first (RX-9)
+//
+// keys and types are text COLLATE "C", so ties order bytewise (RX-2, RX-8).
+
+// reactionsPK is the primary key constraint of _sync_reactions: a unique
+// violation on it is a duplicate reaction key (RX-1).
+const reactionsPK = "_sync_reactions_pkey"
+
+var reactionsDDL = []string{
+	`CREATE TABLE IF NOT EXISTS _sync_reactions (
+	partition ` + textC + ` NOT NULL,
+	key ` + textC + ` NOT NULL,
+	type ` + textC + ` NOT NULL,
+	payload text NOT NULL,
+	status text NOT NULL,
+	attempts integer NOT NULL,
+	max_attempts integer NOT NULL,
+	source_commit_seq bigint NOT NULL,
+	created_at_ms bigint NOT NULL,
+	available_at_ms bigint NOT NULL,
+	due_at_ms bigint,
+	lease_owner text NOT NULL,
+	lease_expires_at_ms bigint NOT NULL,
+	failure_code text,
+	failure_details text,
+	failure_at_ms bigint,
+	updated_at_ms bigint NOT NULL,
+	CONSTRAINT ` + reactionsPK + ` PRIMARY KEY (partition, key))`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_due ON _sync_reactions (partition, due_at_ms, created_at_ms, key)
+WHERE due_at_ms IS NOT NULL`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_exhausted ON _sync_reactions (partition, due_at_ms)
+WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_list ON _sync_reactions (partition, status, created_at_ms, key)`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_prune ON _sync_reactions (partition, status, updated_at_ms, key)
+WHERE due_at_ms IS NULL`,
+}
+
+func init() { infraDDL = append(infraDDL, reactionsDDL...) }
+
+// reactionColumns is the select list of every statement returning
+// reactions (scanReaction reads it in this order).
+const reactionColumns = `key, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
+	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms`
+
+// exhaustedCode is the failure code a claim records when it dead-letters
+// a reaction whose attempts reached maxAttempts (RX-4).
+const exhaustedCode = "reaction.attempts_exhausted"
+
+const (
+	// sqlEnqueueReactions inserts the reactions of parallel arrays ($3
+	// keys, $4 types, $5 payloads, $6 max attempts, $7 createdAt) as
+	// pending in partition $1 with source commit $2 (RX-1). One
+	// statement: a duplicate key (in the batch or stored) inserts none.
+	sqlEnqueueReactions = `INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+SELECT $1, u.k, u.t, u.p, 'pending', 0, u.m, $2, u.c, u.c, u.c, '', 0, u.c
+FROM unnest($3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[]) AS u(k, t, p, m, c)`
+
+	// sqlClaim is one statement (one round trip, autocommit): at $2 now,
+	// it dead-letters the due rows of partition $1 of the types $3 (NULL
+	// = every type) whose attempts reached the cap (RX-4), and leases to
+	// owner $5 until $6 at most $4 other due rows chosen by due time,
+	// createdAt, key (RX-2), attempts+1. Both sets are taken with FOR
+	// UPDATE SKIP LOCKED, so concurrent claimers never wait for each
+	// other and never lease the same row (RX-3): a row another claimer
+	// changed after this statement's snapshot is re-checked against the
+	// locking predicate and skipped. The outer statements find the locked
+	// rows by primary key (= ANY(ARRAY(…)): an index probe per row, never
+	// a hash join over the partition) and repeat their predicates.
+	sqlClaim = `WITH exhausted AS (
+	SELECT key FROM _sync_reactions
+	WHERE partition = $1 AND due_at_ms <= $2 AND attempts >= max_attempts AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+	FOR UPDATE SKIP LOCKED
+), dead AS (
+	UPDATE _sync_reactions AS r SET status = 'dead_letter', due_at_ms = NULL,
+		available_at_ms = $2, lease_owner = '', lease_expires_at_ms = 0,
+		failure_code = '` + exhaustedCode + `', failure_details = NULL, failure_at_ms = $2, updated_at_ms = $2
+	WHERE r.partition = $1 AND r.key = ANY(ARRAY(SELECT key FROM exhausted)) AND r.due_at_ms <= $2 AND r.attempts >= r.max_attempts
+), picked AS (
+	SELECT key FROM _sync_reactions
+	WHERE partition = $1 AND due_at_ms <= $2 AND attempts < max_attempts AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+	ORDER BY due_at_ms, created_at_ms, key
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE _sync_reactions AS r SET status = 'leased', attempts = r.attempts + 1,
+	lease_owner = $5, lease_expires_at_ms = $6, due_at_ms = $6, updated_at_ms = $2
+WHERE r.partition = $1 AND r.key = ANY(ARRAY(SELECT key FROM picked)) AND r.due_at_ms <= $2 AND r.attempts < r.max_attempts
+RETURNING r.key, r.type, r.payload, r.status, r.attempts, r.max_attempts, r.source_commit_seq, r.created_at_ms,
+	r.available_at_ms, r.lease_owner, r.lease_expires_at_ms, r.failure_code, r.failure_details, r.failure_at_ms, r.updated_at_ms`
+
+	// sqlCompleteReaction: $1 partition, $2 key, $3 owner, $4 now (RX-5).
+	sqlCompleteReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',
+	lease_expires_at_ms = 0, updated_at_ms = $4
+WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
+
+	// sqlExtendReactionLease: $1 partition, $2 key, $3 owner, $4 now, $5
+	// new expiry (now + lease) (RX-5).
+	sqlExtendReactionLease = `UPDATE _sync_reactions SET lease_expires_at_ms = $5, due_at_ms = $5, updated_at_ms = $4
+WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
+
+	// sqlFailReactionRetry: $1 partition, $2 key, $3 owner, $4 now, $5
+	// retryAt, $6 code, $7 details (NULL: none). Pending at retryAt (RX-6).
+	sqlFailReactionRetry = `UPDATE _sync_reactions SET status = 'pending', available_at_ms = $5, due_at_ms = $5,
+	lease_owner = '', lease_expires_at_ms = 0,
+	failure_code = $6, failure_details = $7, failure_at_ms = $4, updated_at_ms = $4
+WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
+
+	// sqlFailReactionDead: $1 partition, $2 key, $3 owner, $4 now, $5 code,
+	// $6 details (NULL: none). Dead letter available at now (RX-6).
+	sqlFailReactionDead = `UPDATE _sync_reactions SET status = 'dead_letter', available_at_ms = $4, due_at_ms = NULL,
+	lease_owner = '', lease_expires_at_ms = 0,
+	failure_code = $5, failure_details = $6, failure_at_ms = $4, updated_at_ms = $4
+WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
+
+	// sqlRetryReaction: $1 partition, $2 key, $3 now. Only a dead letter
+	// becomes pending, attempts 0, due now; its failure is kept (RX-7).
+	sqlRetryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = $3,
+	due_at_ms = $3, updated_at_ms = $3
+WHERE partition = $1 AND key = $2 AND status = 'dead_letter'`
+
+	// sqlListReactions: $1 partition; $2…$5 include pending, leased,
+	// completed, dead_letter; $6 types (NULL = all); $7 limit. Newest
+	// first: created_at_ms desc, key desc (RX-8). Each status is read
+	// from _sync_reactions_list, at most $7 rows.
+	sqlListReactions = `SELECT ` + reactionColumns + ` FROM (
+	(` + listOne + `'pending' AND $2 ` + listTail + `)
+	UNION ALL (` + listOne + `'leased' AND $3 ` + listTail + `)
+	UNION ALL (` + listOne + `'completed' AND $4 ` + listTail + `)
+	UNION ALL (` + listOne + `'dead_letter' AND $5 ` + listTail + `)
+) AS l ORDER BY created_at_ms DESC, key DESC LIMIT $7`
+
+	listOne  = `SELECT ` + reactionColumns + ` FROM _sync_reactions WHERE partition = $1 AND status = `
+	listTail = `AND ($6::text[] IS NULL OR type = ANY($6::text[])) ORDER BY created_at_ms DESC, key DESC LIMIT $7`
+
+	// sqlPruneReactions deletes at most $4 terminal rows of partition $1,
+	// oldest updated_at_ms first: completed before $2, dead letters before
+	// $3 (strict), returning the status of each deleted row (RX-9). The
+	// outer WHERE repeats the predicate, so a row a concurrent retry
+	// revived is re-checked on its new version and kept: of a prune and a
+	// retry on one row exactly one wins.
+	sqlPruneReactions = `DELETE FROM _sync_reactions WHERE partition = $1 AND key IN (
+	SELECT key FROM (
+		(SELECT key, updated_at_ms FROM _sync_reactions
+			WHERE partition = $1 AND status = 'completed' AND due_at_ms IS NULL AND updated_at_ms < $2
+			ORDER BY updated_at_ms, key LIMIT $4)
+		UNION ALL
+		(SELECT key, updated_at_ms FROM _sync_reactions
+			WHERE partition = $1 AND status = 'dead_letter' AND due_at_ms IS NULL AND updated_at_ms < $3
+			ORDER BY updated_at_ms, key LIMIT $4)
+	) AS c ORDER BY updated_at_ms, key LIMIT $4)
+	AND due_at_ms IS NULL
+	AND ((status = 'completed' AND updated_at_ms < $2) OR (status = 'dead_letter' AND updated_at_ms < $3))
+RETURNING status`
+)

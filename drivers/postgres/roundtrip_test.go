@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+)
+
+// countingConn counts round trips: a Read that follows a Write is the
+// client waiting for the server's answer to what it sent.
+type countingConn struct {
+	net.Conn
+	trips   *atomic.Int64
+	pending atomic.Bool // bytes written since the last read
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.pending.Store(true)
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	if c.pending.Swap(false) {
+		c.trips.Add(1)
+	}
+	return c.Conn.Read(b)
+}
+
+// TestPushRoundTrips measures the round trips of one W1 push commit (10
+// upserts, AppendCommit, PutPushResult, Commit) once the statements are
+// prepared, and pins it: Begin is one pipeline, Commit another.
+func TestPushRoundTrips(t *testing.T) {
+	cfg, err := parseConfig(withParam(testdbDSN(t), "pool_max_conns=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trips atomic.Int64
+	dialer := &net.Dialer{}
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: nc, trips: &trips}, nil
+	}
+	c, err := open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.EnsureSchema(t.Context(), conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // warm up: statements get prepared on the connection
+		if _, err := pushTodos(t.Context(), c, "p", i*10, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 20
+	before := trips.Load()
+	for i := range n {
+		if _, err := pushTodos(t.Context(), c, "p", 1000+i*10, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := float64(trips.Load()-before) / n
+	t.Logf("round trips per push commit (10 upserts, AppendCommit, PutPushResult, Commit): %.2f", per)
+	if per > 2 {
+		t.Errorf("a push commit costs %.2f round trips, want ≤ 2 (Begin and Commit pipelines)", per)
+	}
+
+	// The same push enqueueing 5 reactions (RX-1): the enqueue rides in
+	// the Commit pipeline.
+	push := func(i int) {
+		tx, err := c.Begin(t.Context(), "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		for j := range 10 {
+			if err := tx.UpsertRow(t.Context(), "todos", todoRow(fmt.Sprintf("x%05d-%d", i, j), "p1", "o1")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seq, err := tx.AppendCommit(t.Context(), driver.CommitInput{ClientID: "c", ClientCommitID: fmt.Sprint("rx", i), CreatedAtMs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in []driver.ReactionInput
+		for j := range 5 {
+			in = append(in, driver.ReactionInput{Key: fmt.Sprintf("k%05d-%d", i, j), Type: "x", Payload: "{}", MaxAttempts: 1, CreatedAtMs: 1})
+		}
+		if err := tx.(*Tx).EnqueueReactions(t.Context(), seq, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		push(i)
+	}
+	before = trips.Load()
+	for i := range n {
+		push(100 + i)
+	}
+	per = float64(trips.Load()-before) / n
+	t.Logf("round trips per push commit enqueueing 5 reactions: %.2f", per)
+	if per > 2 {
+		t.Errorf("a push commit with reactions costs %.2f round trips, want ≤ 2", per)
+	}
+}

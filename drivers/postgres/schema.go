@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// schemaState is the ensured schema of a Conn with the SQL of its tables.
+// It is replaced as a whole (atomic pointer), never mutated.
+type schemaState struct {
+	layout string
+	tables map[string]*table
+}
+
+// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
+func (c *Conn) table(name string) (*table, error) {
+	if st := c.state.Load(); st != nil {
+		if t, ok := st.tables[name]; ok {
+			return t, nil
+		}
+	}
+	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// EnsureSchema makes the store's application tables match schema
+// (SCH-3…SCH-7). The layout comparison is the portable one of the
+// SQLite dialect (sqlitedialect.Layout), so every engine accepts and
+// rejects the same schema changes. No stored schema → create; same
+// version → an equal layout is a no-op (one read, SCH-3), a different one
+// → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
+// migrate per SCH-6 or CodeSchemaMigrationUnsupported. Changes run in one
+// transaction under an advisory lock on the schema key: DDL is
+// transactional, so an interrupted migration changes nothing and two
+// processes migrating at once serialize, the second finding the first's
+// result (SCH-7). On any error nothing changes.
+func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.ensureMu.Lock()
+	defer c.ensureMu.Unlock()
+	layout := sd.LayoutOf(schema).Encode()
+	ver, stored, err := c.storedSchema(ctx, c.pool)
+	if err != nil {
+		return err
+	}
+	if ver != schema.Version || stored != layout {
+		if err := c.migrate(ctx, schema, layout); err != nil {
+			return err
+		}
+	}
+	st := &schemaState{layout: layout, tables: make(map[string]*table, len(schema.Tables))}
+	for _, t := range schema.Tables {
+		st.tables[t.Name] = newTable(t)
+	}
+	c.state.Store(st)
+	return nil
+}
+
+// storedSchema reads the stored schema version (0 = none) and layout.
+func (c *Conn) storedSchema(ctx context.Context, r querier) (int64, string, error) {
+	var vs, layout string
+	err := c.queryRow(ctx, r, sqlSelectMeta, []any{metaSchemaVersion}, &vs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if err := c.queryRow(ctx, r, sqlSelectMeta, []any{metaSchemaLayout}, &layout); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, "", driver.Errorf(driver.CodeInternal, "postgres: stored schema has a version but no layout")
+		}
+		return 0, "", err
+	}
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return 0, "", driver.Errorf(driver.CodeInternal, "postgres: stored schema version is not a number")
+	}
+	return v, layout, nil
+}
+
+func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string) error {
+	return c.inTx(ctx, "postgres: ensure schema", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKeySchema); err != nil {
+			return err
+		}
+		ver, stored, err := c.storedSchema(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var ddl, retired []string
+		switch {
+		case ver == 0:
+			for _, t := range schema.Tables {
+				ddl = append(ddl, newTable(t).createSQL()...)
+			}
+		case ver > schema.Version:
+			return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
+		case ver == schema.Version:
+			if stored == layout {
+				return nil // another process got here first (SCH-7)
+			}
+			return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
+		default:
+			old, err := sd.DecodeLayout(stored)
+			if err != nil {
+				return err
+			}
+			if ddl, err = migrationSQL(old, schema); err != nil {
+				return err
+			}
+			retired = sd.RetiredTables(old, schema)
+		}
+		if len(ddl) > 0 {
+			if _, err := tx.Exec(ctx, strings.Join(ddl, ";\n"), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+		}
+		b := &pgx.Batch{}
+		for _, name := range retired {
+			b.Queue(sqlBlobRefsClearTable, name) // a retired table's rows reference nothing (BLOB-1)
+		}
+		b.Queue(sqlUpsertMeta, metaSchemaVersion, strconv.FormatInt(schema.Version, 10))
+		b.Queue(sqlUpsertMeta, metaSchemaLayout, layout)
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// migrationSQL returns the PostgreSQL statements that take the stored
+// layout old to schema s (SCH-6). Which changes are allowed is decided by
+// the portable sqlitedialect.MigrationSQL (its error, if any, is
+// returned, so every engine rejects the same changes); the statements are
+// this dialect's: drop retired tables, add tables, append nullable
+// columns, drop and re-create changed indexes.
+func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
+	if _, err := sd.MigrationSQL(old, s); err != nil {
+		return nil, err
+	}
+	next := sd.LayoutOf(s)
+	oldT := map[string]sd.LayoutTable{}
+	for _, t := range old.Tables {
+		oldT[t.Name] = t
+	}
+	newT := map[string]sd.LayoutTable{}
+	for _, t := range next.Tables {
+		newT[t.Name] = t
+	}
+	var drops, creates []string
+	for _, ot := range old.Tables {
+		if _, ok := newT[ot.Name]; !ok {
+			drops = append(drops, "DROP TABLE "+quote(ot.Name))
+		}
+	}
+	for _, t := range s.Tables {
+		ot, ok := oldT[t.Name]
+		if !ok {
+			creates = append(creates, newTable(t).createSQL()...)
+			continue
+		}
+		nt := newT[t.Name]
+		for _, nc := range nt.Columns[len(ot.Columns):] {
+			creates = append(creates, "ALTER TABLE "+quote(t.Name)+" ADD COLUMN "+
+				columnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
+		}
+		oldIx := map[string]sd.LayoutIndex{}
+		for _, ix := range ot.Indexes {
+			oldIx[ix.Name] = ix
+		}
+		newIx := map[string]sd.LayoutIndex{}
+		for _, ix := range nt.Indexes {
+			newIx[ix.Name] = ix
+		}
+		for _, ix := range ot.Indexes {
+			if n, ok := newIx[ix.Name]; !ok || !sameIndex(ix, n) {
+				drops = append(drops, "DROP INDEX "+quote(declaredIndexName(t.Name, ix.Name)))
+			}
+		}
+		for _, ix := range nt.Indexes {
+			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
+				creates = append(creates, createIndexSQL(t.Name, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
+			}
+		}
+	}
+	return append(drops, creates...), nil
+}
+
+func sameIndex(a, b sd.LayoutIndex) bool {
+	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i := range a.Columns {
+		if a.Columns[i] != b.Columns[i] {
+			return false
+		}
+	}
+	return true
+}

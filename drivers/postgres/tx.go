@@ -1,0 +1,437 @@
+package postgres
+
+import (
+	"context"
+	gosync "sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// stmt is one statement of a pipeline.
+type stmt struct {
+	sql  string
+	args []any
+}
+
+// Tx is a write transaction on one partition (driver.Tx). It holds one
+// pool connection from Begin to its end and never takes a second (every
+// statement of the Tx, capabilities included, runs on it), and it holds
+// the partition's row lock throughout (TX-1).
+//
+// Writes that cannot fail on valid input are buffered in pending and sent
+// in one pipeline with the next statement that needs an answer: a read,
+// an upsert of a table with a unique index, or COMMIT.
+type Tx struct {
+	c         *Conn
+	partition string
+	pc        *pgxpool.Conn
+	stop      func() bool // stops the context watcher of Begin's ctx
+
+	mu       gosync.Mutex
+	finished bool // Commit, CommitRejected or Rollback was called (TX-5)
+	aborted  bool // an engine error or an ended context: the engine tx is gone (TX-6)
+	released bool // pc was returned to the pool
+	pending  []stmt
+	baseSeq  int64   // the partition's committed max seq, read under the lock
+	seqs     []int64 // seqs appended by this Tx
+}
+
+var _ driver.Tx = (*Tx)(nil)
+
+// Begin starts a write transaction on partition (TX-1) in one round trip:
+// BEGIN, create the partition's row if missing, lock it (SELECT … FOR
+// UPDATE, reading the committed max seq) and open the savepoint that
+// CommitRejected rolls back to. It waits while another Tx of the
+// partition holds the row, until ctx ends (CodeUnavailable); it never
+// waits for other partitions. When ctx ends later, the Tx is rolled back
+// at once and its connection released (TX-6).
+func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
+	}
+	t := &Tx{c: c, partition: partition, pc: pc}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(sqlEnsurePartition, partition)
+	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq) })
+	b.Queue(sqlSavepointTx)
+	if err := pc.SendBatch(ctx, b).Close(); err != nil {
+		t.release(true)
+		return nil, c.mapErr(ctx, err, "postgres: begin")
+	}
+	c.txMu.Lock()
+	c.txs[t] = struct{}{}
+	c.txMu.Unlock()
+	t.stop = context.AfterFunc(ctx, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.released {
+			t.aborted = true
+			t.release(true)
+		}
+	})
+	return t, nil
+}
+
+// Partition returns the partition the Tx writes.
+func (t *Tx) Partition() string { return t.partition }
+
+// release rolls the engine transaction back (if rollback) on a context of
+// its own and returns the connection to the pool, which discards it if it
+// is not idle. Called with t.mu held, or before t is shared.
+func (t *Tx) release(rollback bool) {
+	if t.released {
+		return
+	}
+	t.released = true
+	if t.stop != nil {
+		t.stop()
+	}
+	if rollback && !t.pc.Conn().IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := t.pc.Exec(ctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); err != nil {
+			_ = t.pc.Conn().Close(ctx)
+		}
+		cancel()
+	}
+	t.pc.Release()
+	t.c.txMu.Lock()
+	delete(t.c.txs, t)
+	t.c.txMu.Unlock()
+}
+
+// op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted;
+// an engine error or an ended context aborts the Tx: it is rolled back at
+// once and every later call fails (TX-6). Logical errors (unknown table,
+// invalid value, a unique collision) leave it usable.
+func (t *Tx) op(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	if t.aborted {
+		return errAborted()
+	}
+	if err := ctx.Err(); err != nil {
+		t.abort()
+		return driver.Wrap(driver.CodeUnavailable, err, "postgres: context ended; the transaction was rolled back (TX-6)")
+	}
+	err := fn()
+	if err != nil && isAbort(ctx, err) {
+		t.abort()
+	}
+	return err
+}
+
+func (t *Tx) abort() {
+	t.aborted = true
+	t.pending = nil
+	t.release(true)
+}
+
+func errAborted() error {
+	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
+}
+
+// isAbort reports whether err ended the engine transaction.
+func isAbort(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	switch driver.CodeOf(err) {
+	case driver.CodeInternal, driver.CodeUnavailable, "":
+		return true
+	case driver.CodeDuplicateReactionKey:
+		// A buffered enqueue failed outside any savepoint: the engine
+		// transaction is gone, and RX-1 fails the whole Tx.
+		return true
+	}
+	return false
+}
+
+// pipeline sends the pending writes, then extra, in one round trip, then
+// lets read (if any) consume one more result queued by queue. It returns
+// the index in extra of a failing statement (-1 if a pending write or the
+// read failed, or nothing did).
+func (t *Tx) pipeline(ctx context.Context, extra []stmt, query *stmt, read func(pgx.Rows) error) (int, error) {
+	b := &pgx.Batch{}
+	all := append(t.pending, extra...)
+	t.pending = nil
+	for _, s := range all {
+		b.Queue(s.sql, s.args...)
+	}
+	if query != nil {
+		b.Queue(query.sql, query.args...)
+	}
+	br := t.pc.SendBatch(ctx, b)
+	for i := range all {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return i - (len(all) - len(extra)), err
+		}
+	}
+	if query != nil {
+		rows, err := br.Query()
+		if err == nil {
+			for rows.Next() {
+				if err = read(rows); err != nil {
+					break
+				}
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+		if err != nil {
+			_ = br.Close()
+			return -1, err
+		}
+	}
+	return -1, br.Close()
+}
+
+// read runs one query in the Tx after the pending writes (TX-3), calling
+// fn for each row.
+func (t *Tx) read(ctx context.Context, what, q string, args []any, fn func(pgx.Rows) error) error {
+	_, err := t.pipeline(ctx, nil, &stmt{q, args}, fn)
+	return t.c.mapErr(ctx, err, what)
+}
+
+// GetRow reads a row, seeing the Tx's own writes (TX-3).
+func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
+	err = t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		return t.read(ctx, "postgres: read a row", x.get, []any{t.partition, id}, func(r pgx.Rows) error {
+			row, err = x.decodeRow(r)
+			found = err == nil
+			return err
+		})
+	})
+	return row, found, err
+}
+
+// ScanRows scans rows, seeing the Tx's own writes (TX-3).
+func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
+	err = t.op(ctx, func() error {
+		x, query, args, none, err := t.c.scanQuery(t.partition, q)
+		if err != nil || none {
+			return err
+		}
+		return t.read(ctx, "postgres: scan rows", query, args, func(r pgx.Rows) error {
+			row, err := x.decodeRow(r)
+			rows = append(rows, row)
+			return err
+		})
+	})
+	return rows, err
+}
+
+// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
+func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
+	err = t.op(ctx, func() error {
+		var text string
+		if err := t.read(ctx, "postgres: read a push result", sqlSelectPushResult, []any{t.partition, clientID, clientCommitID},
+			func(rows pgx.Rows) error { found = true; return rows.Scan(&text) }); err != nil {
+			return err
+		}
+		if found {
+			r, err = driver.DecodePushResult([]byte(text))
+			if err != nil {
+				found = false
+			}
+		}
+		return err
+	})
+	return r, found, err
+}
+
+// UpsertRow creates or fully replaces the row (ROW-1, ROW-2). For a table
+// without a unique declared index the write is buffered (it cannot fail
+// on valid input). Otherwise it runs at once inside a savepoint: a
+// collision fails with CodeConstraintViolation, is rolled back alone, and
+// the Tx stays usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		args, err := x.upsertArgs(t.partition, row)
+		if err != nil {
+			return err
+		}
+		if !x.unique {
+			t.pending = append(t.pending, stmt{x.upsert, args})
+			return nil
+		}
+		at, err := t.pipeline(ctx, []stmt{{sqlSavepointOp, nil}, {x.upsert, args}, {sqlReleaseOp, nil}}, nil, nil)
+		if err == nil {
+			return nil
+		}
+		err = t.c.mapErr(ctx, err, "postgres: upsert a row")
+		if at == 1 && driver.CodeOf(err) == driver.CodeConstraintViolation {
+			// Simple protocol: the aborted transaction accepts no Parse.
+			if _, rerr := t.pc.Exec(ctx, sqlRollbackToOp+"; "+sqlReleaseOp, pgx.QueryExecModeSimpleProtocol); rerr != nil {
+				return t.c.mapErr(ctx, rerr, "postgres: recover from a unique collision")
+			}
+		}
+		return err
+	})
+}
+
+// DeleteRow removes the row and clears its blob references (buffered); a
+// missing row is a no-op (ROW-3, BLOB-1).
+func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
+	return t.op(ctx, func() error {
+		x, err := t.c.table(table)
+		if err != nil {
+			return err
+		}
+		t.pending = append(t.pending, stmt{x.delete, []any{t.partition, id}},
+			stmt{sqlBlobRefsClearRow, []any{t.partition, table, id}}) // BLOB-1
+		return nil
+	})
+}
+
+// AppendCommit allocates the next seq of the partition — the committed max
+// read under the partition lock, plus the commits this Tx appended — and
+// buffers the commit, its changes and its change-scope entries (three
+// statements whatever the commit's size). The counter is written at
+// Commit, so a rollback or CommitRejected consumes nothing (SEQ-1…SEQ-3).
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+	ins, err := changeStatements(in.Changes)
+	if err != nil {
+		return 0, err
+	}
+	err = t.op(ctx, func() error {
+		seq = t.baseSeq + int64(len(t.seqs)) + 1
+		t.pending = append(t.pending, stmt{sqlInsertCommit, []any{t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs}})
+		for _, s := range ins {
+			t.pending = append(t.pending, stmt{s.sql, append([]any{t.partition, seq}, s.args...)})
+		}
+		t.seqs = append(t.seqs, seq)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// PutPushResult buffers r; the insert keeps a result already stored or
+// staged under the key: first writer wins (PR-3).
+func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, err := driver.EncodePushResult(r)
+	if err != nil {
+		return err
+	}
+	return t.op(ctx, func() error {
+		t.pending = append(t.pending, stmt{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}})
+		return nil
+	})
+}
+
+// CommitRejected drops the buffered writes, rolls back to the savepoint
+// opened at Begin (after the partition lock, so the partition is never
+// released), stores r as PutPushResult does and commits — one round trip
+// (TX-8). On any error the Tx is rolled back.
+func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	text, encErr := driver.EncodePushResult(r)
+	return t.finish(ctx, func() error {
+		if encErr != nil {
+			return encErr
+		}
+		t.pending, t.seqs = nil, nil
+		return t.commitWith(ctx, []stmt{{sqlRollbackToTx, nil},
+			{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}}})
+	})
+}
+
+// Commit sends the buffered writes, the partition's new max seq, the
+// fanout NOTIFY of each appended commit (delivered by the server only if
+// the transaction commits, FAN-1) and COMMIT in one round trip (TX-2). On
+// any error nothing was written and the Tx is finished.
+func (t *Tx) Commit(ctx context.Context) error {
+	return t.finish(ctx, func() error {
+		var extra []stmt
+		if n := len(t.seqs); n > 0 {
+			last := t.seqs[n-1]
+			extra = append(extra, stmt{sqlSetMaxSeq, []any{t.partition, last}})
+			frame, err := EncodeFrame(t.partition, last)
+			if err != nil {
+				return err
+			}
+			extra = append(extra, stmt{sqlNotify, []any{notifyChannel, frame}})
+		}
+		return t.commitWith(ctx, extra)
+	})
+}
+
+// commitWith sends the pending writes, extra and COMMIT, and checks that
+// the server committed.
+func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
+	b := &pgx.Batch{}
+	for _, s := range append(t.pending, extra...) {
+		b.Queue(s.sql, s.args...)
+	}
+	t.pending = nil
+	var tag string
+	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag = ct.String(); return nil })
+	if err := t.pc.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if tag != "COMMIT" {
+		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
+	}
+	return nil
+}
+
+// finish runs fn (which ends the engine transaction on success) once and
+// releases the connection; on failure it rolls back. Afterwards the Tx is
+// finished (TX-5).
+func (t *Tx) finish(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
+	}
+	t.finished = true
+	if t.aborted || ctx.Err() != nil {
+		t.release(true)
+		return errAborted()
+	}
+	if err := fn(); err != nil {
+		t.release(true)
+		return t.c.mapErr(ctx, err, "postgres: commit")
+	}
+	t.release(false)
+	return nil
+}
+
+// Rollback discards every write of the Tx (TX-2); a second call, or one
+// after Commit, is a no-op (TX-5).
+func (t *Tx) Rollback(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	t.pending = nil
+	t.release(true)
+	return nil
+}

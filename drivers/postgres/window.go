@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// sqlWindow reads one round of window candidates (WIN-7: from the
+// change-scope index only, joined to their change and commit by primary
+// key). $1 partition, $2 table, $3 variable, $4 values (text[]), $5
+// afterSeq (exclusive), $6 throughSeq (inclusive), $7 limitChanges.
+//
+// Each candidate's change and commit are fetched by primary key through a
+// LATERAL … LIMIT 1 sub-query, which the planner cannot flatten into a
+// hash join over the whole log: the plan stays index lookups per
+// candidate, whatever the statistics say.
+//
+// The CTE b bounds the round: the smallest, over the values, of the seq of
+// each value's $7-th candidate in ($5, $6] — each value walks its own
+// index range in order and stops there (LATERAL … OFFSET $7-1 LIMIT 1).
+// The round then reads every candidate in ($5, bound], whole commits
+// only, sorted by (seq, idx): at most about $7 per value, whatever the
+// size of the log. Each row carries the bound (NULL: no value had $7
+// candidates, so the round reached $6).
+const sqlWindow = `WITH b AS (
+	SELECT min(x.seq) AS bound
+	FROM unnest($4::text[]) AS v(value)
+	CROSS JOIN LATERAL (
+		SELECT cs.seq FROM _sync_change_scopes AS cs
+		WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = v.value
+			AND cs.seq > $5 AND cs.seq <= $6
+		ORDER BY cs.seq, cs.idx OFFSET $7::bigint - 1 LIMIT 1) AS x)
+SELECT b.bound, cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
+	c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms
+FROM b, _sync_change_scopes AS cs
+CROSS JOIN LATERAL (
+	SELECT row_id, op, scopes, vals, row_version FROM _sync_changes
+	WHERE partition = cs.partition AND seq = cs.seq AND idx = cs.idx LIMIT 1) AS ch
+CROSS JOIN LATERAL (
+	SELECT client_id, client_commit_id, actor_id, created_at_ms FROM _sync_commits
+	WHERE partition = cs.partition AND seq = cs.seq LIMIT 1) AS c
+WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY($4::text[])
+	AND cs.seq > $5 AND cs.seq <= COALESCE(b.bound, $6)
+ORDER BY cs.seq, cs.idx`
+
+// ReadCommitWindow returns the commits selected by q, oldest first
+// (WIN-1…WIN-7). Candidates come only from the change-scope index for the
+// filter key with the fewest values, in rounds of sqlWindow; the other
+// keys are checked against each candidate's stored scopes (WIN-3). A
+// commit is appended whole, with only its matching changes in their
+// original order (WIN-2), and reading stops after the commit that brings
+// the matched changes to ≥ LimitChanges (WIN-4). Deletes carry no Values
+// and RowVersion 0 (WIN-6). Errors: CodeUnknownTable, CodeInvalidLimit,
+// CodeScanRequiresScope.
+func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+	if _, err := c.table(q.Table); err != nil {
+		return nil, err
+	}
+	if q.LimitChanges < 1 {
+		return nil, driver.Errorf(driver.CodeInvalidLimit, "window limit must be 1…10000 (V-5)")
+	}
+	key, empty, ok := sd.PickKey(q.Filter)
+	if !ok {
+		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
+	}
+	if empty || q.ThroughSeq <= q.AfterSeq {
+		return nil, nil
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	vals := dedupe(q.Filter[key])
+	match := sd.NewMatcher(q.Filter, key)
+	var (
+		out     []driver.Commit
+		matched int
+		cur     *driver.Commit
+	)
+	flush := func() {
+		if cur != nil && len(cur.Changes) > 0 {
+			out = append(out, *cur)
+			matched += len(cur.Changes)
+		}
+		cur = nil
+	}
+	for after := q.AfterSeq; after < q.ThroughSeq; {
+		rows, err := c.pool.Query(ctx, sqlWindow, partition, q.Table, key, vals, after, q.ThroughSeq, int64(q.LimitChanges))
+		if err != nil {
+			return nil, c.mapErr(ctx, err, "postgres: read commit window")
+		}
+		var bound *int64
+		done := false
+		for rows.Next() {
+			var (
+				seq, rowVersion   int64
+				idx               int32
+				rowID, op, scopes string
+				vals              *string
+				meta              driver.Commit
+			)
+			if err := rows.Scan(&bound, &seq, &idx, &rowID, &op, &scopes, &vals, &rowVersion,
+				&meta.ClientID, &meta.ClientCommitID, &meta.ActorID, &meta.CreatedAtMs); err != nil {
+				rows.Close()
+				return nil, c.mapErr(ctx, err, "postgres: read commit window")
+			}
+			if cur == nil || cur.Seq != seq {
+				flush()
+				if matched >= q.LimitChanges {
+					done = true // WIN-4: the previous commit reached the limit
+					break
+				}
+				meta.Seq = seq
+				cur = &meta
+			}
+			ch, ok, err := decodeChange(q.Table, rowID, op, scopes, vals, rowVersion, match)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if ok {
+				cur.Changes = append(cur.Changes, ch)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, c.mapErr(ctx, err, "postgres: read commit window")
+		}
+		flush()
+		if done || matched >= q.LimitChanges || bound == nil || *bound >= q.ThroughSeq {
+			break
+		}
+		after = *bound
+	}
+	return out, nil
+}
+
+// decodeChange builds a change from a window candidate; ok is false when
+// its scopes fail the filter's other keys (WIN-3).
+func decodeChange(table, rowID, op, scopes string, vals *string, rowVersion int64, match sd.Matcher) (driver.Change, bool, error) {
+	sc, err := sd.DecodeScopes(scopes)
+	if err != nil {
+		return driver.Change{}, false, err
+	}
+	if !match.Match(sc) {
+		return driver.Change{}, false, nil
+	}
+	ch := driver.Change{Table: table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
+	if ch.Op == driver.OpUpsert {
+		ch.RowVersion = rowVersion
+		if vals != nil {
+			if ch.Values, err = driver.DecodeValues([]byte(*vals)); err != nil {
+				return driver.Change{}, false, driver.Wrap(driver.CodeInternal, err, "postgres: decode stored change values")
+			}
+		}
+	}
+	return ch, true, nil
+}
