@@ -1,0 +1,591 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/testdb"
+)
+
+// Load and fault storms (docs/reliability.md), as for MySQL in
+// drivers/mysql/faults_test.go: 1,000 pushes with random context
+// deadlines, random server-side terminations (pg_terminate_backend) during
+// pushes and reaction claims, and 16 concurrent writers per partition.
+// Afterwards every commit is whole or absent (rows, log, push result and
+// reaction agree; TX-2, TX-6), sequences are dense (SEQ-1, SEQ-4), no
+// session of the store is left in a transaction (TX-6: pg_stat_activity
+// shows none idle in transaction) and the store takes the next push.
+
+const stormAdminApp = "syncstore-storm-admin"
+
+// stormStore is a fresh store plus an admin pool on the same database,
+// marked by its application_name so it can leave itself out.
+type stormStore struct {
+	c     *Conn
+	admin *pgxpool.Pool
+}
+
+func openStormStore(t *testing.T) *stormStore {
+	t.Helper()
+	ctx := context.Background()
+	dsn := testdb.NewPostgres(t)
+	conn, err := Driver{}.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatalf("EnsureSchema: %v", err)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = stormAdminApp
+	cfg.MaxConns = 2
+	admin, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	return &stormStore{c: conn.(*Conn), admin: admin}
+}
+
+// terminateRandom ends one random backend of the store's database (not
+// an admin one) and reports whether there was one.
+func (s *stormStore) terminateRandom(ctx context.Context, rng *rand.Rand) bool {
+	rows, err := s.admin.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name <> $1 AND pid <> pg_backend_pid()`, stormAdminApp)
+	if err != nil {
+		return false
+	}
+	var pids []int32
+	for rows.Next() {
+		var pid int32
+		if rows.Scan(&pid) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	rows.Close()
+	if len(pids) == 0 {
+		return false
+	}
+	_, err = s.admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pids[rng.IntN(len(pids))])
+	return err == nil
+}
+
+// expectNoOpenTx waits (at most 20 s: the server ends an abandoned
+// session's transaction asynchronously, and the driver may release a
+// cancelled Tx's connection from a watcher goroutine) until no session of
+// the store is inside a transaction and the pool has no connection
+// acquired.
+func (s *stormStore) expectNoOpenTx(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	const q = `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name <> $1 AND pid <> pg_backend_pid()
+		AND (xact_start IS NOT NULL OR state LIKE 'idle in transaction%')`
+	var n int
+	var acquired int32
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := s.admin.QueryRow(ctx, q, stormAdminApp).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		acquired = s.c.pool.Stat().AcquiredConns()
+		if (n == 0 && acquired == 0) || time.Now().After(end) {
+			break
+		}
+	}
+	if n != 0 {
+		t.Errorf("%d sessions of the store are still in a transaction (TX-6)", n)
+	}
+	if acquired != 0 {
+		t.Errorf("%d pool connections still acquired 20 s after every call returned (TX-6: a leaked connection)", acquired)
+	}
+}
+
+// stormRows returns the two rows push i writes.
+func stormRows(i int) []driver.Row {
+	return []driver.Row{todoRow(fmt.Sprintf("r%04d-a", i), "p", "o"), todoRow(fmt.Sprintf("r%04d-b", i), "p", fmt.Sprintf("o%d", i%5))}
+}
+
+func stormKey(i int) string { return fmt.Sprintf("cc-%04d", i) }
+
+// stormCommit returns push i's commit as a window read returns it.
+func stormCommit(i int, seq int64) driver.Commit {
+	c := driver.Commit{Seq: seq, ClientID: "f", ClientCommitID: stormKey(i), CreatedAtMs: int64(i)}
+	for _, r := range stormRows(i) {
+		c.Changes = append(c.Changes, driver.Change{Table: "todos", RowID: r.ID, Op: driver.OpUpsert,
+			Scopes: r.Scopes, Values: r.Values, RowVersion: r.ServerVersion})
+	}
+	return c
+}
+
+func stormResult(i int, seq int64) driver.PushResult {
+	return driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: int64(i),
+		CacheIdentity: fmt.Sprintf("ci-%d", i), Ops: []driver.OpResult{{Status: driver.OpApplied}, {Status: driver.OpApplied}}}
+}
+
+// stormPush pushes i as a host would: inside one Tx it returns early when
+// i's push result is already stored (a retry), else writes its rows, one
+// commit, a reaction and the push result, and commits. It reports whether
+// this call landed i.
+func stormPush(ctx context.Context, c *Conn, partition string, i int) (bool, error) {
+	tx, err := c.Begin(ctx, partition)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, ok, err := tx.GetPushResult(ctx, "f", stormKey(i)); err != nil || ok {
+		return false, err
+	}
+	for _, r := range stormRows(i) {
+		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+			return false, err
+		}
+	}
+	want := stormCommit(i, 0)
+	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: want.ClientID, ClientCommitID: want.ClientCommitID,
+		CreatedAtMs: want.CreatedAtMs, Changes: want.Changes})
+	if err != nil {
+		return false, err
+	}
+	err = tx.(driver.ReactionsTx).EnqueueReactions(ctx, seq, []driver.ReactionInput{{Key: "rx-" + stormKey(i), Type: "t",
+		Payload: driver.JSON(fmt.Sprintf(`{"i":%d}`, i)), MaxAttempts: 1000, CreatedAtMs: int64(i)}})
+	if err != nil {
+		return false, err
+	}
+	if err := tx.PutPushResult(ctx, "f", stormKey(i), stormResult(i, seq)); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// stormVerify checks partition after pushes 0…n-1: the log is dense and
+// holds each push at most once, whole (its changes, rows, push result and
+// reaction); pushes not in the log left nothing; pushes in mustLand are in
+// it. It returns how many landed.
+func stormVerify(t *testing.T, c *Conn, partition string, n int, mustLand map[int]bool) int {
+	t.Helper()
+	ctx := context.Background()
+	max, err := c.MaxCommitSeq(ctx, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	win, err := c.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: "todos",
+		Filter: driver.ScopeFilter{"project": {"p"}}, ThroughSeq: 1 << 40, LimitChanges: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(win)) != max {
+		t.Fatalf("log holds %d commits, MaxCommitSeq is %d", len(win), max)
+	}
+	rows, err := c.ScanRows(ctx, partition, driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p"}}, Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRows := map[string]driver.Row{}
+	for _, r := range rows {
+		gotRows[r.ID] = r
+	}
+	rx, err := c.ListReactions(ctx, partition, driver.ReactionListQuery{Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRx := map[string]driver.Reaction{}
+	for _, r := range rx {
+		gotRx[r.Key] = r
+	}
+	landed := map[int]int64{}
+	for k, cm := range win {
+		if cm.Seq != int64(k+1) {
+			t.Fatalf("commit %d has seq %d: sequence not dense (SEQ-1)", k+1, cm.Seq)
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(cm.ClientCommitID, "cc-"))
+		if err != nil || i < 0 || i >= n {
+			t.Fatalf("commit %d has an unknown key", cm.Seq)
+		}
+		if _, dup := landed[i]; dup {
+			t.Fatalf("push %d landed twice", i)
+		}
+		landed[i] = cm.Seq
+		if d := cmp.Diff(stormCommit(i, cm.Seq), cm, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("commit %d is not push %d whole (-want +got):\n%s", cm.Seq, i, d)
+		}
+	}
+	wantRows := map[string]driver.Row{}
+	for i := range n {
+		seq, ok := landed[i]
+		if mustLand[i] && !ok {
+			t.Fatalf("push %d returned success but its commit is missing", i)
+		}
+		r, has, err := c.GetPushResult(ctx, partition, "f", stormKey(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if has {
+				t.Fatalf("push %d: push result stored without its commit", i)
+			}
+			if _, has := gotRx["rx-"+stormKey(i)]; has {
+				t.Fatalf("push %d: reaction stored without its commit", i)
+			}
+			continue
+		}
+		if d := cmp.Diff(stormResult(i, seq), r, cmpopts.EquateEmpty()); !has || d != "" {
+			t.Fatalf("push %d (commit %d): push result found=%v (-want +got):\n%s", i, seq, has, d)
+		}
+		if x, has := gotRx["rx-"+stormKey(i)]; !has || x.SourceCommitSeq != seq {
+			t.Fatalf("push %d (commit %d): reaction found=%v source=%d", i, seq, has, x.SourceCommitSeq)
+		}
+		for _, row := range stormRows(i) {
+			wantRows[row.ID] = row
+		}
+	}
+	if d := cmp.Diff(wantRows, gotRows, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("rows are not exactly those of the landed pushes (-want +got):\n%s", d)
+	}
+	if len(rx) != len(landed) {
+		t.Fatalf("%d reactions for %d landed pushes", len(rx), len(landed))
+	}
+	return len(landed)
+}
+
+// TestPostgresCancelStorm: 1,000 pushes from 8 goroutines over two
+// partitions, each under a context that ends after a random 0–15 ms (one
+// in five without a deadline). Afterwards no session of the store is in a
+// transaction, every push that returned success landed, every other push
+// is whole or absent, sequences are dense, and each partition takes the
+// next push (TX-6, SEQ-1, PR-4).
+func TestPostgresCancelStorm(t *testing.T) {
+	s := openStormStore(t)
+	const pushes, workers = 1000, 8
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	parts := []string{"P", "Q"}
+	var (
+		next     atomic.Int64
+		mu       gosync.Mutex
+		wg       gosync.WaitGroup
+		mustLand = map[string]map[int]bool{"P": {}, "Q": {}}
+		failed   atomic.Int64
+		bad      = make(chan error, workers)
+	)
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := int(next.Add(1) - 1); i < pushes; i = int(next.Add(1) - 1) {
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if rng.IntN(5) != 0 {
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(15_000))*time.Microsecond)
+				}
+				p := parts[i%2]
+				ok, err := stormPush(ctx, s.c, p, i)
+				cancel()
+				switch {
+				case err == nil && ok:
+					mu.Lock()
+					mustLand[p][i] = true
+					mu.Unlock()
+				case err == nil:
+					bad <- fmt.Errorf("push %d found its result already stored", i)
+					return
+				case driver.CodeOf(err) == "":
+					bad <- fmt.Errorf("push %d: error %v is not a *driver.Error (ERR-1)", i, err)
+					return
+				default:
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(bad)
+	for err := range bad {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d pushes failed on their context", failed.Load(), pushes)
+	if failed.Load() < 50 || failed.Load() > pushes-50 {
+		t.Fatalf("%d failed pushes: the storm did not mix landed and cancelled pushes", failed.Load())
+	}
+	s.expectNoOpenTx(t)
+	for k, p := range parts {
+		landed := stormVerify(t, s.c, p, pushes, mustLand[p])
+		if ok, err := stormPush(context.Background(), s.c, p, pushes+k); err != nil || !ok {
+			t.Fatalf("%s: push after the storm: %v", p, err)
+		}
+		if got := stormVerify(t, s.c, p, pushes+2, mustLand[p]); got != landed+1 {
+			t.Fatalf("%s: %d landed after one more push, want %d", p, got, landed+1)
+		}
+	}
+}
+
+// TestPostgresTerminateStorm: while 6 writers push (retrying a failed push
+// until its result is stored, as a host does) and 3 workers claim and
+// complete reactions, a killer terminates a random backend of the store
+// every 3–12 ms (a reconnect costs more here than on MySQL). Afterwards
+// every push landed exactly once and whole, each reaction was completed at
+// most once, every reaction can still be claimed and completed, and no
+// session is left in a transaction.
+func TestPostgresTerminateStorm(t *testing.T) {
+	s := openStormStore(t)
+	ctx := context.Background()
+	const pushes, writers, claimers = 160, 6, 3
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	var (
+		next, kills, pushErrs, claimErrs atomic.Int64
+		clock                            atomic.Int64 // logical ms for leases
+		done                             = make(chan struct{})
+		wg, bg                           gosync.WaitGroup
+		completedMu                      gosync.Mutex
+		completed                        = map[string]int{}
+	)
+	bg.Go(func() {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Duration(3+rng.IntN(10)) * time.Millisecond):
+			}
+			if s.terminateRandom(ctx, rng) {
+				kills.Add(1)
+			}
+		}
+	})
+	for w := range claimers {
+		bg.Go(func() {
+			owner := fmt.Sprint("w", w)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				got, err := s.c.ClaimReactions(ctx, "P", driver.ClaimRequest{Owner: owner, NowMs: clock.Add(1), LeaseMs: 200, Limit: 5})
+				if err != nil {
+					claimErrs.Add(1)
+					continue
+				}
+				for _, r := range got {
+					if ok, err := s.c.CompleteReaction(ctx, "P", r.Key, owner, clock.Load()); err == nil && ok {
+						completedMu.Lock()
+						completed[r.Key]++
+						completedMu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < pushes; i = int(next.Add(1) - 1) {
+				for attempt := 0; ; attempt++ {
+					_, err := stormPush(ctx, s.c, "P", i)
+					if err == nil {
+						break
+					}
+					pushErrs.Add(1)
+					if driver.CodeOf(err) == "" || attempt > 50 {
+						errs <- fmt.Errorf("push %d attempt %d: %v", i, attempt, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	bg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d terminations, %d failed push attempts, %d failed claims", kills.Load(), pushErrs.Load(), claimErrs.Load())
+	if kills.Load() < 10 {
+		t.Fatalf("only %d terminations: the storm did not exercise the store", kills.Load())
+	}
+	// pgxpool notices a terminated idle connection only when it next uses
+	// it: that one call fails with the retryable CodeUnavailable (ERR-1),
+	// which a host retries. Check that, then drop the dead connections so
+	// the verification below reads data, not the pool's leftovers.
+	for range 3 {
+		if _, err := s.c.MaxCommitSeq(ctx, "P"); err != nil && !driver.IsRetryable(err) {
+			t.Fatalf("a read after the storm failed with a non-retryable error: %v", err)
+		}
+	}
+	s.c.pool.Reset()
+	all := map[int]bool{}
+	for i := range pushes {
+		all[i] = true
+	}
+	if got := stormVerify(t, s.c, "P", pushes, all); got != pushes {
+		t.Fatalf("%d pushes landed, want %d", got, pushes)
+	}
+	for k, n := range completed {
+		if n > 1 {
+			t.Fatalf("reaction %s completed %d times (RX-3, RX-5)", k, n)
+		}
+	}
+	for now := int64(1 << 40); ; now++ {
+		var got []driver.Reaction
+		var err error
+		for range 5 { // a pool connection terminated in the storm fails its next use once
+			if got, err = s.c.ClaimReactions(ctx, "P", driver.ClaimRequest{Owner: "drain", NowMs: now, LeaseMs: 1, Limit: 100}); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			if ok, err := s.c.CompleteReaction(ctx, "P", r.Key, "drain", now); err != nil || !ok {
+				t.Fatalf("complete %s after the storm: %v %v", r.Key, ok, err)
+			}
+		}
+	}
+	rx, err := s.c.ListReactions(ctx, "P", driver.ReactionListQuery{Statuses: []driver.ReactionStatus{driver.ReactionCompleted}, Limit: 10_000})
+	if err != nil || len(rx) != pushes {
+		t.Fatalf("%d reactions completed after the drain, want %d (%v)", len(rx), pushes, err)
+	}
+	s.expectNoOpenTx(t)
+}
+
+// TestPostgresSixteenWriters: 16 goroutines push to each of two partitions
+// at once, each push a read-modify-write of a counter row plus a push
+// result: each partition's sequence is exactly 1…N with no lost update
+// (TX-1, SEQ-4, PR-3). Counts are smaller under -race.
+func TestPostgresSixteenWriters(t *testing.T) {
+	s := openStormStore(t)
+	ctx := context.Background()
+	const writers = 16
+	per := 10
+	if stormRace() {
+		per = 5
+	}
+	parts := []string{"P", "Q"}
+	var wg gosync.WaitGroup
+	errs := make(chan error, writers*len(parts))
+	for _, p := range parts {
+		for w := range writers {
+			wg.Go(func() {
+				for i := range per {
+					if err := stormCounterPush(ctx, s.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
+						errs <- fmt.Errorf("%s writer %d push %d: %w", p, w, i, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		stormVerifyCounterLog(t, s.c, p, int64(writers*per))
+	}
+	s.expectNoOpenTx(t)
+}
+
+// stormCounterPush adds one to the partition's counter row in one Tx whose
+// commit carries key and stores a push result under it.
+func stormCounterPush(ctx context.Context, c driver.Conn, partition, key string) error {
+	tx, err := c.Begin(ctx, partition)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	row, ok, err := tx.GetRow(ctx, "todos", "counter")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		row = todoRow("counter", "p", "o")
+		row.Values["updated_at"] = int64(0)
+	}
+	row.Values["updated_at"] = row.Values["updated_at"].(int64) + 1
+	if err := tx.UpsertRow(ctx, "todos", row); err != nil {
+		return err
+	}
+	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "w", ClientCommitID: key, CreatedAtMs: 1,
+		Changes: []driver.Change{{Table: "todos", RowID: "counter", Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
+	if err != nil {
+		return err
+	}
+	if err := tx.PutPushResult(ctx, "w", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1}); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// stormVerifyCounterLog checks a partition written n times by stormCounterPush: max
+// seq n, log 1…n, commit k sets the counter to k, each key's push result
+// names its commit.
+func stormVerifyCounterLog(t *testing.T, c driver.Conn, partition string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	if m, err := c.MaxCommitSeq(ctx, partition); err != nil || m != n {
+		t.Fatalf("%s: MaxCommitSeq = %d, %v; want %d", partition, m, err, n)
+	}
+	win, err := c.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: "todos",
+		Filter: driver.ScopeFilter{"project": {"p"}}, ThroughSeq: 1 << 40, LimitChanges: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(win)) != n {
+		t.Fatalf("%s: log holds %d commits, want %d", partition, len(win), n)
+	}
+	keys := map[string]bool{}
+	for i, cm := range win {
+		if cm.Seq != int64(i+1) {
+			t.Fatalf("%s: commit %d has seq %d: sequence not dense", partition, i+1, cm.Seq)
+		}
+		if got := cm.Changes[0].Values["updated_at"]; got != cm.Seq {
+			t.Fatalf("%s: commit %d set the counter to %v: a lost update", partition, cm.Seq, got)
+		}
+		if keys[cm.ClientCommitID] {
+			t.Fatalf("%s: key %s committed twice", partition, cm.ClientCommitID)
+		}
+		keys[cm.ClientCommitID] = true
+		r, ok, err := c.GetPushResult(ctx, partition, "w", cm.ClientCommitID)
+		if err != nil || !ok || r.CommitSeq != cm.Seq {
+			t.Fatalf("%s: push result of %s = %+v, %v, %v; want commit %d", partition, cm.ClientCommitID, r, ok, err, cm.Seq)
+		}
+	}
+}
+
+// stormRace reports whether the test binary was built with -race.
+func stormRace() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" {
+				return s.Value == "true"
+			}
+		}
+	}
+	return false
+}
