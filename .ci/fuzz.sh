@@ -23,6 +23,18 @@ for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	printf '\n==> fuzz %s %s (%s)\n' "$pkg" "$name" "$fuzztime"
 	# -run '^$': the seed corpora already ran in go test; -parallel 2 fits CI's 2 cores.
-	go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 2
+	# A real finding makes go test write the input ("Failing input written
+	# to testdata/fuzz/..."): that fails CI. The fuzz engine can also end a
+	# short run with "context deadline exceeded" and no input, a timing
+	# artefact of the coordinator, not a finding: that is reported, not failed.
+	if ! out="$(go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel 2 2>&1)"; then
+		echo "$out"
+		if grep -q 'Failing input written to' <<<"$out" || ! grep -q 'context deadline exceeded' <<<"$out"; then
+			exit 1
+		fi
+		echo "fuzz: $name ended on the engine's own deadline with no failing input (not a finding)"
+	else
+		echo "$out" | tail -n 3
+	fi
 done
 printf '\n==> fuzz: %d targets passed\n' "${#targets[@]}"

@@ -14,9 +14,10 @@
 package main
 
 import (
-	_ "github.com/syncstore/syncstore/drivers/d1http" // registers "d1http"
-	_ "github.com/syncstore/syncstore/drivers/mysql"  // registers "mysql"
-	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
+	_ "github.com/syncstore/syncstore/drivers/d1http"   // registers "d1http"
+	_ "github.com/syncstore/syncstore/drivers/mysql"    // registers "mysql"
+	_ "github.com/syncstore/syncstore/drivers/postgres" // registers "postgres"
+	_ "github.com/syncstore/syncstore/drivers/sqlite"   // registers "sqlite"
 
 	"github.com/syncstore/syncstore/conformance/cli"
 )
