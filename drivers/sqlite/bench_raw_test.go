@@ -16,10 +16,11 @@ import (
 // BenchmarkRawLoop is the physical ceiling of BENCH.md's W1 on this
 // engine: the same 5,000 commits of 10 rows (conformance.BenchTodo), into
 // the very tables and indexes the driver creates (EnsureSchema runs first,
-// untimed), with the same pragmas (WAL, synchronous=NORMAL, BEGIN
-// IMMEDIATE), but issued as the minimum SQL one push commit needs, straight
-// through database/sql and modernc on one connection with statements
-// prepared once:
+// untimed), with the writer's very DSN and pragmas (dsnFor: WAL,
+// synchronous=NORMAL, cache and checkpoint sizes, BEGIN IMMEDIATE), but
+// issued as the minimum SQL one push commit needs, straight through
+// database/sql and modernc on one connection with statements prepared
+// once:
 //
 //	BEGIN IMMEDIATE
 //	  allocate the seq          1 statement (upsert … RETURNING)
@@ -88,8 +89,11 @@ func newRawLoop(b *testing.B) *rawLoop {
 	if err := c.Close(); err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"+
-		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)")
+	t, err := parseDSN(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", t.dsnFor(true)) // the driver's writer pragmas, whatever they are
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,9 @@
 //   - WAL journal, busy_timeout 10 s, synchronous=NORMAL: a committed
 //     transaction survives a process crash; after a power loss or OS crash
 //     the last transactions before it may be lost (never half of one).
+//   - The writer checkpoints the WAL every 8,192 pages (32 MiB; SQLite's
+//     default is 1,000) and keeps an 8 MiB page cache, so a push costs
+//     the same on a large store as on a small one (docs/performance.md).
 //   - One writer connection (a *sql.DB with one connection, every
 //     transaction BEGIN IMMEDIATE) carries every write, Conn-level ones
 //     included (PutClientRecord, SetHorizonSeq, TouchPartition, …), so every
@@ -67,6 +70,29 @@ type Driver struct{}
 var (
 	_ driver.Driver      = Driver{}
 	_ driver.Provisioner = Driver{}
+)
+
+// Push-path tuning of the writer (docs/performance.md, "Why the push
+// slowed down as the store grew"). Every commit dirties one leaf page per
+// insertion point of each index it writes (~60 scattered 4 KiB pages for
+// a 10-row commit), and each is written to the WAL as a full frame; a
+// checkpoint then copies every distinct page of the WAL into the database
+// file and fsyncs it. With SQLite's default of a checkpoint every 1,000
+// frames (about every 15 such commits) nearly every frame is copied again,
+// and the fsyncs land on an ever larger file.
+const (
+	// walCheckpointPages is the WAL size, in pages (4 KiB each: 32 MiB),
+	// at which a commit runs a passive checkpoint: about 100 commits'
+	// worth, so the hot index leaves each commit rewrites are copied once
+	// per checkpoint instead of once per commit. The WAL file stays at
+	// about this size on disk between checkpoints; a crash recovers from
+	// at most this much WAL.
+	walCheckpointPages = "8192"
+	// writerCacheKiB is the writer's page cache, as SQLite's negative
+	// cache_size (KiB: 8 MiB, allocated as pages are used), so the
+	// interior pages and hot leaves of every index the push path writes
+	// stay cached as the store grows (default 2 MiB).
+	writerCacheKiB = "-8192"
 )
 
 // busyTimeoutMs bounds how long a statement waits for a lock held by
@@ -137,6 +163,8 @@ func (t target) dsnFor(writer bool) string {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "temp_store(MEMORY)")
+		q.Add("_pragma", "cache_size("+writerCacheKiB+")")
+		q.Add("_pragma", "wal_autocheckpoint("+walCheckpointPages+")")
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}

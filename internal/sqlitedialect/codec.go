@@ -48,33 +48,3 @@ func DecodeSubscriptions(text string) ([]driver.Subscription, error) {
 	}
 	return out, nil
 }
-
-// ChangesJSON encodes the changes of one commit as the JSON array that
-// InsertChanges and InsertChangeScopes expand (see there). Values are
-// encoded with driver.EncodeValues; a delete carries neither values nor a
-// row version (WIN-6). Fails with CodeInvalidValue for a value that cannot
-// be encoded, before anything is written.
-func ChangesJSON(changes []driver.Change) (string, error) {
-	out := make([][6]any, len(changes))
-	for i, ch := range changes {
-		scopes := ch.Scopes
-		if scopes == nil {
-			scopes = driver.Scopes{}
-		}
-		var vals any
-		var version int64
-		if ch.Op == driver.OpUpsert {
-			b, err := driver.EncodeValues(ch.Values)
-			if err != nil {
-				return "", err
-			}
-			vals, version = string(b), ch.RowVersion
-		}
-		out[i] = [6]any{ch.Table, ch.RowID, string(ch.Op), scopes, vals, version}
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return "", driver.Wrap(driver.CodeInternal, err, "encode commit changes")
-	}
-	return string(b), nil
-}
