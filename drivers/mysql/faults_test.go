@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/faulttest"
 )
 
 // Fault and load tests (docs/reliability.md): server-side connection kills
@@ -57,7 +58,7 @@ func TestMySQLKillDuringPush(t *testing.T) {
 		}
 		i++ // the killed push's key is not retried: it must stay absent
 		push()
-		if got := faultVerify(t, f.c, "P", i, must); got != len(must) {
+		if got := faulttest.Verify(t, f.c, "P", i, must); got != len(must) {
 			t.Fatalf("after a kill at %s: %d pushes landed, want %d", step, got, len(must))
 		}
 	}
@@ -158,7 +159,7 @@ func TestMySQLKillStorm(t *testing.T) {
 	for i := range pushes {
 		all[i] = true
 	}
-	if got := faultVerify(t, f.c, "P", pushes, all); got != pushes {
+	if got := faulttest.Verify(t, f.c, "P", pushes, all); got != pushes {
 		t.Fatalf("%d pushes landed, want %d", got, pushes)
 	}
 	for k, n := range completed {
@@ -250,14 +251,14 @@ func TestMySQLCancelStorm(t *testing.T) {
 	for k, p := range parts {
 		// Keys of the other partition are absent here: verify over all
 		// keys, and count only this partition's.
-		landed := faultVerify(t, f.c, p, pushes, mustLand[p])
+		landed := faulttest.Verify(t, f.c, p, pushes, mustLand[p])
 		if landed < len(mustLand[p]) {
 			t.Fatalf("%s: %d landed < %d succeeded", p, landed, len(mustLand[p]))
 		}
 		if ok, err := faultPush(context.Background(), f.c, p, pushes+k, nil); err != nil || !ok {
 			t.Fatalf("%s: push after the storm: %v", p, err)
 		}
-		if got := faultVerify(t, f.c, p, pushes+2, mustLand[p]); got != landed+1 {
+		if got := faulttest.Verify(t, f.c, p, pushes+2, mustLand[p]); got != landed+1 {
 			t.Fatalf("%s: %d landed after one more push, want %d", p, got, landed+1)
 		}
 	}
@@ -272,7 +273,7 @@ func TestMySQLSixteenWriters(t *testing.T) {
 	ctx := context.Background()
 	const writers = 16
 	per := 10
-	if raceEnabled() {
+	if faulttest.RaceEnabled() {
 		per = 5
 	}
 	parts := []string{"P", "Q"}
@@ -282,7 +283,7 @@ func TestMySQLSixteenWriters(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := range per {
-					if err := counterPush(ctx, f.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
+					if err := faulttest.CounterPush(ctx, f.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
 						errs <- fmt.Errorf("%s writer %d push %d: %w", p, w, i, err)
 						return
 					}
@@ -296,7 +297,7 @@ func TestMySQLSixteenWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range parts {
-		verifyCounterLog(t, f.c, p, int64(writers*per))
+		faulttest.VerifyCounterLog(t, f.c, p, int64(writers*per))
 	}
 	f.expectNoOpenTx(t)
 }

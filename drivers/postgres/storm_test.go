@@ -4,20 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/faulttest"
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
@@ -118,28 +114,6 @@ func (s *stormStore) expectNoOpenTx(t *testing.T) {
 	}
 }
 
-// stormRows returns the two rows push i writes.
-func stormRows(i int) []driver.Row {
-	return []driver.Row{todoRow(fmt.Sprintf("r%04d-a", i), "p", "o"), todoRow(fmt.Sprintf("r%04d-b", i), "p", fmt.Sprintf("o%d", i%5))}
-}
-
-func stormKey(i int) string { return fmt.Sprintf("cc-%04d", i) }
-
-// stormCommit returns push i's commit as a window read returns it.
-func stormCommit(i int, seq int64) driver.Commit {
-	c := driver.Commit{Seq: seq, ClientID: "f", ClientCommitID: stormKey(i), CreatedAtMs: int64(i)}
-	for _, r := range stormRows(i) {
-		c.Changes = append(c.Changes, driver.Change{Table: "todos", RowID: r.ID, Op: driver.OpUpsert,
-			Scopes: r.Scopes, Values: r.Values, RowVersion: r.ServerVersion})
-	}
-	return c
-}
-
-func stormResult(i int, seq int64) driver.PushResult {
-	return driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: int64(i),
-		CacheIdentity: fmt.Sprintf("ci-%d", i), Ops: []driver.OpResult{{Status: driver.OpApplied}, {Status: driver.OpApplied}}}
-}
-
 // stormPush pushes i as a host would: inside one Tx it returns early when
 // i's push result is already stored (a retry), else writes its rows, one
 // commit, a reaction and the push result, and commits. It reports whether
@@ -150,122 +124,32 @@ func stormPush(ctx context.Context, c *Conn, partition string, i int) (bool, err
 		return false, err
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, ok, err := tx.GetPushResult(ctx, "f", stormKey(i)); err != nil || ok {
+	if _, ok, err := tx.GetPushResult(ctx, "f", faulttest.Key(i)); err != nil || ok {
 		return false, err
 	}
-	for _, r := range stormRows(i) {
+	for _, r := range faulttest.Rows(i) {
 		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
 			return false, err
 		}
 	}
-	want := stormCommit(i, 0)
+	want := faulttest.Commit(i, 0)
 	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: want.ClientID, ClientCommitID: want.ClientCommitID,
 		CreatedAtMs: want.CreatedAtMs, Changes: want.Changes})
 	if err != nil {
 		return false, err
 	}
-	err = tx.(driver.ReactionsTx).EnqueueReactions(ctx, seq, []driver.ReactionInput{{Key: "rx-" + stormKey(i), Type: "t",
+	err = tx.(driver.ReactionsTx).EnqueueReactions(ctx, seq, []driver.ReactionInput{{Key: "rx-" + faulttest.Key(i), Type: "t",
 		Payload: driver.JSON(fmt.Sprintf(`{"i":%d}`, i)), MaxAttempts: 1000, CreatedAtMs: int64(i)}})
 	if err != nil {
 		return false, err
 	}
-	if err := tx.PutPushResult(ctx, "f", stormKey(i), stormResult(i, seq)); err != nil {
+	if err := tx.PutPushResult(ctx, "f", faulttest.Key(i), faulttest.Result(i, seq)); err != nil {
 		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// stormVerify checks partition after pushes 0…n-1: the log is dense and
-// holds each push at most once, whole (its changes, rows, push result and
-// reaction); pushes not in the log left nothing; pushes in mustLand are in
-// it. It returns how many landed.
-func stormVerify(t *testing.T, c *Conn, partition string, n int, mustLand map[int]bool) int {
-	t.Helper()
-	ctx := context.Background()
-	max, err := c.MaxCommitSeq(ctx, partition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	win, err := c.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: "todos",
-		Filter: driver.ScopeFilter{"project": {"p"}}, ThroughSeq: 1 << 40, LimitChanges: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(win)) != max {
-		t.Fatalf("log holds %d commits, MaxCommitSeq is %d", len(win), max)
-	}
-	rows, err := c.ScanRows(ctx, partition, driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p"}}, Limit: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotRows := map[string]driver.Row{}
-	for _, r := range rows {
-		gotRows[r.ID] = r
-	}
-	rx, err := c.ListReactions(ctx, partition, driver.ReactionListQuery{Limit: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotRx := map[string]driver.Reaction{}
-	for _, r := range rx {
-		gotRx[r.Key] = r
-	}
-	landed := map[int]int64{}
-	for k, cm := range win {
-		if cm.Seq != int64(k+1) {
-			t.Fatalf("commit %d has seq %d: sequence not dense (SEQ-1)", k+1, cm.Seq)
-		}
-		i, err := strconv.Atoi(strings.TrimPrefix(cm.ClientCommitID, "cc-"))
-		if err != nil || i < 0 || i >= n {
-			t.Fatalf("commit %d has an unknown key", cm.Seq)
-		}
-		if _, dup := landed[i]; dup {
-			t.Fatalf("push %d landed twice", i)
-		}
-		landed[i] = cm.Seq
-		if d := cmp.Diff(stormCommit(i, cm.Seq), cm, cmpopts.EquateEmpty()); d != "" {
-			t.Fatalf("commit %d is not push %d whole (-want +got):\n%s", cm.Seq, i, d)
-		}
-	}
-	wantRows := map[string]driver.Row{}
-	for i := range n {
-		seq, ok := landed[i]
-		if mustLand[i] && !ok {
-			t.Fatalf("push %d returned success but its commit is missing", i)
-		}
-		r, has, err := c.GetPushResult(ctx, partition, "f", stormKey(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			if has {
-				t.Fatalf("push %d: push result stored without its commit", i)
-			}
-			if _, has := gotRx["rx-"+stormKey(i)]; has {
-				t.Fatalf("push %d: reaction stored without its commit", i)
-			}
-			continue
-		}
-		if d := cmp.Diff(stormResult(i, seq), r, cmpopts.EquateEmpty()); !has || d != "" {
-			t.Fatalf("push %d (commit %d): push result found=%v (-want +got):\n%s", i, seq, has, d)
-		}
-		if x, has := gotRx["rx-"+stormKey(i)]; !has || x.SourceCommitSeq != seq {
-			t.Fatalf("push %d (commit %d): reaction found=%v source=%d", i, seq, has, x.SourceCommitSeq)
-		}
-		for _, row := range stormRows(i) {
-			wantRows[row.ID] = row
-		}
-	}
-	if d := cmp.Diff(wantRows, gotRows, cmpopts.EquateEmpty()); d != "" {
-		t.Fatalf("rows are not exactly those of the landed pushes (-want +got):\n%s", d)
-	}
-	if len(rx) != len(landed) {
-		t.Fatalf("%d reactions for %d landed pushes", len(rx), len(landed))
-	}
-	return len(landed)
 }
 
 // TestPostgresCancelStorm: 1,000 pushes from 8 goroutines over two
@@ -327,11 +211,11 @@ func TestPostgresCancelStorm(t *testing.T) {
 	}
 	s.expectNoOpenTx(t)
 	for k, p := range parts {
-		landed := stormVerify(t, s.c, p, pushes, mustLand[p])
+		landed := faulttest.Verify(t, s.c, p, pushes, mustLand[p])
 		if ok, err := stormPush(context.Background(), s.c, p, pushes+k); err != nil || !ok {
 			t.Fatalf("%s: push after the storm: %v", p, err)
 		}
-		if got := stormVerify(t, s.c, p, pushes+2, mustLand[p]); got != landed+1 {
+		if got := faulttest.Verify(t, s.c, p, pushes+2, mustLand[p]); got != landed+1 {
 			t.Fatalf("%s: %d landed after one more push, want %d", p, got, landed+1)
 		}
 	}
@@ -438,7 +322,7 @@ func TestPostgresTerminateStorm(t *testing.T) {
 	for i := range pushes {
 		all[i] = true
 	}
-	if got := stormVerify(t, s.c, "P", pushes, all); got != pushes {
+	if got := faulttest.Verify(t, s.c, "P", pushes, all); got != pushes {
 		t.Fatalf("%d pushes landed, want %d", got, pushes)
 	}
 	for k, n := range completed {
@@ -482,7 +366,7 @@ func TestPostgresSixteenWriters(t *testing.T) {
 	ctx := context.Background()
 	const writers = 16
 	per := 10
-	if stormRace() {
+	if faulttest.RaceEnabled() {
 		per = 5
 	}
 	parts := []string{"P", "Q"}
@@ -492,7 +376,7 @@ func TestPostgresSixteenWriters(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := range per {
-					if err := stormCounterPush(ctx, s.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
+					if err := faulttest.CounterPush(ctx, s.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
 						errs <- fmt.Errorf("%s writer %d push %d: %w", p, w, i, err)
 						return
 					}
@@ -506,86 +390,7 @@ func TestPostgresSixteenWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range parts {
-		stormVerifyCounterLog(t, s.c, p, int64(writers*per))
+		faulttest.VerifyCounterLog(t, s.c, p, int64(writers*per))
 	}
 	s.expectNoOpenTx(t)
-}
-
-// stormCounterPush adds one to the partition's counter row in one Tx whose
-// commit carries key and stores a push result under it.
-func stormCounterPush(ctx context.Context, c driver.Conn, partition, key string) error {
-	tx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	row, ok, err := tx.GetRow(ctx, "todos", "counter")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		row = todoRow("counter", "p", "o")
-		row.Values["updated_at"] = int64(0)
-	}
-	row.Values["updated_at"] = row.Values["updated_at"].(int64) + 1
-	if err := tx.UpsertRow(ctx, "todos", row); err != nil {
-		return err
-	}
-	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "w", ClientCommitID: key, CreatedAtMs: 1,
-		Changes: []driver.Change{{Table: "todos", RowID: "counter", Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
-	if err != nil {
-		return err
-	}
-	if err := tx.PutPushResult(ctx, "w", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1}); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
-}
-
-// stormVerifyCounterLog checks a partition written n times by stormCounterPush: max
-// seq n, log 1…n, commit k sets the counter to k, each key's push result
-// names its commit.
-func stormVerifyCounterLog(t *testing.T, c driver.Conn, partition string, n int64) {
-	t.Helper()
-	ctx := context.Background()
-	if m, err := c.MaxCommitSeq(ctx, partition); err != nil || m != n {
-		t.Fatalf("%s: MaxCommitSeq = %d, %v; want %d", partition, m, err, n)
-	}
-	win, err := c.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: "todos",
-		Filter: driver.ScopeFilter{"project": {"p"}}, ThroughSeq: 1 << 40, LimitChanges: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(win)) != n {
-		t.Fatalf("%s: log holds %d commits, want %d", partition, len(win), n)
-	}
-	keys := map[string]bool{}
-	for i, cm := range win {
-		if cm.Seq != int64(i+1) {
-			t.Fatalf("%s: commit %d has seq %d: sequence not dense", partition, i+1, cm.Seq)
-		}
-		if got := cm.Changes[0].Values["updated_at"]; got != cm.Seq {
-			t.Fatalf("%s: commit %d set the counter to %v: a lost update", partition, cm.Seq, got)
-		}
-		if keys[cm.ClientCommitID] {
-			t.Fatalf("%s: key %s committed twice", partition, cm.ClientCommitID)
-		}
-		keys[cm.ClientCommitID] = true
-		r, ok, err := c.GetPushResult(ctx, partition, "w", cm.ClientCommitID)
-		if err != nil || !ok || r.CommitSeq != cm.Seq {
-			t.Fatalf("%s: push result of %s = %+v, %v, %v; want commit %d", partition, cm.ClientCommitID, r, ok, err, cm.Seq)
-		}
-	}
-}
-
-// stormRace reports whether the test binary was built with -race.
-func stormRace() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" {
-				return s.Value == "true"
-			}
-		}
-	}
-	return false
 }

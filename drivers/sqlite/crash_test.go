@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/faulttest"
 )
 
 // Crash and load tests (docs/reliability.md). TestSQLiteCrashKill re-runs
@@ -188,7 +188,7 @@ func TestSQLiteCrashKill(t *testing.T) {
 	path := t.TempDir() + "/crash.db"
 	deadline := time.Now().Add(45 * time.Second)
 	kills, stops, rounds := 0, 0, 40
-	if raceEnabled() {
+	if faulttest.RaceEnabled() {
 		rounds = 20 // a child under -race starts slowly
 	}
 	m := crashVerifyAndPush(t, path, true)
@@ -392,20 +392,6 @@ func crashVerify(t *testing.T, c *Conn) int64 {
 	return m
 }
 
-// raceEnabled reports whether the test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
-
 // TestSQLiteSixteenWriters: 16 goroutines push to each of two partitions
 // at once, every push a read-modify-write of a counter row plus a push
 // result. Each partition's sequence is exactly 1…N, no update is lost and
@@ -414,7 +400,7 @@ func raceEnabled() bool {
 func TestSQLiteSixteenWriters(t *testing.T) {
 	const writers = 16
 	per := 12
-	if raceEnabled() {
+	if faulttest.RaceEnabled() {
 		per = 4
 	}
 	ctx := context.Background()
@@ -426,7 +412,7 @@ func TestSQLiteSixteenWriters(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := range per {
-					if err := counterPush(ctx, c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
+					if err := faulttest.CounterPush(ctx, c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
 						errs <- fmt.Errorf("writer %d push %d: %w", w, i, err)
 						return
 					}
@@ -440,74 +426,6 @@ func TestSQLiteSixteenWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range parts {
-		verifyCounterLog(t, c, p, int64(writers*per))
-	}
-}
-
-// counterPush adds one to the partition's counter row in one Tx whose
-// commit carries key as its client commit id and stores a push result
-// under it.
-func counterPush(ctx context.Context, c driver.Conn, partition, key string) error {
-	tx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	row, ok, err := tx.GetRow(ctx, "todos", "counter")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		row = todoRow("counter", "p", "o")
-		row.Values["updated_at"] = int64(0)
-	}
-	row.Values["updated_at"] = row.Values["updated_at"].(int64) + 1
-	if err := tx.UpsertRow(ctx, "todos", row); err != nil {
-		return err
-	}
-	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "w", ClientCommitID: key, CreatedAtMs: 1,
-		Changes: []driver.Change{{Table: "todos", RowID: "counter", Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
-	if err != nil {
-		return err
-	}
-	if err := tx.PutPushResult(ctx, "w", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1}); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
-}
-
-// verifyCounterLog checks a partition written by counterPush n times: max
-// seq n, log seqs 1…n, commit k sets the counter to k, every key's push
-// result names its commit.
-func verifyCounterLog(t *testing.T, c driver.Conn, partition string, n int64) {
-	t.Helper()
-	ctx := context.Background()
-	if m, err := c.MaxCommitSeq(ctx, partition); err != nil || m != n {
-		t.Fatalf("MaxCommitSeq = %d, %v; want %d", m, err, n)
-	}
-	win, err := c.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: "todos",
-		Filter: driver.ScopeFilter{"project": {"p"}}, ThroughSeq: 1 << 40, LimitChanges: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(win)) != n {
-		t.Fatalf("log holds %d commits, want %d", len(win), n)
-	}
-	keys := map[string]bool{}
-	for i, cm := range win {
-		if cm.Seq != int64(i+1) {
-			t.Fatalf("commit %d has seq %d: sequence not dense", i+1, cm.Seq)
-		}
-		if got := cm.Changes[0].Values["updated_at"]; got != cm.Seq {
-			t.Fatalf("commit %d set the counter to %v: a lost update", cm.Seq, got)
-		}
-		if keys[cm.ClientCommitID] {
-			t.Fatalf("key %s committed twice", cm.ClientCommitID)
-		}
-		keys[cm.ClientCommitID] = true
-		r, ok, err := c.GetPushResult(ctx, partition, "w", cm.ClientCommitID)
-		if err != nil || !ok || r.CommitSeq != cm.Seq {
-			t.Fatalf("push result of %s = %+v, %v, %v; want commit %d", cm.ClientCommitID, r, ok, err, cm.Seq)
-		}
+		faulttest.VerifyCounterLog(t, c, p, int64(writers*per))
 	}
 }
