@@ -79,12 +79,8 @@ var forbiddenWords = map[string]bool{
 // store's schema.
 var fixedSchemas = map[string]bool{"main": true, "temp": true, "public": true, "information_schema": true}
 
-// piece is one rewritten token.
-type piece struct {
-	kind sd.TokKind
-	text string // PostgreSQL text
-	name string // identifier spelled (words lower-cased), for checks
-}
+// piece is one rewritten token, its Text in PostgreSQL's dialect.
+type piece = sd.Piece
 
 // pgQuery is a host query rewritten for PostgreSQL.
 type pgQuery struct {
@@ -110,31 +106,31 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 	last := 0
 	for i, tk := range toks {
 		s := text[tk.Start:tk.End]
-		p := piece{kind: tk.Kind, text: s}
+		p := piece{Kind: tk.Kind, Text: s}
 		switch tk.Kind {
 		case sd.TokSpace:
-			p.text = " "
+			p.Text = " "
 		case sd.TokWord:
-			p.name = strings.ToLower(s)
+			p.Name = strings.ToLower(s)
 			if i+1 < len(toks) && (toks[i+1].Kind == sd.TokString || toks[i+1].Kind == sd.TokQuotedID) {
 				return pgQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
 			}
 		case sd.TokQuotedID:
-			p.name = unquoteIdent(s)
-			if strings.IndexByte(p.name, 0) >= 0 || p.name == "" {
+			p.Name = sd.UnquoteIdent(s)
+			if strings.IndexByte(p.Name, 0) >= 0 || p.Name == "" {
 				return pgQuery{}, queryInvalid("query has an empty quoted name at byte %d (AQ-1)", tk.Start)
 			}
-			p.text = quote(p.name)
-			p.name = strings.ToLower(p.name)
+			p.Text = quote(p.Name)
+			p.Name = strings.ToLower(p.Name)
 		case sd.TokBlob:
-			p.text = `'\x` + strings.ToLower(s[2:len(s)-1]) + `'::bytea`
+			p.Text = `'\x` + strings.ToLower(s[2:len(s)-1]) + `'::bytea`
 		case sd.TokNumber:
 			if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 				v, err := strconv.ParseUint(s[2:], 16, 64)
 				if err != nil {
 					return pgQuery{}, queryInvalid("query has a hexadecimal number out of range at byte %d (AQ-1)", tk.Start)
 				}
-				p.text = strconv.FormatInt(int64(v), 10)
+				p.Text = strconv.FormatInt(int64(v), 10)
 			}
 		case sd.TokParam:
 			n := last + 1
@@ -144,7 +140,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			last = max(last, n)
 			v := args[n-1]
 			if v == nil {
-				p.text = "NULL"
+				p.Text = "NULL"
 				break
 			}
 			k, ok := argNum[n]
@@ -153,27 +149,26 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 				k = len(pgArgs)
 				argNum[n] = k
 			}
-			p.text = "$" + strconv.Itoa(k) + "::" + pgTypeOf(v)
+			p.Text = "$" + strconv.Itoa(k) + "::" + pgTypeOf(v)
 		case sd.TokOp:
 			if s == "." && len(pieces) > 0 {
-				prev := lastSignificant(pieces)
-				if prev != nil && (prev.kind == sd.TokWord || prev.kind == sd.TokQuotedID || prev.kind == sd.TokString) &&
-					(fixedSchemas[prev.name] || prev.kind == sd.TokString || prev.name == strings.ToLower(schema)) {
+				prev := sd.LastSignificant(pieces)
+				if prev != nil && (prev.Kind == sd.TokWord || prev.Kind == sd.TokQuotedID || prev.Kind == sd.TokString) &&
+					(fixedSchemas[prev.Name] || prev.Kind == sd.TokString || prev.Name == strings.ToLower(schema)) {
 					return pgQuery{}, queryInvalid("query qualifies a name with a schema: tables are read by their names alone (AQ-2)")
 				}
 			}
 		}
-		if p.name != "" {
-			if strings.HasPrefix(p.name, "pg_") || strings.HasPrefix(p.name, "_sync") || forbiddenWords[p.name] {
+		if p.Name != "" {
+			if strings.HasPrefix(p.Name, "pg_") || strings.HasPrefix(p.Name, "_sync") || forbiddenWords[p.Name] {
 				return pgQuery{}, queryInvalid("query names a relation, function or column it may not (AQ-1, AQ-2)")
 			}
 		}
 		pieces = append(pieces, p)
 	}
-	if err := checkCalls(pieces); err != nil {
+	if err := sd.CheckCalls(pieces, queryFunctions); err != nil {
 		return pgQuery{}, err
 	}
-	body := strings.TrimSpace(join(pieces))
 
 	pgArgs = append(pgArgs, partition)
 	partParam := "$" + strconv.Itoa(len(pgArgs)) + "::text"
@@ -186,69 +181,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 		ctes = append(ctes, quote(t)+" AS NOT MATERIALIZED (SELECT "+strings.Join(qc, ", ")+" FROM "+quote(schema)+"."+quote(t)+
 			" WHERE "+quote(partitionColumn)+" = "+partParam+")")
 	}
-	prefix := strings.Join(ctes, ", ")
-	// Merge with the host's WITH [RECURSIVE] list, if any.
-	first := firstSignificant(pieces, 0)
-	if pieces[first].name == "with" {
-		rest := pieces[first+1:]
-		kw := "WITH "
-		if j := firstSignificant(rest, 0); j >= 0 && rest[j].name == "recursive" {
-			kw, rest = "WITH RECURSIVE ", rest[j+1:]
-		}
-		body = kw + prefix + ", " + strings.TrimSpace(join(rest))
-	} else {
-		body = "WITH " + prefix + " " + body
-	}
-	return pgQuery{sql: body, args: pgArgs}, nil
-}
-
-// checkCalls refuses a call of a function outside queryFunctions: a word
-// followed by "(" — unless it names a CTE's or an alias's column list
-// (`n(x) AS (…)`, `AS j(a, b)`) — or a quoted name followed by "(".
-func checkCalls(ps []piece) error {
-	for i, p := range ps {
-		if p.kind != sd.TokWord && p.kind != sd.TokQuotedID {
-			continue
-		}
-		j := firstSignificant(ps, i+1)
-		if j < 0 || ps[j].text != "(" {
-			continue
-		}
-		if p.kind == sd.TokWord && queryFunctions[p.name] {
-			continue
-		}
-		if prev := lastSignificant(ps[:i]); prev != nil && prev.name == "as" {
-			continue // AS alias(columns)
-		}
-		if isCTEColumns(ps, i, j) {
-			continue // WITH cte(columns) AS (…)
-		}
-		return queryInvalid("query calls a function it may not (AQ-1)")
-	}
-	return nil
-}
-
-// isCTEColumns reports whether the word at i, followed by "(" at open,
-// starts a CTE with a column list: it follows WITH, RECURSIVE or a comma,
-// and its ")" is followed by AS [NOT] [MATERIALIZED] "(". (A function
-// with a column definition list after a comma in FROM looks alike; the
-// plan check refuses its function scan.)
-func isCTEColumns(ps []piece, i, open int) bool {
-	prev := lastSignificant(ps[:i])
-	if prev == nil || (prev.name != "with" && prev.name != "recursive" && prev.text != ",") {
-		return false
-	}
-	end := matching(ps, open)
-	if end < 0 {
-		return false
-	}
-	k := firstSignificant(ps, end+1)
-	if k < 0 || ps[k].name != "as" {
-		return false
-	}
-	for k = firstSignificant(ps, k+1); k >= 0 && (ps[k].name == "not" || ps[k].name == "materialized"); k = firstSignificant(ps, k+1) {
-	}
-	return k >= 0 && ps[k].text == "("
+	return pgQuery{sql: sd.PrependCTEs(pieces, strings.Join(ctes, ", "), join), args: pgArgs}, nil
 }
 
 // join renders pieces, rewriting json_each(X) calls.
@@ -256,9 +189,9 @@ func join(ps []piece) string {
 	var b strings.Builder
 	for i := 0; i < len(ps); i++ {
 		p := ps[i]
-		if p.kind == sd.TokWord && p.name == "json_each" {
-			if j := firstSignificant(ps, i+1); j >= 0 && ps[j].text == "(" {
-				if end := matching(ps, j); end >= 0 {
+		if p.Kind == sd.TokWord && p.Name == "json_each" {
+			if j := sd.FirstSignificant(ps, i+1); j >= 0 && ps[j].Text == "(" {
+				if end := sd.Matching(ps, j); end >= 0 {
 					a := "(" + join(ps[j+1:end]) + ")::jsonb"
 					b.WriteString("LATERAL (SELECT (e.o - 1)::text AS key, e.v AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" +
 						a + ") = 'array' THEN " + a + " ELSE '[]'::jsonb END) WITH ORDINALITY AS e(v, o)" +
@@ -269,61 +202,9 @@ func join(ps []piece) string {
 				}
 			}
 		}
-		b.WriteString(p.text)
+		b.WriteString(p.Text)
 	}
 	return b.String()
-}
-
-// matching returns the index of the ")" closing the "(" at open, or -1.
-func matching(ps []piece, open int) int {
-	depth := 0
-	for i := open; i < len(ps); i++ {
-		if ps[i].kind != sd.TokOp {
-			continue
-		}
-		switch ps[i].text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-func firstSignificant(ps []piece, from int) int {
-	for i := from; i < len(ps); i++ {
-		if ps[i].kind != sd.TokSpace {
-			return i
-		}
-	}
-	return -1
-}
-
-func lastSignificant(ps []piece) *piece {
-	for i := len(ps) - 1; i >= 0; i-- {
-		if ps[i].kind != sd.TokSpace {
-			return &ps[i]
-		}
-	}
-	return nil
-}
-
-// unquoteIdent returns the name a quoted identifier ("x", [x], `x`) spells.
-func unquoteIdent(s string) string {
-	if len(s) < 2 {
-		return s
-	}
-	switch q := s[0]; q {
-	case '[':
-		return s[1 : len(s)-1]
-	case '"', '`':
-		return strings.ReplaceAll(s[1:len(s)-1], string([]byte{q, q}), string(q))
-	}
-	return s
 }
 
 // pgTypeOf is the PostgreSQL type a bind value is cast to.

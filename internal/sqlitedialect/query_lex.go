@@ -301,14 +301,8 @@ func isSchemaName(sql string, tk Token) bool {
 // spells: delimiters removed, doubled quotes undoubled.
 func unquote(sql string, tk Token) string {
 	s := sql[tk.Start:tk.End]
-	if tk.Kind == TokWord || len(s) < 2 {
+	if tk.Kind == TokWord {
 		return s
 	}
-	switch q := s[0]; q {
-	case '[':
-		return s[1 : len(s)-1]
-	case '"', '`', '\'':
-		return strings.ReplaceAll(s[1:len(s)-1], string([]byte{q, q}), string(q))
-	}
-	return s
+	return UnquoteIdent(s)
 }
