@@ -17,6 +17,8 @@ targets=(
 	"./sync FuzzValue"
 	"./internal/sqlitedialect FuzzTokenize"
 	"./internal/sqlitedialect FuzzCheckQueryText"
+	"./internal/sqlitedialect FuzzAppendJSONString"
+	"./drivers/postgres FuzzFrame"
 )
 
 for t in "${targets[@]}"; do
