@@ -21,6 +21,19 @@ targets=(
 	"./drivers/postgres FuzzFrame"
 )
 
+# Every Fuzz function of the repository must be listed above: a new target
+# that CI never runs is a target nobody runs.
+missing=0
+while IFS=: read -r file _ decl; do
+	name="$(sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/' <<<"$decl")"
+	pkg="./$(dirname "${file#./}")"
+	if ! printf '%s\n' "${targets[@]}" | grep -qx "$pkg $name"; then
+		echo "fuzz: $pkg $name is not in .ci/fuzz.sh's target list" >&2
+		missing=1
+	fi
+done < <(grep -rn --include='*_test.go' '^func Fuzz' . | grep -v '^./examples/')
+[ "$missing" = 0 ] || exit 1
+
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	printf '\n==> fuzz %s %s (%s)\n' "$pkg" "$name" "$fuzztime"
