@@ -24,8 +24,11 @@ import (
 //
 //	W1-push             5,000 commits of 10 upserts, one Tx each; also
 //	                    first-tenth and last-tenth commits/s, their ratio
-//	                    (≥ 0.9 required) and store-bytes when the Conn is
-//	                    a SizeReporter
+//	                    (≥ 0.9 required), the same two tenths as process
+//	                    CPU µs per commit (getrusage; Unix only) and
+//	                    cpu-rate-last/first (first/last CPU per commit:
+//	                    last/first as CPU-time rates),
+//	                    and store-bytes when the Conn is a SizeReporter
 //	W1x10-push          the same at 50,000 commits (skipped with -short)
 //	W2-pull             ReadCommitWindow of project p7 over W1's store
 //	W3-bootstrap        ScanRows of project p7 over W1's store
@@ -55,7 +58,8 @@ func RunBenchmarks(b *testing.B, h Harness) {
 	benchW1 := func(n int) func(b *testing.B) {
 		return func(b *testing.B) {
 			var total time.Duration
-			tenths := make([]time.Duration, 10)
+			tenths, cpuTenths := make([]time.Duration, 10), make([]time.Duration, 10)
+			cpuRuns := 0
 			var peak, size int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -72,6 +76,12 @@ func RunBenchmarks(b *testing.B, h Harness) {
 					for k, d := range r.tenths {
 						tenths[k] += d
 					}
+					if len(r.cpuTenths) == 10 {
+						cpuRuns++
+						for k, d := range r.cpuTenths {
+							cpuTenths[k] += d
+						}
+					}
 					if sr, ok := conn.(SizeReporter); ok {
 						size, err = sr.StoreSizeBytes(ctx)
 					}
@@ -87,6 +97,16 @@ func RunBenchmarks(b *testing.B, h Harness) {
 			b.ReportMetric(first, "first-tenth-commits/s")
 			b.ReportMetric(last, "last-tenth-commits/s")
 			b.ReportMetric(last/first, "last/first")
+			if cpuRuns == b.N {
+				// The same tenths in process CPU time (getrusage), which a
+				// loaded machine disturbs far less than wall time; for an
+				// in-process engine it includes the engine's own work.
+				perCommit := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*n/10) }
+				cpuFirst, cpuLast := perCommit(cpuTenths[0]), perCommit(cpuTenths[9])
+				b.ReportMetric(cpuFirst, "first-tenth-cpu-µs/commit")
+				b.ReportMetric(cpuLast, "last-tenth-cpu-µs/commit")
+				b.ReportMetric(cpuFirst/cpuLast, "cpu-rate-last/first")
+			}
 			b.ReportMetric(float64(peak), "peak-RSS-bytes")
 			if size > 0 {
 				b.ReportMetric(float64(size), "store-bytes")

@@ -140,6 +140,9 @@ type w1Result struct {
 	commits int
 	total   time.Duration
 	tenths  []time.Duration // empty when commits < 10
+	// cpuTenths is the process CPU time (user + system) of each tenth;
+	// empty when commits < 10 or processCPU is unavailable.
+	cpuTenths []time.Duration
 }
 
 // runW1 pushes commits commits to BenchPartition, one Tx each (W1), and
@@ -147,6 +150,7 @@ type w1Result struct {
 func runW1(ctx context.Context, conn driver.Conn, commits int) (w1Result, error) {
 	res := w1Result{commits: commits}
 	tenth := commits / 10
+	cpuMark, cpuOK := processCPU()
 	start := time.Now()
 	mark := start
 	for i := 0; i < commits; i++ {
@@ -161,7 +165,14 @@ func runW1(ctx context.Context, conn driver.Conn, commits int) (w1Result, error)
 			now := time.Now()
 			res.tenths = append(res.tenths, now.Sub(mark))
 			mark = now
+			if cpu, ok := processCPU(); cpuOK && ok {
+				res.cpuTenths = append(res.cpuTenths, cpu-cpuMark)
+				cpuMark = cpu
+			}
 		}
+	}
+	if len(res.cpuTenths) != len(res.tenths) {
+		res.cpuTenths = nil
 	}
 	res.total = time.Since(start)
 	max, err := conn.MaxCommitSeq(ctx, BenchPartition)

@@ -71,8 +71,12 @@ func driverNames(cfg config, stderr io.Writer) ([]string, bool) {
 
 // runBench runs the benchmark against the selected driver(s) and writes
 // one table (text: a column per driver) or a JSON array of
-// conformance.BenchReport. Exit: 0, 1 when a workload failed, 2 for
-// usage errors, an unreachable single driver, or an interrupt.
+// conformance.BenchReport. With -driver all, a driver that cannot be
+// reached (its probe fails) is reported on stderr and skipped without
+// changing the exit status; one whose harness fails mid-run is reported on
+// stderr, left out of the table, and makes the exit status 2. Exit: 0, 1
+// when a workload failed, 2 for usage errors, an unreachable single
+// driver, a harness failure, no reachable driver, or an interrupt.
 func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	names, ok := driverNames(cfg, stderr)
 	if !ok {
@@ -82,6 +86,10 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	var reports []conformance.BenchReport
 	code := ExitOK
 	for _, name := range names {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "conformance: interrupted: %v\n", ctx.Err())
+			return ExitUsage
+		}
 		d, _ := sync.Lookup(name)
 		if _, err := probe(ctx, name, d, cfg.dsn); err != nil {
 			if cfg.driver != AllDrivers {
@@ -103,10 +111,21 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		prog.clear()
 		if err != nil {
 			fmt.Fprintf(stderr, "conformance: driver %s: %v\n", name, err)
+			if cfg.driver != AllDrivers || ctx.Err() != nil {
+				return ExitUsage
+			}
+			// -driver all: a driver lost mid-run (its harness could not
+			// open a store) is left out of the table; the others are
+			// still measured and reported, and the exit status says it.
+			code = ExitUsage
+			continue
+		}
+		if len(rep.Workloads) == 0 { // the same for every driver
+			fmt.Fprintf(stderr, "conformance: no workload matches -run %q (workloads: W1, W2, W3, W4, W5, W6a, W6b)\n", cfg.run)
 			return ExitUsage
 		}
 		if rep.Failed() {
-			code = ExitFailed
+			code = max(code, ExitFailed)
 		}
 		reports = append(reports, rep)
 	}
@@ -130,8 +149,10 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 }
 
 // runAllSuites runs the suite against every registered driver it can
-// reach, one report after the other (text format only); the exit code is
-// the worst of the runs.
+// reach, one report after the other (text format only); a driver whose
+// probe fails is reported on stderr and skipped. The exit code is the
+// worst of the runs (ExitUsage when none could be reached or the run was
+// interrupted).
 func runAllSuites(ctx context.Context, cfg config, total int, stdout, stderr io.Writer) int {
 	if cfg.format != "text" {
 		fmt.Fprintf(stderr, "conformance: -driver all runs several suites; use -format text, or one -driver per run for %s\n", cfg.format)
@@ -143,6 +164,9 @@ func runAllSuites(ctx context.Context, cfg config, total int, stdout, stderr io.
 	}
 	code, ran := ExitOK, 0
 	for _, name := range names {
+		if ctx.Err() != nil { // interrupted: runSuite said so; start no other driver
+			return ExitUsage
+		}
 		d, _ := sync.Lookup(name)
 		if _, err := probe(ctx, name, d, cfg.dsn); err != nil {
 			fmt.Fprintf(stderr, "conformance: driver %s skipped: cannot reach it: %v\n", name, err)

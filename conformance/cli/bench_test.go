@@ -60,6 +60,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"-bench", "-bench-runs", "0"},
 		{"-bench", "-bench-commits", "5"},
 		{"-bench", "-driver", "nosuchdriver"},
+		{"-bench", "-bench-runs", "1", "-run", "^NO-SUCH-WORKLOAD$"},
 	} {
 		if code, _, errOut := run(t, args...); code != ExitUsage || errOut == "" {
 			t.Errorf("%v: exit %d (stderr %q), want %d with a message", args, code, errOut, ExitUsage)

@@ -36,9 +36,11 @@
 //	               -format text or json; see also -bench-runs (3),
 //	               -bench-commits (5000), -bench-scale (add a 10× W1 run)
 //
-// -driver all runs every registered driver the command can reach, the
-// suite one driver after the other, the benchmark side by side;
-// unreachable drivers are reported on stderr and skipped.
+// -driver all runs every registered driver the command can reach (with
+// its default base DSN: -dsn is refused), the suite one driver after the
+// other (-format text only), the benchmark side by side (text or json);
+// unreachable drivers are reported on stderr and skipped, and do not
+// change the exit code.
 //
 // Exit codes: 0 every selected case passed or was skipped, 1 at least one
 // case failed, 2 usage error or a harness that cannot open a store (unknown

@@ -24,8 +24,9 @@
 //     transaction survives a process crash; after a power loss or OS crash
 //     the last transactions before it may be lost (never half of one).
 //   - The writer checkpoints the WAL every 8,192 pages (32 MiB; SQLite's
-//     default is 1,000) and keeps an 8 MiB page cache, so a push costs
-//     the same on a large store as on a small one (docs/performance.md).
+//     default is 1,000) and keeps an 8 MiB page cache, so the cost of a
+//     push stops growing once the indexes are warm, after about 2,000
+//     W1 commits (docs/performance.md, "Push scaling on SQLite").
 //   - One writer connection (a *sql.DB with one connection, every
 //     transaction BEGIN IMMEDIATE) carries every write, Conn-level ones
 //     included (PutClientRecord, SetHorizonSeq, TouchPartition, …), so every
