@@ -19,6 +19,8 @@ targets=(
 	"./internal/sqlitedialect FuzzCheckQueryText"
 	"./internal/sqlitedialect FuzzAppendJSONString"
 	"./drivers/postgres FuzzFrame"
+	"./drivers/mysql FuzzMySQLQueryRewrite"
+	"./internal/sqlitedialect FuzzD1QueryRewrite"
 )
 
 # Every Fuzz function of the repository must be listed above: a new target

@@ -29,6 +29,7 @@ type Conn struct {
 	// are serialized by GET_LOCK.
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
+	aq       queryPool // authoritative queries (query.go)
 }
 
 var (
@@ -141,6 +142,7 @@ func (c *Conn) Close() error {
 	if c.stmts != nil {
 		c.stmts.close()
 	}
+	_ = c.aq.close()
 	if c.db != nil {
 		if err := c.db.Close(); err != nil {
 			return driver.Wrap(driver.CodeInternal, err, "mysql: close")

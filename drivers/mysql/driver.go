@@ -52,8 +52,11 @@
 //
 // Declared: reactions (claims lock due rows with SELECT … FOR UPDATE
 // SKIP LOCKED and lease them by primary key in the same transaction; no
-// deadlock or lock-wait error reaches a caller), index-lookup, blob-refs
-// and admin. Not declared: authoritative-query and commit-fanout
+// deadlock or lock-wait error reaches a caller), authoritative-query (the
+// SQLite-family text rewritten token by token, each declared table a
+// partition-restricted CTE, run READ ONLY WITH CONSISTENT SNAPSHOT on
+// connections with no default database; see query.go and query_text.go),
+// index-lookup, blob-refs and admin. Not declared: commit-fanout
 // (CodeUnsupported through sync, ERR-2). See docs/mysql.md.
 //
 // # Limits (InnoDB key length, 3,072 bytes)

@@ -138,13 +138,9 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := d.CheckQueryText(q.SQL)
+	text, err := d.AdmitQuery(q)
 	if err != nil {
 		return driver.QueryResult{}, err
-	}
-	if len(q.Args) != text.Params {
-		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
-			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
 	args, err := queryArgs(q.Args)
 	if err != nil {

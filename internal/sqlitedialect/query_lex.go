@@ -306,3 +306,20 @@ func unquote(sql string, tk Token) string {
 	}
 	return UnquoteIdent(s)
 }
+
+// AdmitQuery is CheckQueryText for a whole driver.Query: the statement
+// must pass CheckQueryText and q.Args must hold exactly as many bind
+// values as it has parameters (QueryText.Params); otherwise
+// CodeQueryInvalid (AQ-1). The values themselves are each driver's to
+// convert.
+func AdmitQuery(q driver.Query) (QueryText, error) {
+	text, err := CheckQueryText(q.SQL)
+	if err != nil {
+		return QueryText{}, err
+	}
+	if len(q.Args) != text.Params {
+		return QueryText{}, driver.Errorf(driver.CodeQueryInvalid,
+			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
+	}
+	return text, nil
+}

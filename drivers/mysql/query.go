@@ -1,0 +1,444 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"encoding/json"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Authoritative queries (capability authoritative-query, AQ-1…AQ-5). The
+// text is checked and rewritten by query_text.go; then, on a connection
+// of a pool of its own, in one transaction:
+//
+//  1. START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY (the pool's
+//     isolation is REPEATABLE READ, so one read view serves the whole
+//     transaction): nothing can be written (AQ-1);
+//  2. one statement reads the partition's max_seq in that view (AQ-4) and
+//     the names of the databases the server shows; a qualifier of the
+//     query naming one of them → CodeQueryInvalid (AQ-2);
+//  3. the rewritten statement runs (binary protocol: floats bit-exact)
+//     and is read to the end; COMMIT.
+//
+// The pool's connections have no default database, so an unqualified
+// name that is not one of the query's CTEs is an engine error — never an
+// infrastructure table, an undeclared application table or a catalog —
+// and the session runs with sql_mode ANSI_QUOTES, PIPES_AS_CONCAT and
+// NO_BACKSLASH_ESCAPES (the SQLite lexical rules the rewrite relies on),
+// a statement time limit, and div_precision_increment 30 (avg and / keep
+// a double's precision). Any failure closes the connection.
+
+var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
+
+// queryStatementTimeout bounds one authoritative query on the server
+// (max_statement_time on MariaDB, max_execution_time on MySQL); the
+// context's deadline bounds it on the client.
+const queryStatementTimeout = 60 * time.Second
+
+// queryConns bounds the open connections of the query pool.
+const queryConns = 8
+
+// querySQLMode is the sql_mode of the query pool.
+const querySQLMode = coreSQLMode + ",ANSI_QUOTES,PIPES_AS_CONCAT,NO_BACKSLASH_ESCAPES"
+
+// queryPool is the lazily opened pool of query connections of a Conn.
+type queryPool struct {
+	mu     gosync.Mutex
+	db     *sql.DB
+	closed bool
+}
+
+// get returns the pool, opening it the first time.
+func (p *queryPool) get(c *Conn) (*sql.DB, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errClosed()
+	}
+	if p.db != nil {
+		return p.db, nil
+	}
+	cfg := c.cfg.Clone()
+	cfg.DBName = "" // no default database: see the file comment
+	params := map[string]string{}
+	for k, v := range cfg.Params {
+		params[k] = v
+	}
+	params["sql_mode"] = "'" + querySQLMode + "'"
+	params["div_precision_increment"] = "30"
+	if c.maria {
+		params["tx_isolation"] = "'REPEATABLE-READ'"
+		params["max_statement_time"] = strconv.Itoa(int(queryStatementTimeout / time.Second))
+	} else {
+		params["transaction_isolation"] = "'REPEATABLE-READ'"
+		params["max_execution_time"] = strconv.Itoa(int(queryStatementTimeout / time.Millisecond))
+	}
+	cfg.Params = params
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
+	}
+	p.db = sql.OpenDB(connector)
+	p.db.SetMaxOpenConns(queryConns)
+	p.db.SetMaxIdleConns(queryConns)
+	p.db.SetConnMaxIdleTime(time.Minute)
+	return p.db, nil
+}
+
+// close closes the pool; later gets fail.
+func (p *queryPool) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.db == nil {
+		return nil
+	}
+	return p.db.Close()
+}
+
+// AuthoritativeQuery runs q against partition's rows only and returns its
+// rows with the partition's MaxCommitSeq of the same snapshot (AQ-1…AQ-5).
+// Result values are int64 (integer types; a DECIMAL without a fraction,
+// e.g. SUM of integers), float64 (DOUBLE, FLOAT, other DECIMALs), string
+// (text types, JSON), []byte (binary types; empty is non-nil), bool
+// (TINYINT: boolean columns) and nil. -0.0 of a float column survives a
+// bare reference to the column in the top-level select list or a `*`
+// (see docs/mysql.md). Errors: CodeUnknownTable for a declared table not
+// in the ensured schema (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2
+// rule out (query_text.go) or an error the engine reports for the
+// statement itself; CodeUnavailable when ctx ends, the statement time
+// limit is reached or the server is unreachable.
+func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	if err := c.check(); err != nil {
+		return driver.QueryResult{}, err
+	}
+	declared, err := c.queryTables(q.Tables)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	text, err := sd.AdmitQuery(q)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	args, err := queryArgs(q.Args)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	mq, err := rewriteQuery(text.SQL, args, c.cfg.DBName, c.coll, declared, partition)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	db, err := c.aq.get(c)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, "mysql: authoritative query: acquire a connection")
+	}
+	res, err := c.runQuery(ctx, conn, mq, partition)
+	if err != nil {
+		// Never pool a connection that may still be inside the transaction.
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
+	_ = conn.Close()
+	return res, err
+}
+
+// queryTables checks the declared tables against the ensured schema and
+// returns them sorted by name and distinct.
+func (c *Conn) queryTables(tables []string) ([]queryTable, error) {
+	if len(tables) == 0 {
+		return nil, queryInvalid("query declares no table (AQ-1)")
+	}
+	seen := map[string]bool{}
+	var out []queryTable
+	for _, name := range tables {
+		x, err := c.table(name)
+		if err != nil {
+			return nil, err
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		t := queryTable{name: name, cols: x.def.Columns, floats: map[string]string{}}
+		for _, col := range x.def.Columns {
+			if col.Type == driver.TypeFloat {
+				t.floats[strings.ToLower(col.Name)] = col.Name
+			}
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// queryArgs checks bind values: int64, float64 (finite), string, []byte,
+// bool (bound as int64 1/0, as SQLite does), nil, and driver.JSON (bound
+// as its text). Anything else → CodeQueryInvalid naming the position,
+// never the value (V-10).
+func queryArgs(in []any) ([]any, error) {
+	out := make([]any, len(in))
+	for i, v := range in {
+		switch x := v.(type) {
+		case nil, int64:
+			out[i] = x
+		case string:
+			if strings.IndexByte(x, 0) >= 0 {
+				return nil, queryInvalid("bind value %d holds a NUL byte (V-3)", i+1)
+			}
+			out[i] = x
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, queryInvalid("bind value %d is not a finite float (AQ-1)", i+1)
+			}
+			out[i] = x
+		case bool:
+			out[i] = int64(0)
+			if x {
+				out[i] = int64(1)
+			}
+		case []byte:
+			if x == nil {
+				out[i] = nil
+			} else {
+				out[i] = x
+			}
+		case driver.JSON:
+			out[i] = string(x)
+		default:
+			return nil, queryInvalid("bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
+		}
+	}
+	return out, nil
+}
+
+// systemSchemas are refused as qualifiers even if the server hides them.
+var systemSchemas = wordSet(`information_schema mysql performance_schema sys main temp`)
+
+// runQuery is steps 1–3 of the file comment on conn.
+func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partition string) (driver.QueryResult, error) {
+	const what = "mysql: authoritative query"
+	var res driver.QueryResult
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return res, c.mapErr(ctx, err, what)
+	}
+	var schemas sql.NullString
+	err := conn.QueryRowContext(ctx, "SELECT COALESCE((SELECT max_seq FROM "+quoteIdent(c.cfg.DBName)+
+		".`_sync_partitions` WHERE p = ?), 0), (SELECT JSON_ARRAYAGG(LOWER(schema_name)) FROM information_schema.schemata)",
+		partition).Scan(&res.MaxCommitSeq, &schemas)
+	if err != nil {
+		return res, c.mapErr(ctx, err, what)
+	}
+	var names []string
+	if schemas.Valid {
+		if err := json.Unmarshal([]byte(schemas.String), &names); err != nil {
+			return res, driver.Errorf(driver.CodeInternal, "%s: unreadable list of databases", what)
+		}
+	}
+	known := map[string]bool{strings.ToLower(c.cfg.DBName): true}
+	for _, n := range names {
+		known[n] = true
+	}
+	for _, qual := range mq.qualifiers {
+		if known[qual] || systemSchemas[qual] {
+			return res, queryInvalid("query qualifies a name with a database: tables are read by their names alone (AQ-2)")
+		}
+	}
+	cols, rows, err := readRows(ctx, conn, mq.sql, mq.args)
+	if err != nil && mq.plain != "" && errNumber(err) == erBadField && strings.Contains(err.Error(), nzColumnPrefix) {
+		// A bare name of the select list was not a declared table's column.
+		cols, rows, err = readRows(ctx, conn, mq.plain, mq.args)
+	}
+	if err != nil {
+		return res, queryErr(ctx, err)
+	}
+	res.Columns, res.Rows = cols, rows
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return res, c.mapErr(ctx, err, what)
+	}
+	return res, nil
+}
+
+// erBadField is ER_BAD_FIELD_ERROR: an unknown column.
+const erBadField = 1054
+
+// readRows runs stmt and decodes every row (see AuthoritativeQuery),
+// folding the hidden -0.0 columns into the columns they describe.
+func readRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]string, [][]any, error) {
+	rows, err := conn.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, nil, err
+	}
+	// target[i] is the visible column a hidden column i describes (-1: none);
+	// visible[i] is the output position of a visible column i (-1: hidden).
+	target := make([]int, len(types))
+	visible := make([]int, len(types))
+	var cols []string
+	for i, ct := range types {
+		name := ct.Name()
+		target[i], visible[i] = -1, -1
+		switch {
+		case strings.HasPrefix(name, nzCompanionPrefix):
+			if n, err := strconv.Atoi(name[len(nzCompanionPrefix):]); err == nil {
+				target[i] = n
+			}
+		case strings.HasPrefix(name, nzColumnPrefix):
+			target[i] = len(cols) - 1
+		default:
+			visible[i] = len(cols)
+			cols = append(cols, name)
+		}
+	}
+	var out [][]any
+	vals := make([]any, len(types))
+	ptrs := make([]any, len(types))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		for i := range vals {
+			vals[i] = nil
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, err
+		}
+		row := make([]any, len(cols))
+		for i, v := range vals {
+			if visible[i] < 0 {
+				continue
+			}
+			if row[visible[i]], err = decodeQueryValue(types[i].DatabaseTypeName(), v); err != nil {
+				return nil, nil, err
+			}
+		}
+		for i, v := range vals {
+			if visible[i] >= 0 || target[i] < 0 || target[i] >= len(row) {
+				continue
+			}
+			if flag, ok := v.(int64); ok && flag != 0 {
+				if f, ok := row[target[i]].(float64); ok && f == 0 {
+					row[target[i]] = math.Copysign(0, -1)
+				}
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return cols, out, nil
+}
+
+// decodeQueryValue converts one value scanned through the binary
+// protocol, of the engine type ty, to a query result value.
+func decodeQueryValue(ty string, v any) (any, error) {
+	bad := func() (any, error) {
+		return nil, driver.Errorf(driver.CodeInternal, "mysql: authoritative query: unreadable value of type %s", ty)
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		if ty == "TINYINT" {
+			return x != 0, nil // boolean columns are TINYINT; nothing else is
+		}
+		return x, nil
+	case uint64:
+		return int64(x), nil // bit operations are unsigned in MySQL; SQLite's are signed
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil
+	case []byte:
+		switch ty {
+		case "DECIMAL":
+			if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				return i, nil
+			}
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return bad()
+			}
+			return f, nil
+		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BIT", "GEOMETRY":
+			b := make([]byte, len(x))
+			copy(b, x)
+			return b, nil
+		case "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR":
+			i, err := strconv.ParseInt(string(x), 10, 64)
+			if err != nil {
+				return bad()
+			}
+			if ty == "TINYINT" {
+				return i != 0, nil
+			}
+			return i, nil
+		case "UNSIGNED BIGINT", "UNSIGNED INT", "UNSIGNED TINYINT", "UNSIGNED SMALLINT", "UNSIGNED MEDIUMINT":
+			u, err := strconv.ParseUint(string(x), 10, 64)
+			if err != nil {
+				return bad()
+			}
+			return int64(u), nil
+		case "DOUBLE", "FLOAT":
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return bad()
+			}
+			return f, nil
+		}
+		return string(x), nil
+	case string:
+		return x, nil
+	}
+	return bad()
+}
+
+// queryErr classifies an error of the host's statement: an ended
+// context, a lost connection or the statement time limit →
+// CodeUnavailable; any other server error (syntax, unknown table, column
+// or function, no database selected, a duplicate CTE name, a bad
+// value…) is of the statement's own making → CodeQueryInvalid, keeping
+// only the error number (the server's message may quote a value, V-10).
+func queryErr(ctx context.Context, err error) error {
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return mapErr(ctx, err, "mysql: authoritative query")
+	}
+	switch n := errNumber(err); n {
+	case 0, erLockWaitTimeout, erLockDeadlock, erLockAborted:
+	case erQueryInterrupt, erStatementTimeout, erMySQLExecutionTimeout:
+		return driver.Errorf(driver.CodeUnavailable, "mysql: authoritative query: interrupted (statement time limit %s)", queryStatementTimeout)
+	default:
+		return driver.Wrap(driver.CodeQueryInvalid, errors.New("server error "+strconv.Itoa(int(n))),
+			"query is not a valid query of its declared tables (AQ-1, AQ-2)")
+	}
+	return mapErr(ctx, err, "mysql: authoritative query")
+}
+
+// Time-limit errors: MariaDB's max_statement_time, MySQL's max_execution_time.
+const (
+	erStatementTimeout      = 1969
+	erMySQLExecutionTimeout = 3024
+)

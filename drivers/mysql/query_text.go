@@ -1,0 +1,862 @@
+package mysql
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/syncstore/syncstore/driver"
+	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// The text half of authoritative queries (AQ-1…AQ-3). A host's query in
+// the portable SQLite-family dialect, once admitted by sqlitedialect's
+// CheckQueryText (one SELECT or WITH … SELECT, ?/?N parameters only, no
+// main./temp. qualifier), is tokenized again and every token re-emitted
+// for MySQL/MariaDB — nothing of the host's text reaches the engine
+// unparsed:
+//
+//   - comments become one space (MySQL's executable /*! */ comments and
+//     optimizer hints never reach the engine);
+//   - a word that is a keyword of SELECT syntax (not after AS) stays bare; an allowed
+//     function (queryFunctions) is emitted under its MySQL name; every
+//     other word, and every quoted name ("x", [x], `x`), becomes a
+//     backquoted identifier — so bare session functions (CURRENT_USER,
+//     DATABASE, …) can only be unknown columns;
+//   - a name equal (in any case) to a declared table is emitted with the
+//     declared spelling, so it resolves to the partition CTE below;
+//   - strings are re-quoted ('…', quotes doubled; the query pool runs
+//     with NO_BACKSLASH_ESCAPES so a backslash is data, as in SQLite);
+//     hexadecimal integers become decimal (0x41 is a string in MySQL);
+//   - ?N becomes a positional ? with the value bound again (repeats
+//     included), nil the literal NULL, bytes CAST(? AS BINARY);
+//   - x LIKE y becomes LOWER(x) LIKE REPLACE(LOWER(y), '\', '\\')
+//     ESCAPE '\' (ASCII case-insensitive, no escape character, as SQLite);
+//     == becomes =, ISNULL/NOTNULL become IS [NOT] NULL, `a IS b` (b not
+//     NULL/TRUE/FALSE/NOT) becomes a <=> b; CAST(x AS INTEGER) becomes
+//     CAST(TRUNCATE(x, 0) AS SIGNED) (SQLite truncates); max/min with two or more
+//     arguments become GREATEST/LEAST; length becomes CHAR_LENGTH, log
+//     (one argument) LOG10; the type of a CAST is mapped;
+//   - json_each(literal or ?) over a JSON array becomes a derived table
+//     over JSON_TABLE with (key, value) columns typed from the document.
+//
+// Every declared table T becomes a CTE `T` prepended to the query,
+// reading the application columns of `db`.`T` (schema-qualified, so it
+// cannot refer to itself under WITH RECURSIVE) restricted to the
+// partition (a bound value). The query runs on a connection with no
+// default database (query.go): an unqualified name that is not a CTE is
+// an error, never another table of the store. A qualified name `a.b` is
+// allowed only when `a` is not the name of a database the server shows
+// (checked in the query's transaction, query.go), so `a.b` can only be
+// alias.column.
+//
+// Refused (CodeQueryInvalid) before anything runs: names starting with
+// _sync (infrastructure tables, hidden columns); INTO, FOR (FOR UPDATE,
+// NEXT VALUE FOR), LOCK, PROCEDURE, HANDLER; a call of a function outside
+// queryFunctions; a CTE named like a declared table; a declared table
+// the text never names; a string or quoted name glued to a word (N'…',
+// _binary'…'); a string used as a qualifier; json_each over anything but
+// a literal or bound JSON array.
+
+// queryKeywords are the words of SELECT syntax emitted bare.
+var queryKeywords = wordSet(`select from where group by having order limit offset as on using join inner left right
+	full outer cross natural union all intersect except distinct and or not is null true false in exists between
+	like escape case when then else end cast with recursive over partition rows range groups unbounded preceding
+	following current row window asc desc current_date current_time current_timestamp values`)
+
+// queryLiterals are keywords that are operands.
+var queryLiterals = wordSet(`null true false current_date current_time current_timestamp`)
+
+// queryFunctions maps each function a query may call (SQLite name) to its
+// MySQL name; all are deterministic and read nothing but their arguments.
+var queryFunctions = func() map[string]string {
+	m := map[string]string{
+		"iif": "IF", "length": "CHAR_LENGTH", "substr": "SUBSTRING", "json_each": "json_each", "cast": "CAST",
+	}
+	for _, f := range strings.Fields(`abs coalesce ifnull nullif lower upper ltrim rtrim trim replace round substring instr hex
+		count sum avg min max group_concat concat concat_ws
+		row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
+		ceil ceiling floor exp ln log log10 log2 mod power pow sqrt sign pi sin cos tan asin acos atan atan2 degrees radians`) {
+		m[f] = strings.ToUpper(f)
+	}
+	return m
+}()
+
+// queryCallKeywords are keywords that may be followed by "(".
+var queryCallKeywords = wordSet(`in exists as over on using any all some row and or not select from where join by when
+	then else case between like is distinct with recursive union intersect except group partition order having limit
+	offset desc asc values filter escape`)
+
+// forbiddenQueryWords are refused wherever they appear.
+var forbiddenQueryWords = wordSet(`into for lock procedure handler outfile dumpfile`)
+
+// castTypes maps SQLite type names in CAST(x AS type) to MySQL's.
+var castTypes = map[string]string{
+	"integer": "SIGNED", "int": "SIGNED", "bigint": "SIGNED", "text": "CHAR", "varchar": "CHAR", "char": "CHAR",
+	"real": "DOUBLE", "float": "DOUBLE", "double": "DOUBLE", "blob": "BINARY", "numeric": "DOUBLE",
+}
+
+// tightOps bind tighter than LIKE in SQLite (they belong to its operands).
+var tightOps = wordSet(`|| * / % + - & | << >> < > <= >= -> ->>`)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// Hidden result columns that carry the sign of -0.0 (InnoDB and the
+// server turn -0.0 into 0; the sign is stored in _sync_negzero):
+// `_sync_nz_<col>` follows each float column in a partition CTE (so a
+// `*` carries it right after its column), `_sync_nzc_<i>` is appended to
+// the top-level select list for item i when the item is a bare float
+// column. Both are removed from the result (query.go).
+const (
+	nzColumnPrefix    = "_sync_nz_"
+	nzCompanionPrefix = "_sync_nzc_"
+)
+
+// queryTable is what the rewrite needs of a declared table.
+type queryTable struct {
+	name   string
+	cols   []driver.Column
+	floats map[string]string // lower-case name → name of the float columns
+}
+
+// myQuery is a host query rewritten for MySQL.
+type myQuery struct {
+	sql string
+	// plain is sql without the top-level -0.0 companions ("" when it has
+	// none): run when the engine does not know a companion's column (the
+	// bare name was a column of a host CTE or derived table).
+	plain      string
+	args       []any    // the partitions of the CTEs, then the host's values in text order
+	qualifiers []string // lower-cased names used before "." (none may be a database)
+}
+
+func queryInvalid(format string, args ...any) error {
+	return driver.Errorf(driver.CodeQueryInvalid, format, args...)
+}
+
+// quoteString returns s as a MySQL string literal under
+// NO_BACKSLASH_ESCAPES: quotes doubled, nothing else escaped.
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// rewriteQuery rewrites text (already admitted by CheckQueryText; args
+// bound by SQLite numbering, already converted by queryArgs) for the
+// store's database db, with a partition CTE for each declared table
+// (sorted, distinct). coll is the NO PAD binary collation.
+func rewriteQuery(text string, args []any, db, coll string, declared []queryTable, partition string) (myQuery, error) {
+	toks, err := sd.Tokenize(text)
+	if err != nil {
+		return myQuery{}, err
+	}
+	canon := map[string]string{}
+	for _, t := range declared {
+		canon[strings.ToLower(t.name)] = t.name
+	}
+	var q myQuery
+	ps := make([]sd.Piece, 0, len(toks))
+	argOf := make([]any, 0, len(toks)) // the bound value of a parameter piece
+	isArg := make([]bool, 0, len(toks))
+	last := 0
+	for i, tk := range toks {
+		s := text[tk.Start:tk.End]
+		p := sd.Piece{Kind: tk.Kind, Text: s}
+		var av any
+		param := false
+		switch tk.Kind {
+		case sd.TokSpace:
+			p.Text = " "
+		case sd.TokWord:
+			p.Name = strings.ToLower(s)
+			if i+1 < len(toks) && (toks[i+1].Kind == sd.TokString || toks[i+1].Kind == sd.TokQuotedID) {
+				return myQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
+			}
+		case sd.TokQuotedID:
+			p.Name = sd.UnquoteIdent(s)
+			if p.Name == "" {
+				return myQuery{}, queryInvalid("query has an empty quoted name at byte %d (AQ-1)", tk.Start)
+			}
+			p.Text = quoteIdent(p.Name)
+			p.Name = strings.ToLower(p.Name)
+		case sd.TokString:
+			p.Text = quoteString(sd.UnquoteIdent(s))
+		case sd.TokBlob:
+			p.Text = "X" + s[1:]
+		case sd.TokNumber:
+			if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+				v, err := strconv.ParseUint(strings.ReplaceAll(s[2:], "_", ""), 16, 64)
+				if err != nil {
+					return myQuery{}, queryInvalid("query has a hexadecimal number out of range at byte %d (AQ-1)", tk.Start)
+				}
+				p.Text = strconv.FormatInt(int64(v), 10)
+			} else {
+				p.Text = strings.ReplaceAll(s, "_", "")
+			}
+		case sd.TokParam:
+			n := last + 1
+			if len(s) > 1 {
+				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
+			}
+			last = max(last, n)
+			if n > len(args) {
+				return myQuery{}, queryInvalid("query binds %d parameters, got %d values (AQ-1)", n, len(args))
+			}
+			av, param = args[n-1], true
+			switch av.(type) {
+			case nil:
+				p.Text = " NULL "
+			case []byte:
+				p.Text = " CAST(? AS BINARY) "
+			default:
+				p.Text = "?"
+			}
+		case sd.TokOp:
+			switch s {
+			case "==":
+				p.Text = "="
+			case ".":
+				prev := sd.LastSignificant(ps)
+				if prev == nil {
+					break
+				}
+				if prev.Kind == sd.TokString {
+					return myQuery{}, queryInvalid("query qualifies a name with a string (AQ-2)")
+				}
+				if prev.Name != "" {
+					q.qualifiers = append(q.qualifiers, prev.Name)
+				}
+			}
+		default:
+			return myQuery{}, queryInvalid("query has an unexpected token at byte %d (AQ-1)", tk.Start)
+		}
+		if p.Name != "" && (strings.HasPrefix(p.Name, "_sync") || forbiddenQueryWords[p.Name]) {
+			return myQuery{}, queryInvalid("query names a relation, column or clause it may not (AQ-1, AQ-2)")
+		}
+		ps = append(ps, p)
+		argOf = append(argOf, av)
+		isArg = append(isArg, param)
+	}
+	if err := sd.CheckCalls(ps, callAllowList); err != nil {
+		return myQuery{}, err
+	}
+	if err := checkCTENames(ps, canon); err != nil {
+		return myQuery{}, err
+	}
+	for _, t := range declared {
+		if !namesTable(ps, strings.ToLower(t.name)) {
+			return myQuery{}, queryInvalid("query declares table %s but does not read it (AQ-2)", t.name)
+		}
+	}
+
+	r := &render{ps: ps, pre: make([]string, len(ps)), post: make([]string, len(ps)), text: make([]string, len(ps))}
+	if err := r.words(canon); err != nil {
+		return myQuery{}, err
+	}
+	if err := r.likes(); err != nil {
+		return myQuery{}, err
+	}
+	if err := r.jsonEach(argOf, isArg, coll); err != nil {
+		return myQuery{}, err
+	}
+
+	// Bind values in text order, the CTEs' partitions first (json_each
+	// keeps its argument's "?" where it was).
+	for range declared {
+		q.args = append(q.args, partition)
+	}
+	for i := range ps {
+		if isArg[i] && argOf[i] != nil {
+			q.args = append(q.args, argOf[i])
+		}
+	}
+
+	ctes := make([]string, 0, len(declared))
+	for _, t := range declared {
+		ctes = append(ctes, partitionCTE(db, t))
+	}
+	cteText := strings.Join(ctes, ", ")
+	plain := sd.PrependCTEs(r.pieces(), cteText, joinPieces)
+	if r.companions(declared) {
+		q.sql = sd.PrependCTEs(r.pieces(), cteText, joinPieces)
+		q.plain = plain
+	} else {
+		q.sql = plain
+	}
+	return q, nil
+}
+
+// callAllowList is what CheckCalls admits before "(".
+var callAllowList = func() map[string]bool {
+	m := map[string]bool{}
+	for f := range queryFunctions {
+		m[f] = true
+	}
+	for k := range queryCallKeywords {
+		m[k] = true
+	}
+	return m
+}()
+
+// partitionCTE is the CTE of a declared table: its application columns
+// (each float column followed by its hidden -0.0 flag) of partition ?.
+func partitionCTE(db string, t queryTable) string {
+	cols := make([]string, 0, len(t.cols)+len(t.floats))
+	for i, c := range t.cols {
+		cols = append(cols, quoteIdent(c.Name))
+		if c.Type == driver.TypeFloat {
+			// i is a column position of the schema, not a value.
+			cols = append(cols, "(FIND_IN_SET('"+strconv.Itoa(i)+"', "+quoteIdent(negZeroColumn)+") > 0) AS "+
+				quoteIdent(nzColumnPrefix+c.Name))
+		}
+	}
+	return quoteIdent(t.name) + " AS (SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(db) + "." +
+		quoteIdent(t.name) + " WHERE " + quoteIdent(partitionColumn) + " = ?)"
+}
+
+// checkCTENames refuses a CTE (at any depth) named like a declared table:
+// it would shadow the partition CTE.
+func checkCTENames(ps []sd.Piece, canon map[string]string) error {
+	for i, p := range ps {
+		if p.Kind != sd.TokWord || p.Name != "with" {
+			continue
+		}
+		j := sd.FirstSignificant(ps, i+1)
+		if j >= 0 && ps[j].Name == "recursive" {
+			j = sd.FirstSignificant(ps, j+1)
+		}
+		for j >= 0 {
+			if _, ok := canon[ps[j].Name]; ok && (ps[j].Kind == sd.TokWord || ps[j].Kind == sd.TokQuotedID) {
+				return queryInvalid("query defines a CTE named like declared table %s (AQ-2)", canon[ps[j].Name])
+			}
+			k := sd.FirstSignificant(ps, j+1)
+			if k >= 0 && ps[k].Text == "(" {
+				if k = sd.Matching(ps, k); k < 0 {
+					break
+				}
+				k = sd.FirstSignificant(ps, k+1)
+			}
+			if k < 0 || ps[k].Name != "as" {
+				break
+			}
+			for k = sd.FirstSignificant(ps, k+1); k >= 0 && (ps[k].Name == "not" || ps[k].Name == "materialized"); k = sd.FirstSignificant(ps, k+1) {
+			}
+			if k < 0 || ps[k].Text != "(" {
+				break
+			}
+			if k = sd.Matching(ps, k); k < 0 {
+				break
+			}
+			if k = sd.FirstSignificant(ps, k+1); k < 0 || ps[k].Text != "," {
+				break
+			}
+			j = sd.FirstSignificant(ps, k+1)
+		}
+	}
+	return nil
+}
+
+// namesTable reports whether a name piece (not after ".") spells table.
+func namesTable(ps []sd.Piece, table string) bool {
+	for i, p := range ps {
+		if (p.Kind == sd.TokWord || p.Kind == sd.TokQuotedID) && p.Name == table {
+			if prev := sd.LastSignificant(ps[:i]); prev != nil && prev.Text == "." {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// render holds the engine text of each piece: text (the piece itself),
+// pre and post (inserted around it); a piece folded into another has
+// all three empty.
+type render struct {
+	ps              []sd.Piece
+	pre, post, text []string
+}
+
+// pieces returns the pieces with their final text.
+func (r *render) pieces() []sd.Piece {
+	out := make([]sd.Piece, len(r.ps))
+	for i, p := range r.ps {
+		p.Text = r.pre[i] + r.text[i] + r.post[i]
+		out[i] = p
+	}
+	return out
+}
+
+func joinPieces(ps []sd.Piece) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// next and prev return the index of the next/previous significant piece.
+func (r *render) next(i int) int { return sd.FirstSignificant(r.ps, i+1) }
+func (r *render) prev(i int) int {
+	for i--; i >= 0; i-- {
+		if r.ps[i].Kind != sd.TokSpace {
+			return i
+		}
+	}
+	return -1
+}
+
+// words sets the text of words: keywords, functions, identifiers, CAST
+// types and the IS/ISNULL/NOTNULL forms.
+func (r *render) words(canon map[string]string) error {
+	castEnd := map[int]int{} // the ")" of every CAST( → its "("
+	for i, p := range r.ps {
+		if p.Kind == sd.TokWord && p.Name == "cast" {
+			if j := r.next(i); j >= 0 && r.ps[j].Text == "(" {
+				if e := sd.Matching(r.ps, j); e >= 0 {
+					castEnd[e] = j
+				}
+			}
+		}
+	}
+	for i, p := range r.ps {
+		r.text[i] = p.Text
+		if p.Kind != sd.TokWord && p.Kind != sd.TokQuotedID {
+			continue
+		}
+		if t, ok := canon[p.Name]; ok {
+			r.text[i] = quoteIdent(t)
+			continue
+		}
+		if p.Kind == sd.TokQuotedID {
+			continue
+		}
+		n, pv := r.next(i), r.prev(i)
+		afterDot := pv >= 0 && r.ps[pv].Text == "."
+		call := n >= 0 && r.ps[n].Text == "("
+		switch {
+		case afterDot:
+			r.text[i] = quoteIdent(p.Text)
+		case pv >= 0 && r.ps[pv].Name == "as" && n >= 0 && castEnd[n] > 0:
+			ty, ok := castTypes[p.Name]
+			if !ok {
+				return queryInvalid("query casts to a type the mysql driver does not map (AQ-1)")
+			}
+			r.text[i] = ty
+			if first, last := r.next(castEnd[n]), r.prev(pv); ty == "SIGNED" && first >= 0 && last >= first {
+				// SQLite truncates a real toward zero; MySQL's CAST rounds.
+				r.pre[first] = "TRUNCATE(" + r.pre[first]
+				r.post[last] += ", 0)"
+			}
+		case pv >= 0 && r.ps[pv].Name == "as" && !call:
+			r.text[i] = quoteIdent(p.Text) // an alias, whatever it spells
+		case call && queryFunctions[p.Name] != "":
+			r.text[i] = queryFunctions[p.Name]
+			args := r.callArgs(n)
+			switch {
+			case (p.Name == "max" || p.Name == "min") && args > 1:
+				r.text[i] = map[string]string{"max": "GREATEST", "min": "LEAST"}[p.Name]
+			case p.Name == "log" && args == 1:
+				r.text[i] = "LOG10"
+			}
+		case p.Name == "isnull":
+			r.text[i] = "IS NULL"
+		case p.Name == "notnull":
+			r.text[i] = "IS NOT NULL"
+		case p.Name == "is":
+			r.text[i] = "IS"
+			if n >= 0 && (r.ps[n].Kind != sd.TokWord || !(queryLiterals[r.ps[n].Name] || r.ps[n].Name == "not" ||
+				r.ps[n].Name == "distinct" || r.ps[n].Name == "unknown")) {
+				r.text[i] = "<=>" // SQLite's IS compares any two values, NULL-safe
+			}
+		case queryKeywords[p.Name]:
+			r.text[i] = p.Text
+		default:
+			r.text[i] = quoteIdent(p.Text)
+		}
+	}
+	return nil
+}
+
+// callArgs counts the top-level arguments of the call whose "(" is at open.
+func (r *render) callArgs(open int) int {
+	end := sd.Matching(r.ps, open)
+	if end < 0 || sd.FirstSignificant(r.ps[:end], open+1) < 0 {
+		return 0
+	}
+	n, depth := 1, 0
+	for i := open + 1; i < end; i++ {
+		switch r.ps[i].Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case ",":
+			if depth == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// likes rewrites every x [NOT] LIKE y [ESCAPE z].
+func (r *render) likes() error {
+	for i, p := range r.ps {
+		if p.Kind != sd.TokWord || p.Name != "like" {
+			continue
+		}
+		left := r.prev(i)
+		if left >= 0 && r.ps[left].Name == "not" {
+			left = r.prev(left)
+		}
+		ls, ok := r.operandBack(left)
+		if !ok {
+			return queryInvalid("query has a LIKE operand the mysql driver cannot delimit; parenthesize it (AQ-5)")
+		}
+		re, ok := r.operandFwd(r.next(i))
+		if !ok {
+			return queryInvalid("query has a LIKE pattern the mysql driver cannot delimit; parenthesize it (AQ-5)")
+		}
+		r.pre[ls] = "LOWER(" + r.pre[ls]
+		r.post[left] += ")"
+		rs := r.next(i)
+		if e := r.next(re); e >= 0 && r.ps[e].Name == "escape" {
+			r.pre[rs] = "LOWER(" + r.pre[rs]
+			r.post[re] += ")"
+			continue
+		}
+		r.pre[rs] = "REPLACE(LOWER(" + r.pre[rs]
+		r.post[re] += `), '\', '\\') ESCAPE '\'`
+	}
+	return nil
+}
+
+// isOperandWord reports whether piece i can be (the start of) an operand.
+func (r *render) isOperandWord(i int) bool {
+	p := r.ps[i]
+	switch p.Kind {
+	case sd.TokQuotedID, sd.TokString, sd.TokNumber, sd.TokBlob, sd.TokParam:
+		return true
+	case sd.TokWord:
+		return !queryKeywords[p.Name] || queryLiterals[p.Name]
+	}
+	return false
+}
+
+// operandBack returns the first piece of the operand ending at end.
+func (r *render) operandBack(end int) (int, bool) {
+	for end >= 0 {
+		start := -1
+		switch p := r.ps[end]; {
+		case p.Text == ")":
+			open := -1
+			for k, depth := end, 0; k >= 0; k-- {
+				if r.ps[k].Text == ")" {
+					depth++
+				} else if r.ps[k].Text == "(" {
+					if depth--; depth == 0 {
+						open = k
+						break
+					}
+				}
+			}
+			if open < 0 {
+				return 0, false
+			}
+			start = open
+			if f := r.prev(open); f >= 0 && r.ps[f].Kind == sd.TokWord && queryFunctions[r.ps[f].Name] != "" {
+				start = f
+			}
+		case p.Kind == sd.TokWord && p.Name == "end":
+			return 0, false // CASE … END: parenthesize
+		case r.isOperandWord(end):
+			start = end
+			for {
+				d := r.prev(start)
+				if d < 0 || r.ps[d].Text != "." {
+					break
+				}
+				n := r.prev(d)
+				if n < 0 || !(r.ps[n].Kind == sd.TokWord || r.ps[n].Kind == sd.TokQuotedID) {
+					return 0, false
+				}
+				start = n
+			}
+		default:
+			return 0, false
+		}
+		op := r.prev(start)
+		if op < 0 || r.ps[op].Kind != sd.TokOp || !tightOps[r.ps[op].Text] {
+			return start, true
+		}
+		before := r.prev(op)
+		if before < 0 || !(r.ps[before].Text == ")" || r.isOperandWord(before)) {
+			if r.ps[op].Text == "-" || r.ps[op].Text == "+" {
+				return op, true // unary
+			}
+			return 0, false
+		}
+		end = before
+	}
+	return 0, false
+}
+
+// operandFwd returns the last piece of the operand starting at start.
+func (r *render) operandFwd(start int) (int, bool) {
+	for start >= 0 {
+		end := -1
+		switch p := r.ps[start]; {
+		case p.Kind == sd.TokOp && (p.Text == "-" || p.Text == "+" || p.Text == "~"):
+			start = r.next(start)
+			continue
+		case p.Text == "(":
+			end = sd.Matching(r.ps, start)
+		case p.Kind == sd.TokWord && p.Name == "case":
+			return 0, false
+		case r.isOperandWord(start):
+			end = start
+			if n := r.next(start); n >= 0 && r.ps[n].Text == "(" && p.Kind == sd.TokWord {
+				end = sd.Matching(r.ps, n)
+				break
+			}
+			for {
+				d := r.next(end)
+				if d < 0 || r.ps[d].Text != "." {
+					break
+				}
+				n := r.next(d)
+				if n < 0 || !(r.ps[n].Kind == sd.TokWord || r.ps[n].Kind == sd.TokQuotedID || r.ps[n].Text == "*") {
+					return 0, false
+				}
+				end = n
+			}
+		default:
+			return 0, false
+		}
+		if end < 0 {
+			return 0, false
+		}
+		op := r.next(end)
+		if op < 0 || r.ps[op].Kind != sd.TokOp || !tightOps[r.ps[op].Text] {
+			return end, true
+		}
+		start = r.next(op)
+	}
+	return 0, false
+}
+
+// jsonEach rewrites json_each(X) — X one string literal or bound value
+// holding a JSON array — into a derived table of (key, value).
+func (r *render) jsonEach(argOf []any, isArg []bool, coll string) error {
+	for i, p := range r.ps {
+		if p.Kind != sd.TokWord || p.Name != "json_each" {
+			continue
+		}
+		open := r.next(i)
+		if open < 0 || r.ps[open].Text != "(" {
+			continue
+		}
+		end := sd.Matching(r.ps, open)
+		a := r.next(open)
+		if end < 0 || a < 0 || r.next(a) != end {
+			return queryInvalid("json_each takes one string literal or bound value on the mysql driver (AQ-5)")
+		}
+		var doc string
+		switch {
+		case r.ps[a].Kind == sd.TokString:
+			doc = sd.UnquoteIdent(r.ps[a].Text)
+		case isArg[a]:
+			s, ok := argOf[a].(string)
+			if !ok {
+				return queryInvalid("json_each takes a JSON array as text (AQ-5)")
+			}
+			doc = s
+		default:
+			return queryInvalid("json_each takes one string literal or bound value on the mysql driver (AQ-5)")
+		}
+		ty, err := jsonEachType(doc, coll)
+		if err != nil {
+			return err
+		}
+		arg := r.pre[a] + r.text[a] + r.post[a]
+		r.text[i] = "(SELECT CAST(`_j`.`k` AS SIGNED) - 1 AS `key`, `_j`.`v` AS `value` FROM JSON_TABLE(" + arg +
+			", '$[*]' COLUMNS (`k` FOR ORDINALITY, `v` " + ty + " PATH '$')) AS `_j`)"
+		if n := r.next(end); n < 0 || !(r.ps[n].Name == "as" || (r.ps[n].Kind == sd.TokWord && !queryKeywords[r.ps[n].Name]) ||
+			r.ps[n].Kind == sd.TokQuotedID) {
+			r.text[i] += " AS `json_each`"
+		}
+		for k := open; k <= end; k++ {
+			r.pre[k], r.text[k], r.post[k] = "", "", ""
+		}
+	}
+	return nil
+}
+
+// jsonEachType is the JSON_TABLE column type of a json_each document's
+// values: BIGINT when every element is an integer (or null), DOUBLE when
+// every element is a number, else text in the store's collation.
+func jsonEachType(doc, coll string) (string, error) {
+	d := json.NewDecoder(strings.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", queryInvalid("json_each: the document is not JSON (AQ-1)")
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return "", queryInvalid("json_each over anything but a JSON array is not supported on mysql (AQ-5)")
+	}
+	ints, nums := true, true
+	for _, e := range arr {
+		switch x := e.(type) {
+		case nil:
+		case json.Number:
+			if _, err := x.Int64(); err != nil {
+				ints = false
+			}
+		default:
+			ints, nums = false, false
+		}
+	}
+	switch {
+	case ints:
+		return "BIGINT", nil
+	case nums:
+		return "DOUBLE", nil
+	}
+	return "LONGTEXT CHARACTER SET utf8mb4 COLLATE " + coll, nil
+}
+
+// companions appends to the top-level select list, for each item that is
+// a bare reference to a float column of a declared table, the hidden
+// column carrying its -0.0 flag. Only for one SELECT (no compound, no
+// DISTINCT, no * item). Reports whether any was added.
+func (r *render) companions(declared []queryTable) bool {
+	floats := map[string]string{}
+	for _, t := range declared {
+		for l, n := range t.floats {
+			floats[l] = n
+		}
+	}
+	if len(floats) == 0 {
+		return false
+	}
+	ps := r.ps
+	i := sd.FirstSignificant(ps, 0)
+	if i >= 0 && ps[i].Name == "with" {
+		// Skip the WITH list: to the first SELECT at depth 0.
+		depth := 0
+		for ; i < len(ps); i++ {
+			switch {
+			case ps[i].Text == "(":
+				depth++
+			case ps[i].Text == ")":
+				depth--
+			case depth == 0 && ps[i].Name == "select":
+				goto found
+			}
+		}
+		return false
+	}
+found:
+	if i < 0 || i >= len(ps) || ps[i].Name != "select" {
+		return false
+	}
+	sel := i
+	if n := r.next(sel); n < 0 || ps[n].Name == "distinct" {
+		return false
+	}
+	listEnd, depth := len(ps), 0
+	for k := sel + 1; k < len(ps); k++ {
+		switch {
+		case ps[k].Text == "(":
+			depth++
+		case ps[k].Text == ")":
+			depth--
+		case depth == 0 && (ps[k].Name == "union" || ps[k].Name == "intersect" || ps[k].Name == "except"):
+			return false
+		case depth == 0 && listEnd == len(ps) && ps[k].Kind == sd.TokWord &&
+			(ps[k].Name == "from" || ps[k].Name == "where" || ps[k].Name == "group" || ps[k].Name == "having" ||
+				ps[k].Name == "order" || ps[k].Name == "limit" || ps[k].Name == "window"):
+			listEnd = k
+		}
+	}
+	// Items of the select list.
+	var items [][2]int
+	start := sel + 1
+	if n := r.next(sel); n >= 0 && ps[n].Name == "all" {
+		start = n + 1
+	}
+	depth = 0
+	for k := start; k <= listEnd; k++ {
+		if k == listEnd || (depth == 0 && ps[k].Text == ",") {
+			items = append(items, [2]int{start, k})
+			start = k + 1
+			continue
+		}
+		if ps[k].Text == "(" {
+			depth++
+		} else if ps[k].Text == ")" {
+			depth--
+		}
+	}
+	var sig func(a, b int) []int
+	sig = func(a, b int) []int {
+		var out []int
+		for k := a; k < b; k++ {
+			if ps[k].Kind != sd.TokSpace {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	var add []string
+	lastPiece := -1
+	for n, it := range items {
+		s := sig(it[0], it[1])
+		if len(s) == 0 {
+			return false
+		}
+		for _, k := range s {
+			if ps[k].Text == "*" && (len(s) == 1 || (len(s) == 3 && ps[s[1]].Text == ".")) {
+				return false
+			}
+		}
+		lastPiece = s[len(s)-1]
+		// [q .] col [[AS] alias]
+		ref := s
+		if len(ref) >= 2 && ps[ref[len(ref)-2]].Name == "as" {
+			ref = ref[:len(ref)-2]
+		} else if len(ref) == 2 || len(ref) == 4 {
+			ref = ref[:len(ref)-1]
+		}
+		isName := func(k int) bool { return ps[k].Kind == sd.TokWord || ps[k].Kind == sd.TokQuotedID }
+		var col int
+		qual := ""
+		switch {
+		case len(ref) == 1 && isName(ref[0]):
+			col = ref[0]
+		case len(ref) == 3 && isName(ref[0]) && ps[ref[1]].Text == "." && isName(ref[2]):
+			col, qual = ref[2], r.text[ref[0]]+"."
+		default:
+			continue
+		}
+		if ps[col].Kind == sd.TokWord && queryKeywords[ps[col].Name] {
+			continue
+		}
+		name, ok := floats[ps[col].Name]
+		if !ok {
+			continue
+		}
+		add = append(add, qual+quoteIdent(nzColumnPrefix+name)+" AS "+quoteIdent(nzCompanionPrefix+strconv.Itoa(n)))
+	}
+	if len(add) == 0 || lastPiece < 0 {
+		return false
+	}
+	r.post[lastPiece] += ", " + strings.Join(add, ", ")
+	return true
+}
