@@ -156,29 +156,6 @@ func (p *queryPolicy) wasDenied() bool {
 	return p.denied
 }
 
-// queryFunctions are the functions a query may call: SQLite's core
-// scalar, aggregate, window, date/time, math and JSON functions whose
-// result depends only on their arguments (and the clock, for 'now').
-// Left out on purpose: load_extension, the sqlite_* introspection
-// functions, changes/total_changes/last_insert_rowid (connection state),
-// random/randomblob/zeroblob (nondeterministic or unbounded), jsonb_*
-// (engine-specific binary output), and anything an application or
-// extension registers.
-var queryFunctions = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(`
-		abs char coalesce concat concat_ws format glob hex if ifnull iif instr length like likelihood
-		likely lower ltrim max min nullif octet_length printf quote replace round rtrim sign substr
-		substring trim typeof unhex unicode unistr unlikely upper
-		avg count group_concat string_agg sum total
-		row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
-		date time datetime julianday unixepoch strftime timediff current_date current_time current_timestamp
-		acos acosh asin asinh atan atan2 atanh ceil ceiling cos cosh degrees exp floor ln log log10 log2
-		mod pi pow power radians sin sinh sqrt tan tanh trunc
-		json json_array json_array_length json_error_position json_extract json_insert json_object
-		json_patch json_pretty json_quote json_remove json_replace json_set json_type json_valid
-		json_group_array json_group_object -> ->>`) {
-		m[f] = true
-	}
-	return m
-}()
+// queryFunctions are the functions a query may call (shared with the
+// SQLite family: sqlitedialect.QueryFunctions).
+var queryFunctions = d.QueryFunctions

@@ -1,0 +1,146 @@
+package d1http
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Authoritative queries (capability authoritative-query, AQ-1…AQ-5). D1's
+// HTTP API has no authorizer, no roles, no read-only mode and no temp
+// schema, so a query goes through three layers before its rows come back:
+//
+//  1. the text: sqlitedialect's CheckQueryText, then RewriteD1Query, which
+//     refuses infrastructure, catalog and D1-internal names, statements
+//     other than SELECT (also after WITH, also RETURNING), strings used as
+//     table names and calls outside the allow-list, and prepends one CTE
+//     per declared table restricted to the partition (d1_query.go);
+//  2. the schema twin (query_twin.go): the rewritten statement is prepared
+//     in a local, empty SQLite copy of the schema under an authorizer that
+//     allows reads of the declared tables only, through their CTEs; it
+//     also gives the result's column names and declared types;
+//  3. ONE read request to D1: the partition's max_seq, then the statement
+//     wrapped by D1QueryWrap so every value comes back typed and exact
+//     through JSON. A D1 batch is one transaction, so the seq and the rows
+//     are of the same snapshot (AQ-4).
+//
+// Bind values travel in one JSON parameter and the partition in another:
+// every statement binds 2 parameters, whatever the number of values
+// (D1 allows 100).
+
+var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
+
+// d1MaxStatementBytes is D1's limit on one statement's text.
+const d1MaxStatementBytes = 100_000
+
+// AuthoritativeQuery runs q against partition's rows only and returns its
+// rows with the partition's MaxCommitSeq of the same snapshot (AQ-1…AQ-5).
+// Values are int64, float64 (bit for bit), string, []byte (an empty blob
+// is non-nil), bool (a column declared BOOLEAN: a boolean column, read
+// directly or through sub-queries and CTEs, as drivers/sqlite decides) and
+// nil. Errors: CodeUnknownTable for a declared table not in the ensured
+// schema (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2 rule out (see
+// the file comment), a bind value count that does not match, a statement
+// D1 rejects, or a rewritten statement beyond D1's 100,000 bytes;
+// CodeUnavailable when ctx ends or D1 cannot be reached.
+func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	const what = "d1http: authoritative query"
+	if err := c.check(); err != nil {
+		return driver.QueryResult{}, err
+	}
+	declared, tables, err := c.queryTables(q.Tables)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	text, err := d.AdmitQuery(q)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	rq, err := d.RewriteD1Query(text.SQL, q.Args, tables)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	tw, err := twinFor(ctx, c.state.Load())
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	desc, err := tw.describe(ctx, rq, declared)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	wrapped := d.D1QueryWrap(rq.SQL, len(desc.columns))
+	if len(wrapped) > d1MaxStatementBytes {
+		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
+			"query is %d bytes once rewritten; D1 takes at most %d per statement (AQ-1)", len(wrapped), d1MaxStatementBytes)
+	}
+	res, err := c.cl.read(ctx, what, st(d.D1QueryMaxSeq, partition), st(wrapped, rq.Args, partition))
+	if err != nil {
+		var ae *attemptErr
+		if ctx.Err() == nil && errors.As(err, &ae) && ae.out == outRefused &&
+			ae.status != http.StatusUnauthorized && ae.status != http.StatusForbidden {
+			return driver.QueryResult{}, driver.Wrap(driver.CodeQueryInvalid, ae, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
+		}
+		return driver.QueryResult{}, err
+	}
+	out := driver.QueryResult{Columns: desc.columns}
+	seqRows := res[0].Results.Rows
+	if len(seqRows) != 1 || len(seqRows[0]) != 1 {
+		return driver.QueryResult{}, driver.Errorf(driver.CodeInternal, "%s: no max commit seq", what)
+	}
+	if out.MaxCommitSeq, err = rawInt(seqRows[0][0]); err != nil {
+		return driver.QueryResult{}, driver.Errorf(driver.CodeInternal, "%s: max commit seq is not an integer", what)
+	}
+	rows := res[1].Results.Rows
+	if len(rows) > 0 {
+		out.Rows = make([][]any, len(rows))
+	}
+	for i, raw := range rows {
+		if len(raw) != len(desc.columns) {
+			return driver.QueryResult{}, driver.Errorf(driver.CodeInternal, "%s: D1 returned %d columns, the statement has %d",
+				what, len(raw), len(desc.columns))
+		}
+		row := make([]any, len(raw))
+		for j, v := range raw {
+			if row[j], err = d.D1QueryValue(v, desc.boolean[j]); err != nil {
+				return driver.QueryResult{}, err
+			}
+		}
+		out.Rows[i] = row
+	}
+	return out, nil
+}
+
+// queryTables checks the declared tables against the ensured schema
+// (CodeUnknownTable, SCH-8) and returns them sorted and distinct, with
+// their application columns.
+func (c *Conn) queryTables(names []string) ([]string, []d.D1QueryTable, error) {
+	if len(names) == 0 {
+		return nil, nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
+	}
+	seen := map[string]bool{}
+	var declared []string
+	for _, n := range names {
+		if _, err := c.table(n); err != nil {
+			return nil, nil, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			declared = append(declared, n)
+		}
+	}
+	sort.Strings(declared)
+	tables := make([]d.D1QueryTable, len(declared))
+	for i, n := range declared {
+		x, _ := c.table(n)
+		cols := make([]string, len(x.Def.Columns))
+		for j, col := range x.Def.Columns {
+			cols[j] = col.Name
+		}
+		tables[i] = d.D1QueryTable{Name: n, Columns: cols}
+	}
+	return declared, tables, nil
+}
