@@ -5,18 +5,21 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/syncstore/syncstore/driver"
 )
 
 // Cases of the authoritative-query capability (CONTRACT.md AQ-1…AQ-5).
-// The hostile corpus (cap_query_corpus.go) becomes one case per entry,
+// The hostile corpus (cap_query_corpus.go, with more attacks in
+// cap_query_corpus_extra.go) and the dialect-parity corpus
+// (cap_query_parity.go) become one case per entry,
 // named "<rule>/corpus/<entry>"; each case seeds a store of its own, runs
 // the entry on p1 and checks that nothing was written. The snapshot and
 // value cases are in cap_query_values.go.
 
 func init() {
-	for _, e := range aqCorpus() {
+	for _, e := range slices.Concat(aqCorpus(), aqCorpusExtra(), aqParityCorpus()) {
 		register(Case{Name: e.rule + "/corpus/" + e.name, Capability: driver.CapAuthoritativeQuery,
 			Run: func(t T, h Harness) { aqRunEntry(t, h, e) }})
 	}
