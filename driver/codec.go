@@ -18,22 +18,13 @@ import (
 //	["x", "AAE="]   []byte (standard base64; "" is the empty value)
 //	null            NULL
 
-// EncodeValues encodes v as a JSON object of tagged values. It fails with
-// CodeInvalidValue for a value of a type outside ColumnType's list or a
-// non-finite float.
+// EncodeValues encodes v as a JSON object of tagged values (the text
+// encoding/json.Marshal writes for the map of tagged values: keys sorted,
+// HTML-safe escapes; written by AppendValues without reflection). It
+// fails with CodeInvalidValue for a value of a type outside ColumnType's
+// list or a non-finite float.
 func EncodeValues(v Values) ([]byte, error) {
-	if v == nil {
-		return []byte("null"), nil
-	}
-	m := make(map[string]any, len(v))
-	for k, x := range v {
-		t, err := tagValue(x)
-		if err != nil {
-			return nil, &Error{Code: CodeInvalidValue, Message: err.Error(), Column: k, OpIndex: -1}
-		}
-		m[k] = t
-	}
-	return json.Marshal(m)
+	return AppendValues(make([]byte, 0, 32+48*len(v)), v)
 }
 
 // DecodeValues decodes what EncodeValues wrote. "null" decodes to nil.

@@ -37,6 +37,11 @@ type Conn struct {
 	closed   atomic.Bool
 	tmpDir   string     // private directory of a ":memory:" store, removed by Close
 	aq       *queryPool // authoritative-query connections (query.go)
+
+	// promote lists statements write transactions prepared for
+	// themselves, to be prepared on the writer's pool (stage.go).
+	promoteMu gosync.Mutex
+	promote   []string
 }
 
 var (

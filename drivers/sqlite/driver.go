@@ -44,6 +44,10 @@
 //     back alone and leaves the Tx usable.
 //   - Statements are prepared once per Conn (per table after EnsureSchema)
 //     and reused inside transactions with Tx.StmtContext.
+//   - A push is written with few statements: upserts of a table without a
+//     unique index are staged and written as one multi-row upsert before
+//     the Tx's next operation, and a commit's changes and change-scope
+//     entries are multi-row inserts (stage.go; docs/performance.md).
 //
 // The SQL lives in internal/sqlitedialect, shared with the D1 driver.
 package sqlite

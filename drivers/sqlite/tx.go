@@ -17,6 +17,7 @@ type Tx struct {
 	c         *Conn
 	partition string
 	st        *txStmts
+	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
 
 	mu       gosync.Mutex
 	finished bool
@@ -28,6 +29,13 @@ type Tx struct {
 	// errors (unknown table, invalid value, a unique collision, which
 	// SQLite rolls back alone) leave the Tx usable.
 	aborted bool
+
+	// Staged upserts (stage.go): rows of one table, not yet written,
+	// written as one multi-row statement before any other operation of
+	// the Tx runs.
+	stageTable *d.Table
+	stageArgs  []any // ?1 (the partition), then UpsertRowArgs of each row
+	stageRows  int
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -40,11 +48,12 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	c.promoteStatements(ctx)
 	sqlTx, err := c.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, c.mapErr(ctx, err, "sqlite: begin")
 	}
-	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx)}
+	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx), beginCtx: ctx}
 	if err := t.st.exec(ctx, d.Savepoint); err != nil {
 		_ = sqlTx.Rollback()
 		return nil, err
@@ -57,8 +66,14 @@ func (t *Tx) Partition() string { return t.partition }
 
 // op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted,
 // and aborts the Tx when fn fails with an engine error or an ended context
-// (TX-6).
+// (TX-6). Upserts staged before it are written first (stage.go), so fn
+// sees them (TX-3) and runs after them.
 func (t *Tx) op(ctx context.Context, fn func() error) error {
+	return t.opStaged(ctx, true, fn)
+}
+
+// opStaged is op; flush=false leaves staged upserts staged (UpsertRow).
+func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
@@ -71,6 +86,11 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 		// The store was closed under the Tx: nothing more of it may land.
 		t.aborted = true
 		return errClosed()
+	}
+	if flush {
+		if err := t.flushStaged(ctx); err != nil {
+			return err
+		}
 	}
 	err := fn()
 	if err != nil && isAbort(ctx, err) {
@@ -126,19 +146,30 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // UpsertRow creates or fully replaces the row (ROW-1, ROW-2). A collision
 // on a declared unique index fails with CodeConstraintViolation; SQLite
 // rolls back that statement alone, so nothing changed and the Tx stays
-// usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+// usable (SCH-10, TX-8). Errors: CodeUnknownTable, CodeInvalidValue (a
+// value of the wrong Go type, V-3).
+//
+// A row of a table without a unique declared index is staged and written
+// with the next rows of the same table in one statement, before any other
+// operation of the Tx (stage.go): it cannot fail on a constraint, and
+// every later read of the Tx sees it (TX-3). An engine failure while
+// writing it fails that later operation and aborts the Tx, which then
+// writes nothing (TX-6).
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
-	return t.op(ctx, func() error {
-		x, err := t.c.table(table)
-		if err != nil {
-			return err
-		}
-		args, err := x.UpsertArgs(t.partition, row)
-		if err != nil {
-			return err
-		}
-		return t.st.exec(ctx, x.Upsert, args...)
-	})
+	x, err := t.c.table(table)
+	if err != nil {
+		return t.op(ctx, func() error { return err })
+	}
+	if !x.Batchable() || x.HasNullInRequired(row) {
+		return t.op(ctx, func() error {
+			args, err := x.UpsertArgs(t.partition, row)
+			if err != nil {
+				return err
+			}
+			return t.st.exec(ctx, x.Upsert, args...)
+		})
+	}
+	return t.opStaged(ctx, false, func() error { return t.stage(ctx, x, row) })
 }
 
 // DeleteRow removes the row; a missing row is a no-op (ROW-3).
@@ -159,10 +190,11 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // this transaction, so two commits in one Tx are consecutive and a
 // rollback consumes nothing: SEQ-1…SEQ-3) and records the commit, its
 // changes and one change-scope entry per (change, variable) — four
-// statements whatever the commit's size. The changes are encoded before
-// the first write.
+// statements up to 64 changes and 128 entries (multi-row inserts, the
+// values bound: sqlitedialect.InsertChangeRows). The changes are encoded
+// before the first write.
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
-	changes, err := d.ChangesJSON(in.Changes)
+	changes, err := d.NewChangeArgs(in.Changes)
 	if err != nil {
 		return 0, err
 	}
@@ -173,13 +205,10 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 		if err := t.st.exec(ctx, d.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
 			return err
 		}
-		if len(in.Changes) == 0 {
-			return nil
-		}
-		if err := t.st.exec(ctx, d.InsertChanges, t.partition, seq, changes); err != nil {
+		if err := t.execChunks(ctx, seq, changes.Changes, 7, d.MaxChangeRows, d.InsertChangeRows); err != nil {
 			return err
 		}
-		return t.st.exec(ctx, d.InsertChangeScopes, t.partition, seq, changes)
+		return t.execChunks(ctx, seq, changes.Scopes, 4, d.MaxChangeScopeRows, d.InsertChangeScopeRows)
 	})
 	if err != nil {
 		return 0, err
@@ -206,6 +235,7 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	text, encErr := driver.EncodePushResult(r)
 	return t.finish(ctx, func() error {
+		t.dropStaged()
 		if encErr != nil {
 			return encErr
 		}
@@ -222,7 +252,12 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // Commit makes every write of the Tx visible at once (TX-2). On any error
 // nothing was written and the Tx is finished.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() error { return t.st.tx.Commit() })
+	return t.finish(ctx, func() error {
+		if err := t.flushStaged(ctx); err != nil {
+			return err
+		}
+		return t.st.tx.Commit()
+	})
 }
 
 // finish runs fn (which ends the engine transaction on success) once; on
@@ -261,6 +296,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.finished = true
+	t.dropStaged()
 	if err := t.st.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
 		return t.c.mapErr(ctx, err, "sqlite: rollback")
 	}

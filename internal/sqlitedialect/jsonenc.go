@@ -3,7 +3,6 @@ package sqlitedialect
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/syncstore/syncstore/driver"
 )
@@ -50,7 +49,7 @@ func ChangesJSON(changes []driver.Change) (string, error) {
 		}
 		buf = append(buf, "},"...)
 		if ch.Op == driver.OpUpsert {
-			vals, err := driver.EncodeValues(ch.Values)
+			vals, err := driver.AppendValues(nil, ch.Values)
 			if err != nil {
 				return "", err
 			}
@@ -66,59 +65,6 @@ func ChangesJSON(changes []driver.Change) (string, error) {
 	return string(buf), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s as a JSON string exactly as encoding/json
-// does with HTML escaping on: '<', '>', '&' as \u003c, \u003e, \u0026;
-// control bytes as \b, \f, \n, \r, \t or \u00XX; U+2028 and U+2029
-// escaped; each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// does with HTML escaping on (driver.AppendJSONString).
+func appendJSONString(dst []byte, s string) []byte { return driver.AppendJSONString(dst, s) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 )
@@ -26,6 +27,12 @@ type Table struct {
 	others   map[string][]string          // driving variable → other variables, in parameter order
 	scans    map[string][scanKinds]string // driving variable → scan SQL of each kind
 	nBytes   int                          // number of bytes columns (each adds an IS NULL column)
+
+	// The multi-row upsert (UpsertRows): the text around its tuples, and
+	// each size's text once built.
+	upsertHead, upsertTail string
+	upsertMu               gosync.Mutex
+	upsertRows             []string
 }
 
 // The scan statements of each driving scope variable.
@@ -61,8 +68,10 @@ func NewTable(t driver.Table) *Table {
 			sets = append(sets, Quote(c.Name)+" = excluded."+Quote(c.Name))
 		}
 	}
-	x.Upsert = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(params, ", ") +
-		") ON CONFLICT (" + Quote(PartitionColumn) + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	x.upsertHead = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES "
+	x.upsertTail = " ON CONFLICT (" + Quote(PartitionColumn) + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	x.Upsert = x.upsertHead + "(" + strings.Join(params, ", ") + ")" + x.upsertTail
+	x.upsertRows = make([]string, x.MaxUpsertRows()+1)
 
 	for _, s := range t.Scopes {
 		x.scopeCol[s.Variable] = s.Column
