@@ -91,21 +91,12 @@ func RunBenchmarks(b *testing.B, h Harness) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.N*n)/total.Seconds(), "commits/s")
-			b.ReportMetric(float64(b.N*n*BenchRowsPerCommit)/total.Seconds(), "changes/s")
-			first, last := float64(b.N*n/10)/tenths[0].Seconds(), float64(b.N*n/10)/tenths[9].Seconds()
-			b.ReportMetric(first, "first-tenth-commits/s")
-			b.ReportMetric(last, "last-tenth-commits/s")
-			b.ReportMetric(last/first, "last/first")
+			reportW1(b, b.N*n, total, tenths)
 			if cpuRuns == b.N {
 				// The same tenths in process CPU time (getrusage), which a
 				// loaded machine disturbs far less than wall time; for an
 				// in-process engine it includes the engine's own work.
-				perCommit := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*n/10) }
-				cpuFirst, cpuLast := perCommit(cpuTenths[0]), perCommit(cpuTenths[9])
-				b.ReportMetric(cpuFirst, "first-tenth-cpu-µs/commit")
-				b.ReportMetric(cpuLast, "last-tenth-cpu-µs/commit")
-				b.ReportMetric(cpuFirst/cpuLast, "cpu-rate-last/first")
+				reportW1CPU(b, b.N*n, cpuTenths)
 			}
 			b.ReportMetric(float64(peak), "peak-RSS-bytes")
 			if size > 0 {

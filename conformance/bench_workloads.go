@@ -148,33 +148,12 @@ type w1Result struct {
 // runW1 pushes commits commits to BenchPartition, one Tx each (W1), and
 // checks that MaxCommitSeq is then commits (SEQ-1).
 func runW1(ctx context.Context, conn driver.Conn, commits int) (w1Result, error) {
-	res := w1Result{commits: commits}
-	tenth := commits / 10
-	cpuMark, cpuOK := processCPU()
-	start := time.Now()
-	mark := start
-	for i := 0; i < commits; i++ {
-		seq, err := pushCommit(ctx, conn, BenchPartition, i*BenchRowsPerCommit, "c"+strconv.Itoa(i))
-		if err != nil {
-			return res, fmt.Errorf("W1 commit %d: %w", i, err)
-		}
-		if seq != int64(i+1) {
-			return res, fmt.Errorf("W1 commit %d got seq %d, want %d (SEQ-1)", i, seq, i+1)
-		}
-		if tenth > 0 && (i+1)%tenth == 0 && len(res.tenths) < 10 {
-			now := time.Now()
-			res.tenths = append(res.tenths, now.Sub(mark))
-			mark = now
-			if cpu, ok := processCPU(); cpuOK && ok {
-				res.cpuTenths = append(res.cpuTenths, cpu-cpuMark)
-				cpuMark = cpu
-			}
-		}
+	res, err := timeCommits("W1", commits, func(i int) (int64, error) {
+		return pushCommit(ctx, conn, BenchPartition, i*BenchRowsPerCommit, "c"+strconv.Itoa(i))
+	})
+	if err != nil {
+		return res, err
 	}
-	if len(res.cpuTenths) != len(res.tenths) {
-		res.cpuTenths = nil
-	}
-	res.total = time.Since(start)
 	max, err := conn.MaxCommitSeq(ctx, BenchPartition)
 	if err != nil {
 		return res, fmt.Errorf("W1 MaxCommitSeq: %w", err)
