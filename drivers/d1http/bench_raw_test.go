@@ -48,8 +48,9 @@ func BenchmarkSuiteWorkloads(b *testing.B) {
 //	the push result           1 statement ┘ one transaction)
 //
 // The driver takes two requests per push (Begin reads the partition's
-// stamp and max seq; Commit sends the stamp guard, one upsert per row,
-// the log, the result, max_seq and its two idempotency-token statements).
+// stamp and max seq; Commit sends 8 statements: the stamp guard, one
+// multi-row upsert of the rows, the log, the result, max_seq and the
+// idempotency token; TestPushCommitStatements pins them).
 // Compare (docs/performance.md, "Raw-loop ratios per engine"):
 //
 //	go test ./drivers/d1http -run '^$' -bench 'RawLoop|SuiteWorkloads/W1-push$' -benchtime 1x -count 3

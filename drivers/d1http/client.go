@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -96,6 +97,9 @@ type client struct {
 	requestTimeout time.Duration
 	maxAttempts    int
 	requests       func() // counts requests (tests)
+	// expiredAt is when (Unix ms) a batch of this client last deleted
+	// expired tokens; the next batch due after tokenExpireEvery does again.
+	expiredAt atomic.Int64
 }
 
 // send posts one batch to /raw once.
@@ -216,11 +220,19 @@ type applied struct {
 	n    int64
 }
 
-// tokenTTL is how long idempotency tokens are kept.
+// tokenTTL is how long idempotency tokens are kept (at least).
 const tokenTTL = 24 * time.Hour
 
+// tokenExpireEvery is how often a client's write batches delete expired
+// tokens: a batch carries D1TokenExpire only when the last one that did
+// landed longer ago than this (one statement less per batch otherwise;
+// D1 parses and bills per statement). Tokens therefore live between
+// tokenTTL and tokenTTL + tokenExpireEvery while the client writes.
+const tokenExpireEvery = time.Minute
+
 // write sends stmts as one all-or-nothing batch, adding an idempotency
-// token row. A batch whose outcome is unknown (timeout, reset, 5xx) is
+// token row (and, once per tokenExpireEvery, the deletion of expired
+// tokens). A batch whose outcome is unknown (timeout, reset, 5xx) is
 // never re-sent blindly: the token is fenced (marked void unless it
 // landed), which tells for sure whether the batch landed and guarantees
 // it never lands later; only a batch known not to have landed is sent
@@ -230,10 +242,16 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 	for attempt := 1; ; attempt++ {
 		token := newToken()
 		now := time.Now().UnixMilli()
-		batch := append(append(make([]stmt, 0, len(stmts)+2), stmts...),
-			st(d.D1TokenApplied, token, now), st(d.D1TokenExpire, now-tokenTTL.Milliseconds()))
+		batch := append(append(make([]stmt, 0, len(stmts)+2), stmts...), st(d.D1TokenApplied, token, now))
+		expire := now-c.expiredAt.Load() >= tokenExpireEvery.Milliseconds()
+		if expire {
+			batch = append(batch, st(d.D1TokenExpire, now-tokenTTL.Milliseconds()))
+		}
 		res, e := c.send(ctx, batch)
 		if e == nil {
+			if expire {
+				c.expiredAt.Store(now)
+			}
 			return applied{res: res[:len(stmts)]}, nil
 		}
 		if e.out == outUnknown {
@@ -242,6 +260,9 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 				return applied{}, err
 			}
 			if landed {
+				if expire {
+					c.expiredAt.Store(now)
+				}
 				return applied{lost: true, n: n}, nil
 			}
 		}

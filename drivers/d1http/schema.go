@@ -13,6 +13,8 @@ import (
 type schemaState struct {
 	layout string
 	tables map[string]*d.Table
+	// upserts are the tables' multi-row upsert texts (Tx.UpsertRow).
+	upserts map[string]*d.D1Upserts
 }
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
@@ -23,6 +25,17 @@ func (c *Conn) table(name string) (*d.Table, error) {
 		}
 	}
 	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// tableUpserts returns the SQL of an ensured table and its multi-row
+// upsert texts, from one schema state; or CodeUnknownTable (SCH-8).
+func (c *Conn) tableUpserts(name string) (*d.Table, *d.D1Upserts, error) {
+	if st := c.state.Load(); st != nil {
+		if t, ok := st.tables[name]; ok {
+			return t, st.upserts[name], nil
+		}
+	}
+	return nil, nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
 }
 
 // schemaAttempts bounds EnsureSchema's own retries after another process
@@ -52,9 +65,11 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	if err != nil {
 		return err
 	}
-	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables))}
+	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables)),
+		upserts: make(map[string]*d.D1Upserts, len(schema.Tables))}
 	for _, t := range schema.Tables {
-		st.tables[t.Name] = d.NewTable(t)
+		x := d.NewTable(t)
+		st.tables[t.Name], st.upserts[t.Name] = x, d.NewD1Upserts(x)
 	}
 	c.state.Store(st)
 	return nil

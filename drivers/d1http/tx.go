@@ -26,7 +26,10 @@ type Tx struct {
 	baseMax  int64 // the partition's max seq at Begin
 	commits  int64 // commits appended so far
 	writes   []stmt
-	ov       overlay
+	// run is the multi-row upsert at the end of writes that the next
+	// upsert of the same table extends (stageUpsert).
+	run upsertRun
+	ov  overlay
 	// extra are statements a capability adds to the batch after the writes.
 	extra []stmt
 	// rxKeys are the reaction keys enqueued in the Tx (RX-1).
@@ -132,7 +135,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // leaves the Tx usable (SCH-10, TX-8). Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(func() error {
-		x, err := t.c.table(table)
+		x, u, err := t.c.tableUpserts(table)
 		if err != nil {
 			return err
 		}
@@ -143,11 +146,37 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err := t.checkUnique(ctx, x, row); err != nil {
 			return err
 		}
-		t.writes = append(t.writes, st(x.D1Upsert(), args...))
+		t.stageUpsert(x, u, args)
 		t.ov.put(table, row)
 		t.afterRowWrite(x, row.ID, false)
 		return nil
 	})
+}
+
+// upsertRun is a multi-row upsert statement being staged: writes[at]
+// holds n rows of table x (D1Upserts.SQL(n)).
+type upsertRun struct {
+	x     *d.Table
+	at, n int
+}
+
+// stageUpsert stages the upsert of one row (args: D1RowArgs). Adjacent
+// upserts of one table share one statement of up to u.MaxRows rows (D1's
+// 100 parameters and 100,000 bytes per statement), applied in order, so
+// the batch leaves the state the single-row statements would (issue 7:
+// D1 parses and bills per statement). Anything staged in between (a
+// delete, blob refs, a commit, reactions) starts a new statement, so the
+// order of writes is kept. The caller holds t.mu.
+func (t *Tx) stageUpsert(x *d.Table, u *d.D1Upserts, args []any) {
+	r := &t.run
+	if r.x == x && r.at == len(t.writes)-1 && r.n < u.MaxRows() {
+		r.n++
+		w := &t.writes[r.at]
+		w.SQL, w.Params = u.SQL(r.n), append(w.Params, args[1])
+		return
+	}
+	t.writes = append(t.writes, st(u.SQL(1), args...))
+	*r = upsertRun{x: x, at: len(t.writes) - 1, n: 1}
 }
 
 // DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
@@ -284,6 +313,6 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.finished = true
-	t.writes, t.extra, t.rxKeys = nil, nil, nil
+	t.writes, t.extra, t.rxKeys, t.run = nil, nil, nil, upsertRun{}
 	return nil
 }

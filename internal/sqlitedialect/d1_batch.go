@@ -179,21 +179,10 @@ func D1Param(p string, k int, t driver.ColumnType) string {
 
 // D1Upsert is Upsert taking the row in two parameters whatever the
 // table's width (D1 refuses > 100 bound parameters): ?1 partition, ?2 a
-// JSON array [version, each column in order] built by D1RowArgs.
+// JSON array [version, each column in order] built by D1RowArgs. It is
+// D1Upserts.SQL(1); a driver upserting often keeps a D1Upserts per table.
 func (x *Table) D1Upsert() string {
-	t := x.Def
-	names := []string{Quote(PartitionColumn), Quote(VersionColumn)}
-	params := []string{"?1", D1Param("?2", 0, driver.TypeInteger)}
-	sets := []string{Quote(VersionColumn) + " = excluded." + Quote(VersionColumn)}
-	for i, c := range t.Columns {
-		names = append(names, Quote(c.Name))
-		params = append(params, D1Param("?2", i+1, c.Type))
-		if c.Name != t.PrimaryKey {
-			sets = append(sets, Quote(c.Name)+" = excluded."+Quote(c.Name))
-		}
-	}
-	return "INSERT INTO " + Quote(t.Name) + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(params, ", ") +
-		") ON CONFLICT (" + Quote(PartitionColumn) + ", " + Quote(t.PrimaryKey) + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	return NewD1Upserts(x).SQL(1)
 }
 
 // D1UniqueProbe returns the statement that lists the rows of the table,
