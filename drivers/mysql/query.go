@@ -12,6 +12,7 @@ import (
 	"strings"
 	gosync "sync"
 	"time"
+	"unicode"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -238,7 +239,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 	}
 	var schemas sql.NullString
 	err := conn.QueryRowContext(ctx, "SELECT COALESCE((SELECT max_seq FROM "+quoteIdent(c.cfg.DBName)+
-		".`_sync_partitions` WHERE p = ?), 0), (SELECT JSON_ARRAYAGG(LOWER(schema_name)) FROM information_schema.schemata)",
+		".`_sync_partitions` WHERE p = ?), 0), (SELECT JSON_ARRAYAGG(schema_name) FROM information_schema.schemata)",
 		partition).Scan(&res.MaxCommitSeq, &schemas)
 	if err != nil {
 		return res, c.mapErr(ctx, err, what)
@@ -249,12 +250,15 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 			return res, driver.Errorf(driver.CodeInternal, "%s: unreadable list of databases", what)
 		}
 	}
-	known := map[string]bool{strings.ToLower(c.cfg.DBName): true}
+	// Both sides folded in Go: the server's LOWER() folds fewer letters
+	// than strings.ToLower (it keeps ẞ), so a database named with one would
+	// otherwise pass the check.
+	known := map[string]bool{foldName(c.cfg.DBName): true}
 	for _, n := range names {
-		known[n] = true
+		known[foldName(n)] = true
 	}
 	for _, qual := range mq.qualifiers {
-		if known[qual] || systemSchemas[qual] {
+		if known[foldName(qual)] || systemSchemas[qual] {
 			return res, queryInvalid("query qualifies a name with a database: tables are read by their names alone (AQ-2)")
 		}
 	}
@@ -271,6 +275,19 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 		return res, c.mapErr(ctx, err, what)
 	}
 	return res, nil
+}
+
+// foldName returns name with every letter replaced by the smallest letter
+// of its Unicode case-folding orbit (k, K and the Kelvin sign alike): two
+// names equal under any case mapping an engine may apply fold equally.
+func foldName(name string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, name)
 }
 
 // erBadField is ER_BAD_FIELD_ERROR: an unknown column.

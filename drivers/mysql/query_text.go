@@ -73,7 +73,7 @@ var queryFunctions = func() map[string]string {
 	m := map[string]string{
 		"iif": "IF", "length": "CHAR_LENGTH", "substr": "SUBSTRING", "json_each": "json_each", "cast": "CAST",
 	}
-	for _, f := range strings.Fields(`abs coalesce ifnull nullif lower upper ltrim rtrim trim replace round substring instr hex
+	for _, f := range strings.Fields(`abs coalesce ifnull nullif lower upper ltrim rtrim trim replace substring instr hex
 		count sum avg min max group_concat concat concat_ws
 		row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
 		ceil ceiling floor exp ln log log10 log2 mod power pow sqrt sign pi sin cos tan asin acos atan atan2 degrees radians`) {
@@ -195,6 +195,9 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 				p.Text = strconv.FormatInt(int64(v), 10)
 			} else {
 				p.Text = strings.ReplaceAll(s, "_", "")
+				if strings.Contains(p.Text, ".") && !strings.ContainsAny(p.Text, "eE") {
+					p.Text += "e0" // a REAL in SQLite, a DECIMAL in MySQL without the exponent (AQ-5)
+				}
 			}
 		case sd.TokParam:
 			n := last + 1
@@ -218,6 +221,9 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 			switch s {
 			case "==":
 				p.Text = "="
+			case "->", "->>":
+				// MySQL's JSON operators return JSON text where SQLite returns SQL values (AQ-5).
+				return myQuery{}, queryInvalid("query uses %s, which the mysql driver does not support (AQ-5)", s)
 			case ".":
 				prev := sd.LastSignificant(ps)
 				if prev == nil {
@@ -247,7 +253,7 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		return myQuery{}, err
 	}
 	for _, t := range declared {
-		if !namesTable(ps, strings.ToLower(t.name)) {
+		if !readsTable(ps, strings.ToLower(t.name)) {
 			return myQuery{}, queryInvalid("query declares table %s but does not read it (AQ-2)", t.name)
 		}
 	}
@@ -262,6 +268,10 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	if err := r.jsonEach(argOf, isArg, coll); err != nil {
 		return myQuery{}, err
 	}
+	if err := r.arithmetic(declared, argOf, isArg); err != nil {
+		return myQuery{}, err
+	}
+	r.caseFolds()
 
 	// Bind values in text order, the CTEs' partitions first (json_each
 	// keeps its argument's "?" where it was).
@@ -359,15 +369,45 @@ func checkCTENames(ps []sd.Piece, canon map[string]string) error {
 	return nil
 }
 
-// namesTable reports whether a name piece (not after ".") spells table.
-func namesTable(ps []sd.Piece, table string) bool {
+// readsTable reports whether the statement reads table (AQ-2: a declared
+// table the SQL does not read is query_invalid): whether a piece spelling
+// it stands where SQLite's grammar puts a relation — right after FROM or
+// JOIN, or after a comma of a FROM clause at the same depth — and is not
+// qualified (x.table) nor a qualifier itself (table.x). An alias, a
+// derived table or a column so named is not a read, so
+// `SELECT todos.id FROM (SELECT 'x' AS id) AS todos` does not read todos.
+// A host CTE cannot take a declared table's name (checkCTENames), so a
+// relation so named is the driver's partition CTE.
+func readsTable(ps []sd.Piece, table string) bool {
+	inFrom := map[int]bool{} // depth → inside a FROM clause
+	depth := 0
 	for i, p := range ps {
-		if (p.Kind == sd.TokWord || p.Kind == sd.TokQuotedID) && p.Name == table {
-			if prev := sd.LastSignificant(ps[:i]); prev != nil && prev.Text == "." {
-				continue
+		switch {
+		case p.Kind == sd.TokOp && p.Text == "(":
+			depth++
+			delete(inFrom, depth)
+		case p.Kind == sd.TokOp && p.Text == ")":
+			delete(inFrom, depth)
+			depth--
+		case p.Kind == sd.TokWord:
+			switch p.Name {
+			case "from":
+				inFrom[depth] = true
+			case "select", "where", "group", "having", "order", "limit", "window", "union", "intersect", "except":
+				delete(inFrom, depth)
 			}
-			return true
 		}
+		if (p.Kind != sd.TokWord && p.Kind != sd.TokQuotedID) || p.Name != table {
+			continue
+		}
+		prev := sd.LastSignificant(ps[:i])
+		if prev == nil || !(prev.Name == "from" || prev.Name == "join" || (prev.Text == "," && inFrom[depth])) {
+			continue
+		}
+		if next := sd.FirstSignificant(ps, i+1); next >= 0 && ps[next].Text == "." {
+			continue
+		}
+		return true
 	}
 	return false
 }
@@ -521,16 +561,16 @@ func (r *render) likes() error {
 		if !ok {
 			return queryInvalid("query has a LIKE pattern the mysql driver cannot delimit; parenthesize it (AQ-5)")
 		}
-		r.pre[ls] = "LOWER(" + r.pre[ls]
-		r.post[left] += ")"
+		r.pre[ls] = asciiFoldOpen + "(" + r.pre[ls]
+		r.post[left] += ")" + asciiLowerClose
 		rs := r.next(i)
 		if e := r.next(re); e >= 0 && r.ps[e].Name == "escape" {
-			r.pre[rs] = "LOWER(" + r.pre[rs]
-			r.post[re] += ")"
+			r.pre[rs] = asciiFoldOpen + "(" + r.pre[rs]
+			r.post[re] += ")" + asciiLowerClose
 			continue
 		}
-		r.pre[rs] = "REPLACE(LOWER(" + r.pre[rs]
-		r.post[re] += `), '\', '\\') ESCAPE '\'`
+		r.pre[rs] = "REPLACE(" + asciiFoldOpen + "(" + r.pre[rs]
+		r.post[re] += ")" + asciiLowerClose + `, '\', '\\') ESCAPE '\'`
 	}
 	return nil
 }
@@ -710,25 +750,33 @@ func jsonEachType(doc, coll string) (string, error) {
 	if !ok {
 		return "", queryInvalid("json_each over anything but a JSON array is not supported on mysql (AQ-5)")
 	}
-	ints, nums := true, true
+	// One column type must give every element SQLite's type: integers,
+	// reals or strings (and nulls), not a mix (AQ-5).
+	ints, reals, strs := 0, 0, 0
 	for _, e := range arr {
 		switch x := e.(type) {
 		case nil:
 		case json.Number:
 			if _, err := x.Int64(); err != nil {
-				ints = false
+				reals++
+			} else {
+				ints++
 			}
+		case string:
+			strs++
 		default:
-			ints, nums = false, false
+			return "", queryInvalid("json_each over an array of booleans, objects or arrays is not supported on mysql (AQ-5)")
 		}
 	}
 	switch {
-	case ints:
+	case reals == 0 && strs == 0:
 		return "BIGINT", nil
-	case nums:
+	case ints == 0 && strs == 0:
 		return "DOUBLE", nil
+	case ints == 0 && reals == 0:
+		return "LONGTEXT CHARACTER SET utf8mb4 COLLATE " + coll, nil
 	}
-	return "LONGTEXT CHARACTER SET utf8mb4 COLLATE " + coll, nil
+	return "", queryInvalid("json_each over an array mixing integers, reals and strings is not supported on mysql (AQ-5)")
 }
 
 // companions appends to the top-level select list, for each item that is
@@ -859,4 +907,276 @@ found:
 	}
 	r.post[lastPiece] += ", " + strings.Join(add, ", ")
 	return true
+}
+
+// asciiFoldOpen and asciiLowerClose/asciiUpperClose wrap an expression
+// "(x)" so only ASCII letters change case, as SQLite's lower, upper and
+// LIKE do (MySQL's LOWER folds every letter): one REPLACE per letter,
+// exact under the binary collation (AQ-5).
+var (
+	asciiFoldOpen   = strings.Repeat("REPLACE(", 26)
+	asciiLowerClose = asciiFold('A', 'a')
+	asciiUpperClose = asciiFold('a', 'A')
+)
+
+func asciiFold(from, to byte) string {
+	var b strings.Builder
+	for i := byte(0); i < 26; i++ {
+		b.WriteString(", '" + string(from+i) + "', '" + string(to+i) + "')")
+	}
+	return b.String()
+}
+
+// caseFolds rewrites lower(x)/upper(x) to their ASCII-only forms.
+func (r *render) caseFolds() {
+	for i, p := range r.ps {
+		if p.Kind != sd.TokWord || (p.Name != "lower" && p.Name != "upper") || r.text[i] != strings.ToUpper(p.Name) {
+			continue
+		}
+		open := r.next(i)
+		end := sd.Matching(r.ps, open)
+		if open < 0 || r.ps[open].Text != "(" || end < 0 {
+			continue
+		}
+		r.text[i] = asciiFoldOpen
+		if p.Name == "lower" {
+			r.post[end] += asciiLowerClose
+		} else {
+			r.post[end] += asciiUpperClose
+		}
+	}
+}
+
+// numKind is what the rewrite knows of an operand's type.
+type numKind int
+
+const (
+	kindUnknown numKind = iota
+	kindInt
+	kindReal
+)
+
+func isMyKeyword(name string) bool { return queryKeywords[name] && !queryLiterals[name] }
+
+// arithmetic rewrites x / y and x % y so they mean what SQLite means
+// (AQ-5): SQLite divides two integers as integers (7/2 = 3) and takes the
+// remainder of integers; MySQL's / always gives a fraction and its % of
+// reals keeps one. x / y becomes x DIV y when both operands are known
+// integers, stays when either is a known real; x % y stays only when both
+// are known integers. Anything else — an operand whose type the text does
+// not tell (a sum, a CASE, a CTE's column named like an alias…) or that
+// cannot be delimited — is refused (CodeQueryInvalid): a refusal beats a
+// wrong number. Known integers: integer literals and bound values,
+// columns every declared table types as integer or boolean (unless the
+// query also uses the name as an alias or a column-list name), count,
+// length, instr, the ranking window functions, CAST(… AS INTEGER), and
+// +, -, *, / of those; known reals: literals with a point or an exponent,
+// bound floats, float columns, avg, CAST(… AS REAL), and arithmetic with
+// one.
+func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) error {
+	cols := map[string]numKind{}
+	seen := map[string]bool{}
+	for _, t := range declared {
+		for _, c := range t.cols {
+			n := strings.ToLower(c.Name)
+			k := kindUnknown
+			switch c.Type {
+			case driver.TypeInteger, driver.TypeBoolean:
+				k = kindInt
+			case driver.TypeFloat:
+				k = kindReal
+			}
+			if seen[n] && cols[n] != k {
+				k = kindUnknown
+			}
+			seen[n], cols[n] = true, k
+		}
+	}
+	// Names the query defines itself (aliases, column lists) are unknown.
+	for i, p := range r.ps {
+		if p.Name == "as" {
+			if n := r.next(i); n >= 0 {
+				delete(cols, r.ps[n].Name)
+			}
+			continue
+		}
+		if p.Text == "(" {
+			if pv := r.prev(i); pv >= 0 && (r.ps[pv].Kind == sd.TokWord || r.ps[pv].Kind == sd.TokQuotedID) &&
+				queryFunctions[r.ps[pv].Name] == "" && !queryCallKeywords[r.ps[pv].Name] {
+				if end := sd.Matching(r.ps, i); end > 0 {
+					for k := i + 1; k < end; k++ {
+						delete(cols, r.ps[k].Name)
+					}
+				}
+			}
+		}
+	}
+	var typeOf func(a, b int) numKind
+	primary := func(a, b int) numKind {
+		p := r.ps[a]
+		switch {
+		case p.Kind == sd.TokNumber:
+			if strings.ContainsAny(r.text[a], ".eE") {
+				return kindReal
+			}
+			return kindInt
+		case isArg[a]:
+			switch argOf[a].(type) {
+			case int64:
+				return kindInt
+			case float64:
+				return kindReal
+			}
+			return kindUnknown
+		case p.Text == "(" && b > a:
+			if f := r.next(a); f >= 0 && r.ps[f].Name == "select" {
+				return kindUnknown
+			}
+			return typeOf(r.next(a), r.prev(b))
+		case p.Kind == sd.TokWord && r.next(a) >= 0 && r.ps[r.next(a)].Text == "(":
+			open := r.next(a)
+			end := sd.Matching(r.ps, open)
+			if end != b {
+				return kindUnknown // FILTER / OVER: only ranking functions below
+			}
+			switch p.Name {
+			case "count", "length", "char_length", "instr":
+				return kindInt
+			case "avg":
+				return kindReal
+			case "abs":
+				return typeOf(r.next(open), r.prev(end))
+			case "cast":
+				switch r.text[r.prev(end)] {
+				case "SIGNED":
+					return kindInt
+				case "DOUBLE":
+					return kindReal
+				}
+			}
+			return kindUnknown
+		case p.Kind == sd.TokWord || p.Kind == sd.TokQuotedID:
+			if b != a && !(b >= 2 && r.ps[r.prev(b)].Text == ".") {
+				return kindUnknown
+			}
+			if p.Kind == sd.TokWord && queryKeywords[p.Name] {
+				return kindUnknown
+			}
+			return cols[r.ps[b].Name]
+		}
+		return kindUnknown
+	}
+	typeOf = func(a, b int) numKind {
+		if a < 0 || b < a {
+			return kindUnknown
+		}
+		kind := kindInt
+		for a >= 0 && a <= b {
+			for a <= b && r.ps[a].Kind == sd.TokOp && (r.ps[a].Text == "-" || r.ps[a].Text == "+") {
+				a = r.next(a)
+			}
+			end := sd.PrimaryEnd(r.ps, a, isMyKeyword)
+			if a < 0 || end < 0 || end > b {
+				return kindUnknown
+			}
+			// Ranking functions with OVER: integers.
+			if r.ps[a].Kind == sd.TokWord && (r.ps[a].Name == "row_number" || r.ps[a].Name == "rank" ||
+				r.ps[a].Name == "dense_rank" || r.ps[a].Name == "ntile") {
+				if k := r.next(a); k >= 0 && r.ps[k].Text == "(" {
+					kind = max(kind, kindInt)
+				}
+			} else {
+				switch pk := primary(a, end); pk {
+				case kindUnknown:
+					return kindUnknown
+				default:
+					kind = max(kind, pk)
+				}
+			}
+			op := r.next(end)
+			if op < 0 || op > b {
+				return kind
+			}
+			switch r.ps[op].Text {
+			case "+", "-", "*", "/", "%":
+				a = r.next(op)
+			default:
+				return kindUnknown
+			}
+		}
+		return kindUnknown
+	}
+	for i, p := range r.ps {
+		if p.Kind != sd.TokOp || (p.Text != "/" && p.Text != "%") {
+			continue
+		}
+		// The left operand: the multiplicative chain ending before i.
+		start := -1
+		for j := r.prev(i); j >= 0; {
+			s := j
+			switch q := r.ps[j]; {
+			case q.Text == ")":
+				open := -1
+				for k, depth := j, 0; k >= 0; k-- {
+					if r.ps[k].Text == ")" {
+						depth++
+					} else if r.ps[k].Text == "(" {
+						if depth--; depth == 0 {
+							open = k
+							break
+						}
+					}
+				}
+				if open < 0 {
+					j = -1
+					continue
+				}
+				s = open
+				if f := r.prev(open); f >= 0 && r.ps[f].Kind == sd.TokWord && queryFunctions[r.ps[f].Name] != "" {
+					s = f
+				}
+			case q.Kind == sd.TokWord || q.Kind == sd.TokQuotedID:
+				for {
+					d := r.prev(s)
+					if d < 0 || r.ps[d].Text != "." {
+						break
+					}
+					s = r.prev(d)
+				}
+			case q.Kind == sd.TokNumber || isArg[j]:
+			default:
+				s = -1
+			}
+			if s < 0 {
+				break
+			}
+			if u := r.prev(s); u >= 0 && (r.ps[u].Text == "-" || r.ps[u].Text == "+") {
+				if b := r.prev(u); b < 0 || !(r.ps[b].Text == ")" || r.isOperandWord(b)) {
+					s = u
+				}
+			}
+			start = s
+			op := r.prev(s)
+			if op < 0 || (r.ps[op].Text != "*" && r.ps[op].Text != "/" && r.ps[op].Text != "%") {
+				break
+			}
+			j = r.prev(op)
+		}
+		rs := r.next(i)
+		end := sd.MulOperandEnd(r.ps, rs, isMyKeyword)
+		var lk, rk numKind
+		if start >= 0 && end >= 0 {
+			lk, rk = typeOf(start, r.prev(i)), typeOf(rs, end)
+		}
+		switch {
+		case lk == kindInt && rk == kindInt:
+			if p.Text == "/" {
+				r.text[i] = " DIV "
+			}
+		case p.Text == "/" && (lk == kindReal || rk == kindReal):
+		default:
+			return queryInvalid("query uses %s on operands whose types (integer or real) the mysql driver cannot tell; CAST them (AQ-5)", p.Text)
+		}
+	}
+	return nil
 }

@@ -236,6 +236,14 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 				rows.Close()
 				return res, err
 			}
+			if bv, ok := row[i].(bool); ok && fields[i].TableOID == 0 {
+				// Not a column of a table: SQLite's predicates are integers 1/0;
+				// only a column declared BOOLEAN reads as bool (AQ-5).
+				row[i] = int64(0)
+				if bv {
+					row[i] = int64(1)
+				}
+			}
 		}
 		res.Rows = append(res.Rows, row)
 	}

@@ -33,7 +33,8 @@ import (
 // schema); any name starting with pg_ or _sync; a call of a function
 // outside queryFunctions; the SQL functions that read session state
 // without parentheses (current_user, user, current_setting, …); INTO;
-// FOR (locking clauses); casts to object identifier types (regclass, …);
+// FOR (locking clauses); casts to object identifier types (regclass, …),
+// their array types (_regclass, _oid) and aclitem;
 // a string or quoted name glued to a word (E'…', U&"…": other lexical
 // rules); and `::` (the tokenizer refuses it).
 //
@@ -50,7 +51,7 @@ import (
 var queryFunctions = func() map[string]bool {
 	m := map[string]bool{}
 	for _, f := range strings.Fields(`
-		abs coalesce concat concat_ws length lower upper ltrim rtrim trim max min nullif replace round
+		abs coalesce concat concat_ws instr length lower upper ltrim rtrim trim max min nullif replace round
 		substr substring octet_length char_length character_length sign greatest least
 		avg count sum string_agg bool_and bool_or every
 		row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value
@@ -73,6 +74,7 @@ var forbiddenWords = map[string]bool{
 	// Object identifier types: a cast to them looks names up in the catalogs.
 	"oid": true, "regclass": true, "regproc": true, "regprocedure": true, "regoper": true, "regoperator": true,
 	"regtype": true, "regrole": true, "regnamespace": true, "regconfig": true, "regdictionary": true, "regcollation": true,
+	"aclitem": true, // its input looks role names up: an oracle on roles
 }
 
 // fixedSchemas are the qualifiers always refused, besides pg_* and the
@@ -115,6 +117,12 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			if i+1 < len(toks) && (toks[i+1].Kind == sd.TokString || toks[i+1].Kind == sd.TokQuotedID) {
 				return pgQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
 			}
+			if p.Name == "u" && i+2 < len(toks) && text[toks[i+1].Start:toks[i+1].End] == "&" &&
+				(toks[i+2].Kind == sd.TokString || toks[i+2].Kind == sd.TokQuotedID) {
+				// U&'…' and U&"…" are one token with escapes to PostgreSQL:
+				// U&"\0070ublic" would name a schema the checks never saw.
+				return pgQuery{}, queryInvalid("query glues U& to a quoted token at byte %d (AQ-1)", tk.Start)
+			}
 		case sd.TokQuotedID:
 			p.Name = sd.UnquoteIdent(s)
 			if strings.IndexByte(p.Name, 0) >= 0 || p.Name == "" {
@@ -124,13 +132,19 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			p.Name = strings.ToLower(p.Name)
 		case sd.TokBlob:
 			p.Text = `'\x` + strings.ToLower(s[2:len(s)-1]) + `'::bytea`
+		case sd.TokString:
+			p.Text = s + ` COLLATE "C"` // bytewise order and ASCII-only case folding, as SQLite (AQ-5)
 		case sd.TokNumber:
 			if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 				v, err := strconv.ParseUint(s[2:], 16, 64)
 				if err != nil {
 					return pgQuery{}, queryInvalid("query has a hexadecimal number out of range at byte %d (AQ-1)", tk.Start)
 				}
-				p.Text = strconv.FormatInt(int64(v), 10)
+				// Parenthesized: a negative value after "-" must not make "--",
+				// a comment to PostgreSQL (AQ-1).
+				p.Text = "(" + strconv.FormatInt(int64(v), 10) + ")"
+			} else if strings.ContainsAny(s, ".eE") {
+				p.Text = "(" + s + "::float8)" // a REAL in SQLite, numeric in PostgreSQL (AQ-5)
 			}
 		case sd.TokParam:
 			n := last + 1
@@ -140,7 +154,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			last = max(last, n)
 			v := args[n-1]
 			if v == nil {
-				p.Text = "NULL"
+				p.Text = " NULL" // the space: never glued to a word before it
 				break
 			}
 			k, ok := argNum[n]
@@ -149,8 +163,15 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 				k = len(pgArgs)
 				argNum[n] = k
 			}
-			p.Text = "$" + strconv.Itoa(k) + "::" + pgTypeOf(v)
+			p.Text = " $" + strconv.Itoa(k) + "::" + pgTypeOf(v) // x? must not become the name x$1
+			if p.Text[len(p.Text)-4:] == "text" {
+				p.Text += ` COLLATE "C"`
+			}
 		case sd.TokOp:
+			if s != "." && s != "(" && s != ")" && s != "," {
+				// PostgreSQL reads "%-" or "||-" as one operator; SQLite as two.
+				p.Text = " " + s + " "
+			}
 			if s == "." && len(pieces) > 0 {
 				prev := sd.LastSignificant(pieces)
 				if prev != nil && (prev.Kind == sd.TokWord || prev.Kind == sd.TokQuotedID || prev.Kind == sd.TokString) &&
@@ -160,13 +181,19 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			}
 		}
 		if p.Name != "" {
-			if strings.HasPrefix(p.Name, "pg_") || strings.HasPrefix(p.Name, "_sync") || forbiddenWords[p.Name] {
+			// "_regclass" is the array type of regclass: _oid → _regclass
+			// turns numbers into catalog names.
+			if strings.HasPrefix(p.Name, "pg_") || strings.HasPrefix(p.Name, "_sync") || forbiddenWords[p.Name] ||
+				forbiddenWords[strings.TrimPrefix(p.Name, "_")] {
 				return pgQuery{}, queryInvalid("query names a relation, function or column it may not (AQ-1, AQ-2)")
 			}
 		}
 		pieces = append(pieces, p)
 	}
 	if err := sd.CheckCalls(pieces, queryFunctions); err != nil {
+		return pgQuery{}, err
+	}
+	if err := parity(pieces); err != nil {
 		return pgQuery{}, err
 	}
 
@@ -193,9 +220,9 @@ func join(ps []piece) string {
 			if j := sd.FirstSignificant(ps, i+1); j >= 0 && ps[j].Text == "(" {
 				if end := sd.Matching(ps, j); end >= 0 {
 					a := "(" + join(ps[j+1:end]) + ")::jsonb"
-					b.WriteString("LATERAL (SELECT (e.o - 1)::text AS key, e.v AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" +
+					b.WriteString("LATERAL (SELECT to_jsonb(e.o - 1) AS key, e.v AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" +
 						a + ") = 'array' THEN " + a + " ELSE '[]'::jsonb END) WITH ORDINALITY AS e(v, o)" +
-						" UNION ALL SELECT e.key, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(" + a + ") = 'object' THEN " + a +
+						" UNION ALL SELECT to_jsonb(e.key), e.value FROM jsonb_each(CASE WHEN jsonb_typeof(" + a + ") = 'object' THEN " + a +
 						" ELSE '{}'::jsonb END) AS e)")
 					i = end
 					continue
@@ -220,4 +247,185 @@ func pgTypeOf(v any) string {
 		return "boolean"
 	}
 	return "text"
+}
+
+// pgKeywords are words that cannot start an operand (sd.PrimaryEnd).
+var pgKeywords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`select from where group by having order limit offset as on using join inner left right
+		full outer cross natural union all intersect except distinct and or not is in exists between like ilike escape
+		when then else end with recursive over partition rows range groups window asc desc nulls first last glob`) {
+		pgKeywords[w] = true
+	}
+}
+
+func isPgKeyword(name string) bool { return pgKeywords[name] }
+
+// parity rewrites, in place, the constructs whose meaning differs between
+// SQLite and PostgreSQL so they return SQLite's rows (AQ-5), and refuses
+// (CodeQueryInvalid) those it cannot delimit soundly:
+//
+//   - every ORDER BY term without NULLS FIRST/LAST gets SQLite's order:
+//     NULLS FIRST ascending, NULLS LAST descending (PostgreSQL's is the
+//     reverse);
+//   - x / y and x % y become x / NULLIF(y, 0): SQLite's division by zero
+//     is NULL, PostgreSQL's an error (the right operand must be delimited:
+//     a primary, not followed by ||, -> or ->>, which bind differently);
+//   - x LIKE y becomes x ILIKE y ESCAPE ” (ASCII case-insensitive under
+//     the "C" collation every string carries; no escape character, as
+//     SQLite), an explicit ESCAPE kept;
+//   - instr(x, y) becomes strpos(x, y);
+//   - round(x[, n]) becomes round(x::numeric[, n])::float8: half away
+//     from zero on the decimal value, a REAL result, as SQLite;
+//   - CAST(x AS INTEGER|INT|BIGINT) becomes
+//     CAST(trunc(CAST(CAST(x AS text) AS numeric)) AS int8) (SQLite
+//     truncates; PostgreSQL rounds) and CAST(x AS REAL|FLOAT|DOUBLE)
+//     CAST(x AS float8); a CAST to any other type but TEXT is refused.
+func parity(ps []piece) error {
+	// Insertions around pieces, applied at the end so every delimiting
+	// walk sees the host's pieces.
+	pre, post := make([]string, len(ps)), make([]string, len(ps))
+	defer func() {
+		for i := range ps {
+			ps[i].Text = pre[i] + ps[i].Text + post[i]
+		}
+	}()
+	for i := range ps {
+		p := &ps[i]
+		switch {
+		case p.Kind == sd.TokWord && p.Name == "order":
+			by := sd.FirstSignificant(ps, i+1)
+			if by < 0 || ps[by].Name != "by" {
+				continue
+			}
+			terms, ok := sd.OrderTerms(ps, by)
+			if !ok {
+				return queryInvalid("query has an ORDER BY term the postgres driver cannot delimit (AQ-5)")
+			}
+			for _, t := range terms {
+				switch {
+				case t.Nulls:
+				case t.Desc:
+					post[t.Last] += " NULLS LAST"
+				default:
+					post[t.Last] += " NULLS FIRST"
+				}
+			}
+		case p.Kind == sd.TokOp && (p.Text == " / " || p.Text == " % "):
+			start := sd.FirstSignificant(ps, i+1)
+			end := sd.MulOperandEnd(ps, start, isPgKeyword)
+			if end < 0 {
+				return queryInvalid("query divides by an operand the postgres driver cannot delimit; parenthesize it (AQ-5)")
+			}
+			pre[start] = "NULLIF(" + pre[start]
+			post[end] += ", 0)"
+		case p.Kind == sd.TokWord && p.Name == "like":
+			p.Text = "ILIKE"
+			end := likePatternEnd(ps, sd.FirstSignificant(ps, i+1))
+			if end < 0 {
+				return queryInvalid("query has a LIKE pattern the postgres driver cannot delimit; parenthesize it (AQ-5)")
+			}
+			if k := sd.FirstSignificant(ps, end+1); k < 0 || ps[k].Name != "escape" {
+				post[end] += " ESCAPE ''"
+			}
+		case p.Kind == sd.TokWord && p.Name == "instr" && isCall(ps, i):
+			p.Text = "strpos"
+		case p.Kind == sd.TokWord && p.Name == "round" && isCall(ps, i):
+			open := sd.FirstSignificant(ps, i+1)
+			end := sd.Matching(ps, open)
+			if end < 0 {
+				return queryInvalid("query has an unbalanced call (AQ-1)")
+			}
+			comma := topComma(ps, open, end)
+			post[open] += "("
+			if comma > 0 {
+				pre[comma] = ")::numeric" + pre[comma]
+			} else {
+				pre[end] = ")::numeric" + pre[end]
+			}
+			post[end] += "::float8"
+		case p.Kind == sd.TokWord && p.Name == "cast" && isCall(ps, i):
+			open := sd.FirstSignificant(ps, i+1)
+			end := sd.Matching(ps, open)
+			as := -1
+			for k := open + 1; end > 0 && k < end; k++ {
+				if ps[k].Name == "as" && depthBetween(ps, open+1, k) == 0 {
+					as = k
+				}
+			}
+			ty := sd.FirstSignificant(ps, as+1)
+			if as < 0 || ty < 0 || sd.FirstSignificant(ps, ty+1) != end {
+				return queryInvalid("query has a CAST the postgres driver cannot read (AQ-5)")
+			}
+			switch ps[ty].Name {
+			case "integer", "int", "bigint":
+				post[open] += "trunc(CAST(CAST("
+				pre[as] = "AS text) AS numeric)) " + pre[as]
+				ps[ty].Text = "int8"
+			case "real", "float", "double":
+				ps[ty].Text = "float8"
+			case "text":
+			default:
+				return queryInvalid("query casts to a type the postgres driver does not map (AQ-5)")
+			}
+		}
+	}
+	return nil
+}
+
+// isCall reports whether the word at i is followed by "(".
+func isCall(ps []piece, i int) bool {
+	n := sd.FirstSignificant(ps, i+1)
+	return n >= 0 && ps[n].Text == "("
+}
+
+// depthBetween is the parenthesis depth at piece i counted from piece from.
+func depthBetween(ps []piece, from, i int) int {
+	depth := 0
+	for k := from; k < i; k++ {
+		switch ps[k].Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		}
+	}
+	return depth
+}
+
+// topComma returns the first "," at depth 0 between open and end, or -1.
+func topComma(ps []piece, open, end int) int {
+	for k := open + 1; k < end; k++ {
+		if ps[k].Text == "," && depthBetween(ps, open+1, k) == 0 {
+			return k
+		}
+	}
+	return -1
+}
+
+// likePatternEnd returns the last piece of the LIKE pattern starting at
+// start: operands (sd.MulOperandEnd's primaries with unary operators)
+// joined by operators that bind tighter than LIKE in SQLite, or -1.
+func likePatternEnd(ps []piece, start int) int {
+	for start >= 0 {
+		for start >= 0 && ps[start].Kind == sd.TokOp && (ps[start].Text == " - " || ps[start].Text == " + " || ps[start].Text == " ~ ") {
+			start = sd.FirstSignificant(ps, start+1)
+		}
+		end := sd.PrimaryEnd(ps, start, isPgKeyword)
+		if end < 0 {
+			return -1
+		}
+		op := sd.FirstSignificant(ps, end+1)
+		if op < 0 || ps[op].Kind != sd.TokOp {
+			return end
+		}
+		switch strings.TrimSpace(ps[op].Text) {
+		case "||", "->", "->>", "*", "/", "%", "+", "-", "&", "|", "<<", ">>":
+			start = sd.FirstSignificant(ps, op+1)
+		default:
+			return end
+		}
+	}
+	return -1
 }

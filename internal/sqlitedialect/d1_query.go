@@ -94,6 +94,17 @@ var d1Allowed = func() map[string]bool {
 	return m
 }()
 
+// d1BeforeParam are the words a parameter may follow: the keywords of
+// d1CallKeywords and the window frame units (a parameter is rendered as a
+// parenthesized expression, so after any other name it would be a call).
+var d1BeforeParam = func() map[string]bool {
+	m := map[string]bool{"rows": true, "range": true, "groups": true}
+	for _, k := range d1CallKeywords {
+		m[k] = true
+	}
+	return m
+}()
+
 // d1RefusedPrefixes start names a D1 query may never spell: engine
 // catalogs and pragma functions, the store's infrastructure and hidden
 // columns, D1's internal tables.
@@ -196,6 +207,12 @@ func RewriteD1Query(text string, args []any, declared []D1QueryTable) (D1Query, 
 			last = max(last, n)
 			if n > len(args) {
 				return bad("query binds %d parameters, got %d values (AQ-1)", n, len(args))
+			}
+			if prev := LastSignificant(pieces); prev != nil && (prev.Kind == TokQuotedID ||
+				(prev.Kind == TokWord && !d1BeforeParam[prev.Name])) {
+				// The value's "(" would make `abs ?` the call abs(…), which
+				// SQLite refuses as a syntax error.
+				return bad("query puts a parameter right after a name at byte %d (AQ-1)", tk.Start)
 			}
 			p.Text = "(" + exprs[n-1] + ")"
 		case TokNamedParam, TokSemi:

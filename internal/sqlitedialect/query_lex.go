@@ -221,8 +221,8 @@ type QueryText struct {
 
 // CheckQueryText admits one SELECT or WITH … SELECT statement (AQ-1):
 // a second statement, a statement of another kind, a named parameter,
-// `?0`/`?N` beyond MaxQueryParams, or a name qualified by the schema
-// "main" or "temp" (in any spelling: main.t, "MAIN".t, [temp] . t,
+// `?0`/`?N` beyond MaxQueryParams or with a leading zero (`?01`), or a
+// name qualified by the schema "main" or "temp" (in any spelling: main.t, "MAIN".t, [temp] . t,
 // 'main'.t — also an alias so named, a deliberate false positive) →
 // CodeQueryInvalid. Without a schema name, an application table's name
 // always resolves to its partition view in the temp schema, which is what
@@ -263,7 +263,9 @@ func CheckQueryText(sql string) (QueryText, error) {
 			n := params + 1
 			if tk.End-tk.Start > 1 {
 				v, err := strconv.Atoi(sql[tk.Start+1 : tk.End])
-				if err != nil || v < 1 || v > MaxQueryParams {
+				// A leading zero (?01) is refused: SQLite numbers it 1 but names it
+				// "?01", which binds by name on some engines' drivers.
+				if err != nil || v < 1 || v > MaxQueryParams || sql[tk.Start+1] == '0' {
 					return bad("query parameter at byte %d is out of range 1…%d (AQ-1)", tk.Start, MaxQueryParams)
 				}
 				n = v
