@@ -29,8 +29,11 @@ import (
 //	  the push result           1 statement (insert-or-keep)
 //	COMMIT
 //
-// The driver takes 19 (BEGIN, the partition's SELECT … FOR UPDATE, a
-// savepoint, one upsert per row, the log, the result, max_seq, COMMIT).
+// The driver takes 9: the same, plus the TX-8 savepoint (its Begin locks
+// the partition and reserves the seq with the statement above; upserts
+// are staged and written as one statement: stage.go). Before issue 7's
+// MySQL pass it took 19 (SELECT … FOR UPDATE, one upsert per row,
+// max_seq written at Commit); TestPushRoundTrips pins the count.
 // Compare (docs/performance.md, "Raw-loop ratios per engine"):
 //
 //	go test ./drivers/mysql -run '^$' -bench 'RawLoop|Workloads/W1-push$' -benchtime 1x -count 3

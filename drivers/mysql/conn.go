@@ -23,8 +23,13 @@ type Conn struct {
 	maria   bool   // MariaDB rather than MySQL
 	coll    string // the NO PAD binary collation of utf8mb4
 	version string // VERSION()
-	stmts   *stmtCache
-	state   atomic.Pointer[schemaState]
+	// stmtBytes bounds the bound values of one multi-row write (bytes):
+	// half the server's max_allowed_packet (or the DSN's, if smaller), so
+	// a statement packet always fits. A single row larger than it is sent
+	// alone, as before batching.
+	stmtBytes int
+	stmts     *stmtCache
+	state     atomic.Pointer[schemaState]
 	// ensureMu serializes this Conn's EnsureSchema calls; other processes
 	// are serialized by GET_LOCK.
 	ensureMu gosync.Mutex
@@ -44,11 +49,15 @@ const lockWaitTimeoutS = 5
 // open probes the server's flavour, then opens the configured pool and
 // creates the infrastructure tables.
 func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
-	version, err := probeVersion(ctx, cfg)
+	version, maxPacket, err := probeVersion(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb")}
+	if cfg.MaxAllowedPacket > 0 && int64(cfg.MaxAllowedPacket) < maxPacket {
+		maxPacket = int64(cfg.MaxAllowedPacket)
+	}
+	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
+		stmtBytes: int(max(maxPacket/2, minStmtBytes))}
 	c.coll = "utf8mb4_0900_bin"
 	isolationVar := "transaction_isolation"
 	if c.maria {
@@ -90,23 +99,29 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 // does not fit fails instead of being truncated), no silent engine change.
 const coreSQLMode = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
 
+// minStmtBytes is the least Conn.stmtBytes: MySQL's max_allowed_packet
+// is at least 1 KiB; 512 bytes still carry a W1 row.
+const minStmtBytes = 512
+
 // probeVersion connects once with the user's configuration and returns
-// VERSION(). CodeUnavailable when the server cannot be reached.
-func probeVersion(ctx context.Context, cfg *mysql.Config) (string, error) {
+// VERSION() and @@max_allowed_packet (bytes). CodeUnavailable when the
+// server cannot be reached.
+func probeVersion(ctx context.Context, cfg *mysql.Config) (string, int64, error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return "", driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
+		return "", 0, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
 	var v string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+	var maxPacket int64
+	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet").Scan(&v, &maxPacket); err != nil {
 		if errNumber(err) != 0 {
-			return "", driver.Wrap(driver.CodeUnavailable, err, "mysql: connect")
+			return "", 0, driver.Wrap(driver.CodeUnavailable, err, "mysql: connect")
 		}
-		return "", mapErr(ctx, err, "mysql: connect")
+		return "", 0, mapErr(ctx, err, "mysql: connect")
 	}
-	return v, nil
+	return v, maxPacket, nil
 }
 
 // initInfra creates the infrastructure tables (idempotent) and checks the

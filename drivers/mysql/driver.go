@@ -22,10 +22,16 @@
 //     the NO PAD binary collation, so they compare and order bytewise
 //     (SCAN-1, REG-3) and `a`/`A`/`a `/`é`/`e` stay distinct.
 //   - A Tx is a READ COMMITTED transaction that first locks its
-//     partition's row of _sync_partitions (SELECT … FOR UPDATE): Tx of one
-//     partition serialize, Tx of different partitions never wait for each
-//     other (TX-1). The commit counter lives in that row, so a rollback
+//     partition's row of _sync_partitions (an INSERT … ON DUPLICATE KEY
+//     UPDATE that also reserves the Tx's first seq): Tx of one partition
+//     serialize, Tx of different partitions never wait for each other
+//     (TX-1). The commit counter lives in that row, so a rollback
 //     consumes no number (SEQ-2).
+//   - A push commit is 9 round trips (no pipelining in the client): the
+//     upserts of a table without a unique index are staged and written
+//     as one multi-row statement before the Tx's next operation; a
+//     commit's changes and change-scope entries are one multi-row INSERT
+//     each, every value bound (stage.go, docs/mysql.md).
 //   - A SAVEPOINT taken at Begin lets CommitRejected discard the staged
 //     writes without releasing the partition (TX-8); InnoDB rolls back a
 //     failed statement (a unique collision) alone, so the Tx stays usable.

@@ -113,14 +113,17 @@ const (
 
 // Partition counter and lock (TX-1, SEQ).
 const (
-	// lockPartition: p → max_seq, locking the row until the Tx ends.
-	lockPartition = `SELECT max_seq FROM _sync_partitions WHERE p = ? FOR UPDATE`
-	// ensurePartition creates the row lockPartition locks (autocommit,
-	// outside any Tx, so concurrent creators never deadlock).
-	ensurePartition = `INSERT INTO _sync_partitions (p, max_seq) VALUES (?, 0) ON DUPLICATE KEY UPDATE p = p`
-	setMaxSeq       = `UPDATE _sync_partitions SET max_seq = ? WHERE p = ?`
-	selectMaxSeq    = `SELECT max_seq FROM _sync_partitions WHERE p = ?`
-	selectHorizon   = `SELECT horizon_seq FROM _sync_horizons WHERE p = ?`
+	// reservePartition locks the partition's row until the Tx ends
+	// (creating it, inside the Tx, for a new partition) and reserves the
+	// Tx's first seq in the same statement: max_seq + 1 is written and
+	// comes back as the OK packet's insert id (LAST_INSERT_ID(expr)), so
+	// no SELECT … FOR UPDATE is needed. Commit puts max_seq right when the
+	// Tx appended no commit or several; Rollback undoes it (SEQ-2).
+	reservePartition = `INSERT INTO _sync_partitions (p, max_seq) VALUES (?, LAST_INSERT_ID(1))
+ON DUPLICATE KEY UPDATE max_seq = LAST_INSERT_ID(max_seq + 1)`
+	setMaxSeq     = `UPDATE _sync_partitions SET max_seq = ? WHERE p = ?`
+	selectMaxSeq  = `SELECT max_seq FROM _sync_partitions WHERE p = ?`
+	selectHorizon = `SELECT horizon_seq FROM _sync_horizons WHERE p = ?`
 	// raiseHorizon never lowers it (HZ-1), atomically.
 	raiseHorizon = `INSERT INTO _sync_horizons (p, horizon_seq) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE horizon_seq = GREATEST(horizon_seq, VALUES(horizon_seq))`
@@ -139,10 +142,25 @@ VALUES (?, ?, ?, ?, ?, ?)`
 	pruneCommits       = `DELETE FROM _sync_commits WHERE p = ? AND seq <= ?`
 )
 
-// batchRows is the largest number of rows one multi-row INSERT carries;
-// longer lists are split, so at most batchRows statement texts of each
-// kind are ever prepared.
+// batchRows is the largest number of rows one multi-row INSERT carries
+// (upserts, changes, change-scope entries, blob references); longer lists
+// are split, so at most batchRows statement texts of each kind are ever
+// prepared, and a statement stays far below MySQL's 65,535 placeholders
+// (maxPlaceholders). Statements are also split by size (Conn.stmtBytes).
 const batchRows = 32
+
+// maxPlaceholders is the protocol's limit of parameters per prepared
+// statement.
+const maxPlaceholders = 65535
+
+// insertChangesSQL[n] and insertChangeScopesSQL[n] are the texts of
+// insertChanges(n) and insertChangeScopes(n), 1 ≤ n ≤ batchRows.
+var insertChangesSQL, insertChangeScopesSQL = func() (ch, cs [batchRows + 1]string) {
+	for n := 1; n <= batchRows; n++ {
+		ch[n], cs[n] = insertChanges(n), insertChangeScopes(n)
+	}
+	return ch, cs
+}()
 
 // insertChanges returns the INSERT of n changes (9 parameters each: p,
 // seq, idx, tbl, row_id, op, scopes, vals, row_version).

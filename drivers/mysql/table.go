@@ -39,6 +39,10 @@ type table struct {
 	insert string // UpsertArgs
 	upsert string // insert … ON DUPLICATE KEY UPDATE; "" when the table has a unique index
 	update string // UpdateArgs
+	// upsertRows[n] is upsert with n rows (n × insertArgs, 1 ≤ n ≤
+	// maxRows); nil when upsert is "" (stage.go).
+	upsertRows []string
+	maxRows    int
 }
 
 // newTable builds the SQL of t. coll is the NO PAD binary collation.
@@ -73,6 +77,14 @@ func newTable(t driver.Table) *table {
 		// The primary key is the only unique key: ON DUPLICATE KEY can
 		// fire on nothing else (SCH-10).
 		x.upsert = x.insert + " ON DUPLICATE KEY UPDATE " + strings.Join(odku, ", ")
+		width := 3 + len(t.Columns)
+		x.maxRows = max(1, min(batchRows, maxPlaceholders/width))
+		head := "INSERT INTO " + q + " (" + quoteIdent(partitionColumn) + ", " + x.sel + ") VALUES "
+		tail := " ON DUPLICATE KEY UPDATE " + strings.Join(odku, ", ")
+		x.upsertRows = make([]string, x.maxRows+1)
+		for n := 1; n <= x.maxRows; n++ {
+			x.upsertRows[n] = head + placeholders(n, width) + tail
+		}
 	}
 	for _, s := range t.Scopes {
 		x.scopes[s.Variable] = s.Column
@@ -85,6 +97,18 @@ func newTable(t driver.Table) *table {
 		}
 	}
 	return x
+}
+
+// nullInRequired reports whether insertArgs' result binds NULL to a
+// non-nullable column: such a row is written alone, so the engine's
+// error belongs to its own UpsertRow.
+func (x *table) nullInRequired(args []any) bool {
+	for i, c := range x.def.Columns {
+		if !c.Nullable && args[3+i] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // keyedColumns returns the columns of t that are part of a key.

@@ -13,13 +13,15 @@ import (
 
 // Tx is a write transaction on one partition (driver.Tx): a READ
 // COMMITTED transaction holding its partition's row of _sync_partitions
-// FOR UPDATE from Begin to its end (TX-1).
+// locked from Begin to its end (TX-1).
 type Tx struct {
 	c         *Conn
 	partition string
 	tx        *sql.Tx
+	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
 	// baseSeq is max_seq when the Tx began; seq the last one it allocated.
-	// max_seq is written once, at Commit.
+	// Begin stored baseSeq + 1 (reservePartition); Commit writes max_seq
+	// only when seq differs from that.
 	baseSeq, seq int64
 
 	mu       gosync.Mutex
@@ -30,16 +32,26 @@ type Tx struct {
 	// and Commit fails. Logical errors (unknown table, invalid value, a
 	// unique collision, which InnoDB rolls back alone) leave it usable.
 	aborted bool
+
+	// Staged upserts (stage.go): rows of one table, not yet written,
+	// written as one multi-row statement before any other operation of
+	// the Tx runs.
+	stageTable *table
+	stageArgs  []any // x.insertArgs of each row
+	stageRows  int
+	stageBytes int // argBytes of stageArgs
 }
 
 var _ driver.Tx = (*Tx)(nil)
 
-// Begin starts a write transaction on partition (TX-1): START TRANSACTION,
-// SELECT … FOR UPDATE on the partition's row (created first, outside the
-// transaction, for a new partition), then a SAVEPOINT for CommitRejected
+// Begin starts a write transaction on partition (TX-1): START
+// TRANSACTION, then one INSERT … ON DUPLICATE KEY UPDATE that locks the
+// partition's row (creating it for a new partition) and reserves the
+// Tx's first seq (reservePartition), then a SAVEPOINT for CommitRejected
 // (TX-8). It waits while another Tx of the partition holds the row —
-// lock-wait timeouts are retried — until ctx ends (CodeUnavailable). If
-// ctx ends later, the Tx is rolled back and fails (TX-6).
+// lock-wait timeouts and deadlocks are retried — until ctx ends
+// (CodeUnavailable). If ctx ends later, the Tx is rolled back and fails
+// (TX-6).
 func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -49,29 +61,26 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		if err != nil {
 			return nil, c.mapErr(ctx, err, "mysql: begin")
 		}
-		var maxSeq int64
-		st, err := c.stmt(ctx, tx, lockPartition)
+		var first int64
+		res, err := c.exec(ctx, tx, reservePartition, partition)
 		if err == nil {
-			err = st.QueryRowContext(ctx, partition).Scan(&maxSeq)
+			first, err = res.LastInsertId()
+		}
+		if err == nil && first < 1 {
+			err = driver.Errorf(driver.CodeInternal, "mysql: begin: the engine returned no reserved seq")
 		}
 		if err == nil {
 			if _, err = tx.ExecContext(ctx, savepoint); err == nil {
-				return &Tx{c: c, partition: partition, tx: tx, baseSeq: maxSeq, seq: maxSeq}, nil
+				return &Tx{c: c, partition: partition, tx: tx, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}, nil
 			}
 		}
 		_ = tx.Rollback()
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if err := c.execRetry(ctx, "mysql: begin", ensurePartition, partition); err != nil {
-				return nil, err
-			}
-		case isLockRetry(err) && ctx.Err() == nil:
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-		default:
+		if !isLockRetry(err) || ctx.Err() != nil {
 			return nil, c.mapErr(ctx, err, "mysql: begin")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
 		}
 	}
 }
@@ -81,8 +90,14 @@ func (t *Tx) Partition() string { return t.partition }
 
 // op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted,
 // and aborts the Tx when fn fails with an engine error or an ended
-// context (TX-6).
+// context (TX-6). Upserts staged before it are written first (stage.go),
+// so fn sees them (TX-3) and runs after them.
 func (t *Tx) op(ctx context.Context, fn func() error) error {
+	return t.opStaged(ctx, true, fn)
+}
+
+// opStaged is op; flush=false leaves staged upserts staged (UpsertRow).
+func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
@@ -90,6 +105,11 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 	}
 	if t.aborted {
 		return errAborted()
+	}
+	if flush {
+		if err := t.flushStaged(ctx); err != nil {
+			return err
+		}
 	}
 	err := fn()
 	if err != nil && isAbort(ctx, err) {
@@ -151,21 +171,37 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 }
 
 // UpsertRow creates or fully replaces the row (ROW-1, ROW-2), replacing
-// only on its primary key (SCH-10): on a table without a declared unique
-// index one INSERT … ON DUPLICATE KEY UPDATE (the primary key is its only
-// unique key); otherwise an UPDATE by primary key, and an INSERT when it
-// matched nothing. A unique collision (1062) fails with
-// CodeConstraintViolation; InnoDB rolls back that statement alone, so
-// nothing changed and the Tx stays usable (TX-8). Errors:
-// CodeUnknownTable, CodeInvalidValue (a key column's limit, docs/mysql.md).
+// only on its primary key (SCH-10).
+//
+// A row of a table without a declared unique index (the primary key is
+// its only unique key, so ON DUPLICATE KEY can fire on nothing else) is
+// staged and written with the next rows of the same table in one INSERT
+// … ON DUPLICATE KEY UPDATE before any other operation of the Tx
+// (stage.go): it cannot fail on a constraint, and every later read of
+// the Tx sees it (TX-3). An engine failure while writing it fails that
+// later operation and aborts the Tx, which then writes nothing (TX-6). A
+// row binding NULL to a non-nullable column is written at once.
+//
+// On a table with a unique index the row is UPDATEd by primary key, and
+// INSERTed when that matched nothing. A unique collision (1062) fails
+// with CodeConstraintViolation; InnoDB rolls back that statement alone,
+// so nothing changed and the Tx stays usable (TX-8). Errors:
+// CodeUnknownTable, CodeInvalidValue (a key column's limit,
+// docs/mysql.md; nothing staged).
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
-	return t.op(ctx, func() error {
+	return t.opStaged(ctx, false, func() error {
 		x, err := t.c.table(table)
 		if err != nil {
 			return err
 		}
 		args, err := x.insertArgs(t.partition, row)
 		if err != nil {
+			return err
+		}
+		if x.upsert != "" && !x.nullInRequired(args) {
+			return t.stage(ctx, x, args)
+		}
+		if err := t.flushStaged(ctx); err != nil {
 			return err
 		}
 		if x.upsert != "" {
@@ -200,13 +236,16 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 }
 
 // AppendCommit allocates the next seq of the partition (the Tx holds the
-// partition's row, so max_seq + 1 is safe; SEQ-1…SEQ-3) and records the
-// commit, its changes and one change-scope entry per (change, variable)
-// in multi-row INSERTs of up to batchRows rows. Values are encoded before
-// the first write. max_seq itself is written at Commit, so a rollback
-// consumes nothing (SEQ-2).
+// partition's row; its first seq was reserved by Begin, the next are
+// consecutive: SEQ-1…SEQ-3) and records the commit, its changes and one
+// change-scope entry per (change, variable): three statements up to
+// batchRows changes and entries (multi-row INSERTs, every value bound,
+// split by size: stage.go). Values are encoded before the first write.
+// A rollback consumes nothing (SEQ-2).
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
-	var chArgs, csArgs [][]any
+	chRows := make([][]any, 0, len(in.Changes))
+	var csRows [][]any
+	var vars []string
 	for i, ch := range in.Changes {
 		scopes := ch.Scopes
 		if scopes == nil {
@@ -225,38 +264,34 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			}
 			vals, version = b, ch.RowVersion
 		}
-		chArgs = append(chArgs, []any{ch.Table, ch.RowID, string(ch.Op), sj, vals, version, i})
-		vars := make([]string, 0, len(scopes))
+		// p and seq are set below, once the seq is known.
+		chRows = append(chRows, []any{nil, nil, i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version})
+		vars = vars[:0]
 		for k := range scopes {
 			vars = append(vars, k)
 		}
 		sort.Strings(vars)
 		for _, k := range vars {
-			csArgs = append(csArgs, []any{ch.Table, k, scopes[k], i})
+			csRows = append(csRows, []any{nil, ch.Table, k, scopes[k], nil, i})
 		}
 	}
-	seq := t.seq + 1
+	var seq int64
 	err := t.op(ctx, func() error {
+		seq = t.seq + 1
+		for _, r := range chRows {
+			r[0], r[1] = t.partition, seq
+		}
+		for _, r := range csRows {
+			r[0], r[4] = t.partition, seq
+		}
 		if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
 			return err
 		}
-		for _, part := range chunks(chArgs) {
-			args := make([]any, 0, 9*len(part))
-			for _, a := range part {
-				args = append(args, t.partition, seq, a[6], a[0], a[1], a[2], a[3], a[4], a[5])
-			}
-			if _, err := t.exec(ctx, insertChanges(len(part)), args...); err != nil {
-				return err
-			}
+		if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
+			return err
 		}
-		for _, part := range chunks(csArgs) {
-			args := make([]any, 0, 6*len(part))
-			for _, a := range part {
-				args = append(args, t.partition, a[0], a[1], a[2], seq, a[3])
-			}
-			if _, err := t.exec(ctx, insertChangeScopes(len(part)), args...); err != nil {
-				return err
-			}
+		if err := t.insertBatches(ctx, &insertChangeScopesSQL, csRows); err != nil {
+			return err
 		}
 		t.seq = seq
 		return nil
@@ -265,17 +300,6 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		return 0, err
 	}
 	return seq, nil
-}
-
-// chunks splits rows into runs of at most batchRows.
-func chunks(rows [][]any) [][][]any {
-	var out [][][]any
-	for len(rows) > 0 {
-		n := min(len(rows), batchRows)
-		out = append(out, rows[:n])
-		rows = rows[n:]
-	}
-	return out
 }
 
 // PutPushResult stores r unless a result is already stored or staged
@@ -292,12 +316,14 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 }
 
 // CommitRejected rolls back to the savepoint taken at Begin (discarding
-// every staged write, also after a failed statement, while InnoDB keeps
-// the partition's row lock), stores r as PutPushResult does and commits
+// every write of the Tx, staged or run, also after a failed statement,
+// while InnoDB keeps the partition's row lock), puts back the max_seq
+// Begin reserved (SEQ-2), stores r as PutPushResult does and commits
 // (TX-8). On any error the Tx is rolled back.
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	text, encErr := driver.EncodePushResult(r)
 	return t.finish(ctx, func() error {
+		t.dropStaged()
 		if encErr != nil {
 			return encErr
 		}
@@ -305,6 +331,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 			return err
 		}
 		t.seq = t.baseSeq
+		if _, err := t.exec(ctx, setMaxSeq, t.baseSeq, t.partition); err != nil {
+			return err
+		}
 		if _, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text); err != nil {
 			return err
 		}
@@ -312,12 +341,17 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 	})
 }
 
-// Commit writes the partition's new max_seq and commits: every write of
-// the Tx becomes visible at once (TX-2). On any error nothing was written
-// and the Tx is finished.
+// Commit writes the staged upserts and commits: every write of the Tx
+// becomes visible at once (TX-2). max_seq holds the seq Begin reserved;
+// it is written again only when the Tx appended no commit (back to the
+// base: SEQ-2) or several (SEQ-3). On any error nothing was written and
+// the Tx is finished.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
-		if t.seq != t.baseSeq {
+		if err := t.flushStaged(ctx); err != nil {
+			return err
+		}
+		if t.seq != t.baseSeq+1 {
 			if _, err := t.exec(ctx, setMaxSeq, t.seq, t.partition); err != nil {
 				return err
 			}
@@ -336,10 +370,12 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 	}
 	t.finished = true
 	if t.aborted || ctx.Err() != nil {
+		t.dropStaged()
 		_ = t.tx.Rollback()
 		return errAborted()
 	}
 	if err := fn(); err != nil {
+		t.dropStaged()
 		_ = t.tx.Rollback()
 		if errors.Is(err, sql.ErrTxDone) {
 			return driver.Wrap(driver.CodeUnavailable, err, "mysql: transaction aborted: its context ended; nothing was written (TX-6)")
@@ -358,6 +394,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.finished = true
+	t.dropStaged()
 	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) {
 		return t.c.mapErr(ctx, err, "mysql: rollback")
 	}

@@ -1,0 +1,156 @@
+package mysql
+
+import (
+	"context"
+	"net"
+	gosync "sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/testdb"
+)
+
+// Round trips per push commit (issue 7, docs/performance.md "Raw-loop
+// ratios per engine"): the client has no pipelining, so every statement
+// costs one round trip, a write and a read syscall and a wake-up.
+
+// rtCounter counts request/response exchanges on the connections dialled
+// through its network: one each time the client writes after having read
+// (or writes first). A command without a response (COM_STMT_CLOSE) merges
+// with the next one, as it costs no wait.
+type rtCounter struct{ n atomic.Int64 }
+
+type rtConn struct {
+	net.Conn
+	c       *rtCounter
+	mu      gosync.Mutex
+	readyRT bool // the next Write starts an exchange
+}
+
+func (r *rtConn) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	if r.readyRT {
+		r.c.n.Add(1)
+		r.readyRT = false
+	}
+	r.mu.Unlock()
+	return r.Conn.Write(b)
+}
+
+func (r *rtConn) Read(b []byte) (int, error) {
+	r.mu.Lock()
+	r.readyRT = true
+	r.mu.Unlock()
+	return r.Conn.Read(b)
+}
+
+var rtNetSeq atomic.Int64
+
+// openCounted opens a fresh store (TestSchema ensured) whose connections
+// count their round trips in the returned counter.
+func openCounted(t *testing.T) (*Conn, *rtCounter) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(testdb.NewMySQL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Net != "tcp" {
+		t.Skipf("round trips are counted over tcp; the test DSN uses %s", cfg.Net)
+	}
+	rc := &rtCounter{}
+	network := "syncstore_rt" + itoa(rtNetSeq.Add(1))
+	mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return &rtConn{Conn: nc, c: rc}, nil
+	})
+	t.Cleanup(func() { mysql.DeregisterDialContext(network) })
+	cfg.Net = network
+	ctx := context.Background()
+	dc, err := Driver{}.Open(ctx, cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = dc.Close() })
+	if err := dc.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatalf("EnsureSchema: %v", err)
+	}
+	return dc.(*Conn), rc
+}
+
+// w1Push is W1's push of commit i (conformance pushCommit): ten upserts,
+// AppendCommit, PutPushResult, Commit.
+func w1Push(t *testing.T, c *Conn, i int) {
+	t.Helper()
+	ctx := context.Background()
+	cm := conformance.W1Commit(i)
+	tx, err := c.Begin(ctx, conformance.BenchPartition)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	changes := make([]driver.Change, len(cm.Rows))
+	for k, r := range cm.Rows {
+		if err := tx.UpsertRow(ctx, conformance.BenchTable, r); err != nil {
+			t.Fatalf("UpsertRow: %v", err)
+		}
+		changes[k] = driver.Change{Table: conformance.BenchTable, RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes,
+			Values: r.Values, RowVersion: r.ServerVersion}
+	}
+	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: cm.ClientID, ClientCommitID: cm.ClientCommitID,
+		ActorID: cm.ActorID, CreatedAtMs: cm.CreatedAtMs, Changes: changes})
+	if err != nil {
+		t.Fatalf("AppendCommit: %v", err)
+	}
+	if seq != cm.Seq {
+		t.Fatalf("commit %d got seq %d, want %d (SEQ-1)", i, seq, cm.Seq)
+	}
+	if err := tx.PutPushResult(ctx, cm.ClientID, cm.ClientCommitID, cm.Result(seq)); err != nil {
+		t.Fatalf("PutPushResult: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}
+
+// TestPushRoundTrips pins the round trips of a W1 push commit (10 rows of
+// a table without a unique index, its log, its push result) once the
+// pool's statements are prepared: START TRANSACTION, the partition's lock
+// and seq (one INSERT … ON DUPLICATE KEY UPDATE), the savepoint (TX-8),
+// one 10-row upsert, the commit record, its changes, its scope entries,
+// the push result, COMMIT — 9, against the raw loop's 8 (no savepoint)
+// and the driver's former 19.
+func TestPushRoundTrips(t *testing.T) {
+	c, rc := openCounted(t)
+	// Warm-up: every statement gets prepared on the pool and on the
+	// connection the Tx takes (database/sql hands the most recently
+	// released connection to the next Begin).
+	const warm, measured = 5, 20
+	for i := range warm {
+		w1Push(t, c, i)
+	}
+	before := rc.n.Load()
+	for i := warm; i < warm+measured; i++ {
+		w1Push(t, c, i)
+	}
+	per := float64(rc.n.Load()-before) / measured
+	t.Logf("%.2f round trips per W1 push commit", per)
+	if per != pushRoundTrips {
+		t.Errorf("%.2f round trips per W1 push commit, want %d (docs/performance.md)", per, pushRoundTrips)
+	}
+	var got int64
+	if err := c.db.QueryRowContext(context.Background(), "SELECT max_seq FROM _sync_partitions WHERE p = ?",
+		conformance.BenchPartition).Scan(&got); err != nil || got != warm+measured {
+		t.Fatalf("max_seq %d (%v), want %d", got, err, warm+measured)
+	}
+}
+
+// pushRoundTrips is what TestPushRoundTrips expects.
+const pushRoundTrips = 9
