@@ -133,7 +133,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := queryArgs(q.Args)
+	args, err := sd.QueryArgs(q.Args, mysqlArgRules)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -187,45 +187,9 @@ func (c *Conn) queryTables(tables []string) ([]queryTable, error) {
 	return out, nil
 }
 
-// queryArgs checks bind values: int64, float64 (finite), string, []byte,
-// bool (bound as int64 1/0, as SQLite does), nil, and driver.JSON (bound
-// as its text). Anything else → CodeQueryInvalid naming the position,
-// never the value (V-10).
-func queryArgs(in []any) ([]any, error) {
-	out := make([]any, len(in))
-	for i, v := range in {
-		switch x := v.(type) {
-		case nil, int64:
-			out[i] = x
-		case string:
-			if strings.IndexByte(x, 0) >= 0 {
-				return nil, queryInvalid("bind value %d holds a NUL byte (V-3)", i+1)
-			}
-			out[i] = x
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, queryInvalid("bind value %d is not a finite float (AQ-1)", i+1)
-			}
-			out[i] = x
-		case bool:
-			out[i] = int64(0)
-			if x {
-				out[i] = int64(1)
-			}
-		case []byte:
-			if x == nil {
-				out[i] = nil
-			} else {
-				out[i] = x
-			}
-		case driver.JSON:
-			out[i] = string(x)
-		default:
-			return nil, queryInvalid("bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
-		}
-	}
-	return out, nil
-}
+// mysqlArgRules: MySQL has no boolean type (TINYINT 1/0, as SQLite), and
+// a NUL byte in a bind value is refused as in the stored rows (V-3).
+var mysqlArgRules = sd.QueryArgRules{BoolAsInt: true, RefuseNUL: true}
 
 // systemSchemas are refused as qualifiers even if the server hides them.
 var systemSchemas = wordSet(`information_schema mysql performance_schema sys main temp`)

@@ -41,17 +41,15 @@ func testQueryTables(t testing.TB, names ...string) []queryTable {
 	return out
 }
 
-// rewriteForTest runs CheckQueryText, queryArgs and rewriteQuery.
+// rewriteForTest runs AdmitQuery, QueryArgs and rewriteQuery, as
+// AuthoritativeQuery does.
 func rewriteForTest(t testing.TB, text string, args []any, tables ...string) (myQuery, error) {
 	t.Helper()
-	qt, err := sd.CheckQueryText(text)
+	qt, err := sd.AdmitQuery(driver.Query{SQL: text, Args: args})
 	if err != nil {
 		return myQuery{}, err
 	}
-	if len(args) != qt.Params {
-		return myQuery{}, queryInvalid("count")
-	}
-	a, err := queryArgs(args)
+	a, err := sd.QueryArgs(args, mysqlArgRules)
 	if err != nil {
 		return myQuery{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := queryArgs(q.Args)
+	args, err := sd.QueryArgs(q.Args, sd.QueryArgRules{RefuseNUL: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -158,40 +157,6 @@ func (c *Conn) storeSchema(ctx context.Context) (string, error) {
 	}
 	c.schemaName.Store(s)
 	return *s, nil
-}
-
-// queryArgs checks bind values: int64, float64 (finite), string, []byte,
-// bool, nil, and driver.JSON (bound as its text). Anything else →
-// CodeQueryInvalid naming the position, never the value (V-10).
-func queryArgs(in []any) ([]any, error) {
-	out := make([]any, len(in))
-	for i, v := range in {
-		switch x := v.(type) {
-		case nil, int64, bool:
-			out[i] = x
-		case string:
-			if strings.IndexByte(x, 0) >= 0 {
-				return nil, queryInvalid("bind value %d holds a NUL byte (V-3)", i+1)
-			}
-			out[i] = x
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, queryInvalid("bind value %d is not a finite float (AQ-1)", i+1)
-			}
-			out[i] = x
-		case []byte:
-			if x == nil {
-				out[i] = nil
-			} else {
-				out[i] = x
-			}
-		case driver.JSON:
-			out[i] = string(x)
-		default:
-			return nil, queryInvalid("bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
-		}
-	}
-	return out, nil
 }
 
 // runQuery is steps 1–2 of the file comment on conn.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
-	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -142,7 +141,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := queryArgs(q.Args)
+	args, err := d.QueryArgs(q.Args, d.QueryArgRules{BoolAsInt: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -181,40 +180,6 @@ func (c *Conn) queryTables(tables []string) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return out, nil
-}
-
-// queryArgs converts bind values: int64, float64 (finite), string, []byte,
-// bool, nil, and driver.JSON (bound as its text). Anything else →
-// CodeQueryInvalid naming the position, never the value (V-10).
-func queryArgs(in []any) ([]any, error) {
-	out := make([]any, len(in))
-	for i, v := range in {
-		switch x := v.(type) {
-		case nil, int64, string:
-			out[i] = x
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, driver.Errorf(driver.CodeQueryInvalid, "bind value %d is not a finite float (AQ-1)", i+1)
-			}
-			out[i] = x
-		case bool:
-			out[i] = int64(0)
-			if x {
-				out[i] = int64(1)
-			}
-		case []byte:
-			if x == nil {
-				out[i] = nil
-			} else {
-				out[i] = x
-			}
-		case driver.JSON:
-			out[i] = string(x)
-		default:
-			return nil, driver.Errorf(driver.CodeQueryInvalid, "bind value %d is a %T; want int64, float64, string, []byte, bool or nil (AQ-1)", i+1, v)
-		}
-	}
 	return out, nil
 }
 
