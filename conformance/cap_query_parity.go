@@ -195,5 +195,11 @@ func aqParityCorpus() []aqEntry {
 		{rule: "AQ-5", name: "json-extract", tables: tK, want: aqEither,
 			sql:  `SELECT json_extract(j, '$.b') AS b, json_extract(j, '$.a[1]') AS a, j ->> '$.b' AS c FROM kinds WHERE id = 'k1'`,
 			rows: [][]any{r(int64(1), int64(2), int64(1))}},
+		// A recursion past 1,000 steps runs to its end (MariaDB stops at
+		// max_recursive_iterations silently unless the driver lifts it).
+		{rule: "AQ-5", name: "recursive-cte-past-a-thousand-steps", want: aqRows,
+			sql: `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000)
+				SELECT count(*) AS n, max(x) AS m FROM c WHERE x > (SELECT count(*) FROM todos)`,
+			rows: [][]any{r(int64(4997), int64(5000))}},
 	}
 }

@@ -79,10 +79,16 @@ func (p *queryPool) get(c *Conn) (*sql.DB, error) {
 	}
 	params["sql_mode"] = "'" + querySQLMode + "'"
 	params["div_precision_increment"] = "30"
+	// A recursive CTE runs to its end as on SQLite, bounded by the
+	// statement time limit only: MariaDB's max_recursive_iterations
+	// (1000 by default) would cut it short silently — a wrong answer
+	// (AQ-5) — and MySQL's cte_max_recursion_depth fails it.
 	if c.maria {
+		params["max_recursive_iterations"] = "4294967295"
 		params["tx_isolation"] = "'REPEATABLE-READ'"
 		params["max_statement_time"] = strconv.Itoa(int(queryStatementTimeout / time.Second))
 	} else {
+		params["cte_max_recursion_depth"] = "4294967295"
 		params["transaction_isolation"] = "'REPEATABLE-READ'"
 		params["max_execution_time"] = strconv.Itoa(int(queryStatementTimeout / time.Millisecond))
 	}
