@@ -335,6 +335,14 @@ func TestQueryTwinAlone(t *testing.T) {
 		if driver.CodeOf(err) != driver.CodeQueryInvalid {
 			t.Errorf("%q: err %v, want %s", sql, err, driver.CodeQueryInvalid)
 		}
+		// Only the runaway query may be blamed on time.
+		if slow := strings.Contains(sql, "FROM n"); err != nil && strings.Contains(err.Error(), "takes more than") != slow {
+			t.Errorf("%q: message %q blames the wrong cause", sql, err)
+		}
+	}
+	_, err = tw.describe(context.Background(), d.D1Query{SQL: cte + `SELECT nope FROM todos`, Args: "[]"}, []string{"todos"})
+	if driver.CodeOf(err) != driver.CodeQueryInvalid || !strings.Contains(err.Error(), "no such column") {
+		t.Errorf("unknown column: err %v, want %s carrying the engine's reason", err, driver.CodeQueryInvalid)
 	}
 	res, err := tw.describe(context.Background(), d.D1Query{SQL: cte + `SELECT t.done AS d, t.done + 0 AS e, * FROM todos t`, Args: "[]"},
 		[]string{"todos"})

@@ -175,6 +175,7 @@ func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string) (t
 	}
 	rctx, cancel := context.WithTimeout(ctx, twinRunLimit)
 	res, err := tw.run(rctx, q)
+	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded) // read before cancel sets it
 	cancel()
 	if aerr := setAuth(nil); aerr != nil {
 		tw.broken = true
@@ -183,13 +184,13 @@ func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string) (t
 		if ctx.Err() != nil {
 			return twinResult{}, driver.Wrap(driver.CodeUnavailable, ctx.Err(), "d1http: authoritative query: context ended")
 		}
-		if rctx.Err() != nil {
-			return twinResult{}, driver.Errorf(driver.CodeQueryInvalid,
-				"query takes more than %s to produce its first row without any table row (AQ-1)", twinRunLimit)
-		}
 		if pol.denied {
 			return twinResult{}, driver.Wrap(driver.CodeQueryInvalid, err,
 				"query reads a relation other than its declared tables, writes, or calls a function it may not (AQ-1, AQ-2)")
+		}
+		if timedOut {
+			return twinResult{}, driver.Errorf(driver.CodeQueryInvalid,
+				"query takes more than %s to produce its first row without any table row (AQ-1)", twinRunLimit)
 		}
 		return twinResult{}, driver.Wrap(driver.CodeQueryInvalid, err, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
 	}
