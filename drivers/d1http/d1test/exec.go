@@ -199,6 +199,9 @@ func jsNumber(f float64) string {
 }
 
 // serveQuery answers /query (objects) or /raw (arrays).
+// DefaultRequestLimit is D1's limit on one request.
+const DefaultRequestLimit = 30 * time.Second
+
 func (h *Handler) serveQuery(w http.ResponseWriter, r *http.Request, d *database, raw bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
@@ -238,8 +241,19 @@ func (h *Handler) serveQuery(w http.ResponseWriter, r *http.Request, d *database
 			return
 		}
 	}
-	// A batch that reached the engine runs to its end, whatever the client does.
-	results, err := d.run(context.WithoutCancel(r.Context()), stmts, raw)
+	// A batch that reached the engine runs to its end, whatever the client
+	// does — within D1's limit per request (RequestLimit): past it the
+	// engine is interrupted and the batch applies nothing.
+	limit := h.RequestLimit
+	if limit <= 0 {
+		limit = DefaultRequestLimit
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), limit)
+	results, err := d.run(ctx, stmts, raw)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("D1_ERROR: request exceeded its %s time limit", limit)
+	}
+	cancel()
 	if after(w, r, f) {
 		return
 	}
@@ -262,17 +276,21 @@ func (d *database) run(ctx context.Context, stmts []statement, raw bool) ([]resu
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return nil, fmt.Errorf("D1_ERROR: %v", err)
 	}
+	// ROLLBACK must run even when ctx ended (the request limit): the
+	// database has one connection, and an open transaction would refuse
+	// every later request.
+	rollback := func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") }
 	out := make([]result, 0, len(stmts))
 	for _, st := range stmts {
 		res, err := runOne(ctx, conn, st, raw)
 		if err != nil {
-			_, _ = conn.ExecContext(ctx, "ROLLBACK")
+			rollback()
 			return nil, err
 		}
 		out = append(out, res)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		rollback()
 		return nil, fmt.Errorf("D1_ERROR: %v", err)
 	}
 	return out, nil

@@ -39,6 +39,7 @@ import (
 	"strings"
 	gosync "sync"
 	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // the engine behind every database
 )
@@ -46,6 +47,13 @@ import (
 // Handler is the D1 double as an http.Handler. Create it with NewHandler;
 // it is safe for concurrent use. Close releases its databases.
 type Handler struct {
+	// RequestLimit bounds the engine time of one request, as D1 does (0:
+	// DefaultRequestLimit, 30 s): a statement still running then (a
+	// runaway recursive query) is interrupted, its batch applies nothing,
+	// and the answer is an HTTP 400 SQL error (code 7500). Set it before
+	// the first request.
+	RequestLimit time.Duration
+
 	token string
 
 	mu  gosync.Mutex

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // post sends body to the database's endpoint and returns the status and answer.
@@ -100,5 +101,30 @@ func TestBatchAllOrNothing(t *testing.T) {
 	rows, _ := json.Marshal(out["result"].([]any)[0].(map[string]any)["results"].(map[string]any)["rows"])
 	if string(rows) != `[[0]]` {
 		t.Errorf("rows after a failed batch = %s, want [[0]]", rows)
+	}
+}
+
+// A runaway statement is interrupted at the request limit, applies
+// nothing, and leaves the database usable for the next request.
+func TestRequestLimit(t *testing.T) {
+	s, db := newDB(t)
+	s.RequestLimit = 200 * time.Millisecond
+	post(t, s, db, "raw", "tok", `{"sql":"CREATE TABLE t (k INTEGER PRIMARY KEY)","params":[]}`)
+	start := time.Now()
+	status, out := post(t, s, db, "raw", "tok", `{"batch":[{"sql":"INSERT INTO t VALUES (1)","params":[]},`+
+		`{"sql":"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c","params":[]}]}`)
+	if status != http.StatusBadRequest || out["success"] != false {
+		t.Fatalf("runaway batch: status %d, answer %v; want 400 and success false", status, out)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("runaway batch answered after %s; the limit is 200ms", took)
+	}
+	status, out = post(t, s, db, "raw", "tok", `{"sql":"SELECT count(*) AS n FROM t","params":[]}`)
+	if status != http.StatusOK {
+		t.Fatalf("after the runaway batch: status %d, answer %v; want 200", status, out)
+	}
+	got, _ := json.Marshal(out["result"].([]any)[0].(map[string]any)["results"].(map[string]any)["rows"])
+	if string(got) != `[[0]]` {
+		t.Fatalf("after the runaway batch: rows %s; want [[0]] (the insert rolled back)", got)
 	}
 }
