@@ -254,7 +254,7 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	}
 	for _, t := range declared {
 		if !readsTable(ps, strings.ToLower(t.name)) {
-			return myQuery{}, queryInvalid("query declares table %s but does not read it (AQ-2)", t.name)
+			return myQuery{}, queryInvalid("query declares table %s but does not read it in a FROM or JOIN, or reads a relation it does not declare (AQ-2)", t.name)
 		}
 	}
 
