@@ -208,9 +208,15 @@ func TestDriverAllBenchText(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^driver +sqlite +` + regexp.QuoteMeta(offByOneName) + ` *$`).MatchString(out) {
 		t.Errorf("the table has no column per reachable driver:\n%s", out)
 	}
-	for _, want := range []string{"sqlite W1 commits/s per tenth of 20 commits:", offByOneName + " W1 FAILED: "} {
+	for _, want := range []string{"sqlite W1 commits/s per tenth of 20 commits:", offByOneName + " W1 FAILED: ",
+		"W1 scaling is the last tenth's rate over the first's"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"fewer than 3 runs", "name it alone: -driver " + unreachableName} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
 	if strings.Contains(out, unreachableName) {

@@ -48,6 +48,7 @@ func (b benchConfig) validate(cfg config) error {
 	case b.commits < 10:
 		return fmt.Errorf("bad -bench-commits %d (want ≥ 10)", b.commits)
 	}
+
 	return nil
 }
 
@@ -82,6 +83,9 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	if !ok {
 		return ExitUsage
 	}
+	if cfg.bench.runs < 3 {
+		fmt.Fprintf(stderr, "conformance: -bench-runs %d: rates are medians of fewer than 3 runs; compare, do not quote them\n", cfg.bench.runs)
+	}
 	prog := newProgress(stderr, 0)
 	var reports []conformance.BenchReport
 	code := ExitOK
@@ -96,7 +100,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "conformance: %v\n", err)
 				return ExitUsage
 			}
-			fmt.Fprintf(stderr, "conformance: driver %s skipped: cannot reach it: %v\n", name, err)
+			skipUnreachable(stderr, name, err)
 			continue
 		}
 		h, err := conformance.HarnessFor(name, d, cfg.dsn, nil, false)
@@ -169,7 +173,7 @@ func runAllSuites(ctx context.Context, cfg config, total int, stdout, stderr io.
 		}
 		d, _ := sync.Lookup(name)
 		if _, err := probe(ctx, name, d, cfg.dsn); err != nil {
-			fmt.Fprintf(stderr, "conformance: driver %s skipped: cannot reach it: %v\n", name, err)
+			skipUnreachable(stderr, name, err)
 			continue
 		}
 		one := cfg
@@ -196,4 +200,9 @@ func showBenchStep(p *progress, s string) {
 	}
 	fmt.Fprintf(p.w, "\r\x1b[K%s", s)
 	p.shown = true
+}
+
+// skipUnreachable reports on stderr a driver -driver all leaves out.
+func skipUnreachable(stderr io.Writer, name string, err error) {
+	fmt.Fprintf(stderr, "conformance: driver %s skipped: cannot reach it: %v (to run it, name it alone: -driver %s -dsn …)\n", name, err, name)
 }
