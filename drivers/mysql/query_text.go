@@ -593,17 +593,7 @@ func (r *render) operandBack(end int) (int, bool) {
 		start := -1
 		switch p := r.ps[end]; {
 		case p.Text == ")":
-			open := -1
-			for k, depth := end, 0; k >= 0; k-- {
-				if r.ps[k].Text == ")" {
-					depth++
-				} else if r.ps[k].Text == "(" {
-					if depth--; depth == 0 {
-						open = k
-						break
-					}
-				}
-			}
+			open := sd.MatchingBack(r.ps, end)
 			if open < 0 {
 				return 0, false
 			}
@@ -1116,17 +1106,7 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 			s := j
 			switch q := r.ps[j]; {
 			case q.Text == ")":
-				open := -1
-				for k, depth := j, 0; k >= 0; k-- {
-					if r.ps[k].Text == ")" {
-						depth++
-					} else if r.ps[k].Text == "(" {
-						if depth--; depth == 0 {
-							open = k
-							break
-						}
-					}
-				}
+				open := sd.MatchingBack(r.ps, j)
 				if open < 0 {
 					j = -1
 					continue

@@ -350,7 +350,7 @@ func parity(ps []piece) error {
 			end := sd.Matching(ps, open)
 			as := -1
 			for k := open + 1; end > 0 && k < end; k++ {
-				if ps[k].Name == "as" && depthBetween(ps, open+1, k) == 0 {
+				if ps[k].Name == "as" && sd.DepthAt(ps, open+1, k) == 0 {
 					as = k
 				}
 			}
@@ -380,24 +380,10 @@ func isCall(ps []piece, i int) bool {
 	return n >= 0 && ps[n].Text == "("
 }
 
-// depthBetween is the parenthesis depth at piece i counted from piece from.
-func depthBetween(ps []piece, from, i int) int {
-	depth := 0
-	for k := from; k < i; k++ {
-		switch ps[k].Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-		}
-	}
-	return depth
-}
-
 // topComma returns the first "," at depth 0 between open and end, or -1.
 func topComma(ps []piece, open, end int) int {
 	for k := open + 1; k < end; k++ {
-		if ps[k].Text == "," && depthBetween(ps, open+1, k) == 0 {
+		if ps[k].Text == "," && sd.DepthAt(ps, open+1, k) == 0 {
 			return k
 		}
 	}

@@ -142,7 +142,7 @@ func OrderTerms(ps []Piece, by int) (terms []OrderTerm, ok bool) {
 			case ps[i].Name == "nulls" && i != start:
 				t.Nulls = true
 			case (ps[i].Name == "asc" || ps[i].Name == "desc") && i != start && t.Dir < 0:
-				if depthAt(ps, start, i) == 0 {
+				if DepthAt(ps, start, i) == 0 {
 					t.Dir, t.Desc = i, ps[i].Name == "desc"
 				}
 			}
@@ -183,8 +183,8 @@ func OrderTerms(ps []Piece, by int) (terms []OrderTerm, ok bool) {
 	return terms, flush(last)
 }
 
-// depthAt is the parenthesis depth of piece i relative to piece from.
-func depthAt(ps []Piece, from, i int) int {
+// DepthAt is the parenthesis depth of piece i relative to piece from.
+func DepthAt(ps []Piece, from, i int) int {
 	depth := 0
 	for k := from; k < i; k++ {
 		switch ps[k].Text {

@@ -60,6 +60,26 @@ func Matching(ps []Piece, open int) int {
 	return -1
 }
 
+// MatchingBack returns the index of the "(" opening the ")" at end, or -1.
+func MatchingBack(ps []Piece, end int) int {
+	depth := 0
+	for i := end; i >= 0; i-- {
+		if ps[i].Kind != TokOp {
+			continue
+		}
+		switch ps[i].Text {
+		case ")":
+			depth++
+		case "(":
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // FirstSignificant returns the index of the first piece at or after from
 // that is not whitespace or a comment, or -1.
 func FirstSignificant(ps []Piece, from int) int {
