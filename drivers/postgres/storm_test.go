@@ -363,34 +363,10 @@ func TestPostgresTerminateStorm(t *testing.T) {
 // (TX-1, SEQ-4, PR-3). Counts are smaller under -race.
 func TestPostgresSixteenWriters(t *testing.T) {
 	s := openStormStore(t)
-	ctx := context.Background()
-	const writers = 16
 	per := 10
 	if faulttest.RaceEnabled() {
 		per = 5
 	}
-	parts := []string{"P", "Q"}
-	var wg gosync.WaitGroup
-	errs := make(chan error, writers*len(parts))
-	for _, p := range parts {
-		for w := range writers {
-			wg.Go(func() {
-				for i := range per {
-					if err := faulttest.CounterPush(ctx, s.c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
-						errs <- fmt.Errorf("%s writer %d push %d: %w", p, w, i, err)
-						return
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for _, p := range parts {
-		faulttest.VerifyCounterLog(t, s.c, p, int64(writers*per))
-	}
+	faulttest.SixteenWriters(t, s.c, per)
 	s.expectNoOpenTx(t)
 }

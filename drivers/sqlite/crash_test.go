@@ -398,34 +398,10 @@ func crashVerify(t *testing.T, c *Conn) int64 {
 // every push result names the commit that carries its key (TX-1, SEQ-4,
 // PR-3). Counts are smaller under -race.
 func TestSQLiteSixteenWriters(t *testing.T) {
-	const writers = 16
 	per := 12
 	if faulttest.RaceEnabled() {
 		per = 4
 	}
-	ctx := context.Background()
 	c, _ := openTest(t)
-	parts := []string{"P", "Q"}
-	var wg gosync.WaitGroup
-	errs := make(chan error, writers*len(parts))
-	for _, p := range parts {
-		for w := range writers {
-			wg.Go(func() {
-				for i := range per {
-					if err := faulttest.CounterPush(ctx, c, p, fmt.Sprintf("w%d-%d", w, i)); err != nil {
-						errs <- fmt.Errorf("writer %d push %d: %w", w, i, err)
-						return
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for _, p := range parts {
-		faulttest.VerifyCounterLog(t, c, p, int64(writers*per))
-	}
+	faulttest.SixteenWriters(t, c, per)
 }
