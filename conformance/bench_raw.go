@@ -201,9 +201,7 @@ func RunRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop) {
 	b.Run("W1-push", func(b *testing.B) {
 		const commits = RawLoopCommits
 		ctx := b.Context()
-		var total time.Duration
-		tenths, cpuTenths := make([]time.Duration, 10), make([]time.Duration, 10)
-		cpuRuns := 0
+		var sum w1Sum
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			r := prepare(b)
@@ -213,25 +211,45 @@ func RunRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			total += res.total
-			for k, d := range res.tenths {
-				tenths[k] += d
-			}
-			if len(res.cpuTenths) == 10 {
-				cpuRuns++
-				for k, d := range res.cpuTenths {
-					cpuTenths[k] += d
-				}
-			}
+			sum.add(res)
 			if err := checkRawLoop(ctx, r, commits); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportW1(b, b.N*commits, total, tenths)
-		if cpuRuns == b.N {
-			reportW1CPU(b, b.N*commits, cpuTenths)
-		}
+		sum.report(b, b.N*commits)
 	})
+}
+
+// w1Sum adds up the W1 results of a benchmark's b.N runs.
+type w1Sum struct {
+	runs, cpuRuns     int
+	total             time.Duration
+	tenths, cpuTenths [10]time.Duration
+}
+
+func (s *w1Sum) add(r w1Result) {
+	s.runs++
+	s.total += r.total
+	for k, d := range r.tenths {
+		s.tenths[k] += d
+	}
+	if len(r.cpuTenths) == 10 {
+		s.cpuRuns++
+		for k, d := range r.cpuTenths {
+			s.cpuTenths[k] += d
+		}
+	}
+}
+
+// report reports the rates of n commits in all (reportW1) and, when
+// every run had them, the same tenths in process CPU time (getrusage),
+// which a loaded machine disturbs far less than wall time; for an
+// in-process engine it includes the engine's own work (reportW1CPU).
+func (s *w1Sum) report(b *testing.B, n int) {
+	reportW1(b, n, s.total, s.tenths[:])
+	if s.cpuRuns == s.runs {
+		reportW1CPU(b, n, s.cpuTenths[:])
+	}
 }
 
 // timeCommits runs commit(0 … commits-1), checks each returned seq is

@@ -57,9 +57,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 	}
 	benchW1 := func(n int) func(b *testing.B) {
 		return func(b *testing.B) {
-			var total time.Duration
-			tenths, cpuTenths := make([]time.Duration, 10), make([]time.Duration, 10)
-			cpuRuns := 0
+			var sum w1Sum
 			var peak, size int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -72,16 +70,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 					if err != nil {
 						return err
 					}
-					total += r.total
-					for k, d := range r.tenths {
-						tenths[k] += d
-					}
-					if len(r.cpuTenths) == 10 {
-						cpuRuns++
-						for k, d := range r.cpuTenths {
-							cpuTenths[k] += d
-						}
-					}
+					sum.add(r)
 					if sr, ok := conn.(SizeReporter); ok {
 						size, err = sr.StoreSizeBytes(ctx)
 					}
@@ -91,13 +80,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 					b.Fatal(err)
 				}
 			}
-			reportW1(b, b.N*n, total, tenths)
-			if cpuRuns == b.N {
-				// The same tenths in process CPU time (getrusage), which a
-				// loaded machine disturbs far less than wall time; for an
-				// in-process engine it includes the engine's own work.
-				reportW1CPU(b, b.N*n, cpuTenths)
-			}
+			sum.report(b, b.N*n)
 			b.ReportMetric(float64(peak), "peak-RSS-bytes")
 			if size > 0 {
 				b.ReportMetric(float64(size), "store-bytes")
