@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/syncstore/syncstore/driver"
 )
 
@@ -317,5 +319,41 @@ func TestTxUsesOneConnection(t *testing.T) {
 	}
 	if max, err := c.MaxCommitSeq(ctx, "p"); err != nil || max != 1 {
 		t.Fatalf("MaxCommitSeq = %d, %v; want 1", max, err)
+	}
+}
+
+// TestBeginRetriesDeadIdleConnections: every idle connection of the pool
+// is terminated by the server while it sits in the pool (an operator, a
+// failover, a proxy's idle timeout). Begin sends nothing that can commit,
+// so it retries on another connection instead of handing the dead one's
+// failure to the caller: the first push after the terminations lands on
+// its first attempt.
+func TestBeginRetriesDeadIdleConnections(t *testing.T) {
+	c, dsn := openTest(t)
+	ctx := t.Context()
+	n := int(c.pool.Config().MaxConns)
+	held := make([]*pgxpool.Conn, 0, n)
+	for range n { // fill the pool with live connections, then park them idle
+		pc, err := c.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, pc)
+	}
+	pids := make([]uint32, 0, n)
+	for _, pc := range held {
+		pids = append(pids, pc.Conn().PgConn().PID())
+		pc.Release()
+	}
+	for _, pid := range pids {
+		terminate(t, dsn, pid)
+	}
+	// Pinging an idle connection before use would hide the dead ones from
+	// Begin; the pool pings only connections idle for a second or more.
+	if _, err := pushTodos(ctx, c, "p", 0, 3); err != nil {
+		t.Fatalf("the first push after %d idle connections were terminated: %v", n, err)
+	}
+	if got, err := c.MaxCommitSeq(ctx, "p"); err != nil || got != 1 {
+		t.Fatalf("MaxCommitSeq = %d, %v; want 1", got, err)
 	}
 }

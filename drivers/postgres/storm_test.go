@@ -223,24 +223,32 @@ func TestPostgresCancelStorm(t *testing.T) {
 
 // TestPostgresTerminateStorm: while 6 writers push (retrying a failed push
 // until its result is stored, as a host does) and 3 workers claim and
-// complete reactions, a killer terminates a random backend of the store
-// every 3–12 ms (a reconnect costs more here than on MySQL). Afterwards
-// every push landed exactly once and whole, each reaction was completed at
-// most once, every reaction can still be claimed and completed, and no
-// session is left in a transaction.
+// complete reactions, a killer terminates a random backend of the store.
+// Afterwards every push landed exactly once and whole, each reaction was
+// completed at most once, every reaction can still be claimed and
+// completed, and no session is left in a transaction.
+//
+// The storm is paced by counts, never by the clock, so a slow machine
+// sees the same storm as a fast one: the killer terminates at most one
+// backend per landed push (so pushes always make progress), and a writer
+// that lands a push waits while fewer than one termination per
+// stormLandedPerKill landed pushes has happened (so every run has at
+// least pushes/stormLandedPerKill − 1 terminations). A termination fails
+// at most the one operation using that backend, so a push that failed
+// more often than there were terminations is a livelock, not bad luck.
 func TestPostgresTerminateStorm(t *testing.T) {
 	s := openStormStore(t)
 	ctx := context.Background()
-	const pushes, writers, claimers = 160, 6, 3
+	const pushes, writers, claimers, stormLandedPerKill = 160, 6, 3, 4
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	var (
-		next, kills, pushErrs, claimErrs atomic.Int64
-		clock                            atomic.Int64 // logical ms for leases
-		done                             = make(chan struct{})
-		wg, bg                           gosync.WaitGroup
-		completedMu                      gosync.Mutex
-		completed                        = map[string]int{}
+		next, kills, landed, pushErrs, claimErrs atomic.Int64
+		clock                                    atomic.Int64 // logical ms for leases
+		done                                     = make(chan struct{})
+		wg, bg                                   gosync.WaitGroup
+		completedMu                              gosync.Mutex
+		completed                                = map[string]int{}
 	)
 	bg.Go(func() {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -248,7 +256,10 @@ func TestPostgresTerminateStorm(t *testing.T) {
 			select {
 			case <-done:
 				return
-			case <-time.After(time.Duration(3+rng.IntN(10)) * time.Millisecond):
+			case <-time.After(time.Duration(rng.IntN(3000)) * time.Microsecond):
+			}
+			if kills.Load() > landed.Load() {
+				continue // at most one termination per landed push
 			}
 			if s.terminateRandom(ctx, rng) {
 				kills.Add(1)
@@ -289,9 +300,20 @@ func TestPostgresTerminateStorm(t *testing.T) {
 						break
 					}
 					pushErrs.Add(1)
-					if driver.CodeOf(err) == "" || attempt > 50 {
-						errs <- fmt.Errorf("push %d attempt %d: %v", i, attempt, err)
+					if driver.CodeOf(err) == "" || !driver.IsRetryable(err) {
+						errs <- fmt.Errorf("push %d attempt %d: %v (ERR-1: a terminated backend is retryable)", i, attempt, err)
 						return
+					}
+					if int64(attempt) > kills.Load()+1 {
+						errs <- fmt.Errorf("push %d failed %d times but only %d backends were terminated: %v", i, attempt+1, kills.Load(), err)
+						return
+					}
+				}
+				for n := landed.Add(1); n > stormLandedPerKill*(kills.Load()+1); {
+					select { // let the killer catch up with the pushes
+					case <-done:
+						return
+					case <-time.After(time.Millisecond):
 					}
 				}
 			}
@@ -305,8 +327,8 @@ func TestPostgresTerminateStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d terminations, %d failed push attempts, %d failed claims", kills.Load(), pushErrs.Load(), claimErrs.Load())
-	if kills.Load() < 10 {
-		t.Fatalf("only %d terminations: the storm did not exercise the store", kills.Load())
+	if min := int64(pushes/stormLandedPerKill - 1); kills.Load() < min {
+		t.Fatalf("only %d terminations, want at least %d: the pacing is broken", kills.Load(), min)
 	}
 	// pgxpool notices a terminated idle connection only when it next uses
 	// it: that one call fails with the retryable CodeUnavailable (ERR-1),

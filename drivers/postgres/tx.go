@@ -50,13 +50,36 @@ var _ driver.Tx = (*Tx)(nil)
 // partition holds the row, until ctx ends (CodeUnavailable); it never
 // waits for other partitions. When ctx ends later, the Tx is rolled back
 // at once and its connection released (TX-6).
+//
+// A pooled connection the server has ended while it sat idle (a
+// terminated backend, a restarted server, a proxy's idle timeout) is
+// noticed only when Begin uses it. Begin commits nothing, so when its
+// pipeline fails on a connection that is now closed, the server has rolled
+// back whatever of it ran, and Begin retries on another connection: at
+// most once per connection the pool can hold, plus one fresh one. ctx's
+// end, and every failure of a live connection (a lock timeout, a
+// deadlock), is returned at once.
 func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	for attempt := int32(0); ; attempt++ {
+		t, retry, err := c.begin(ctx, partition)
+		if err == nil {
+			return t, nil
+		}
+		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
+			return nil, c.mapErr(ctx, err, "postgres: begin")
+		}
+	}
+}
+
+// begin is one attempt of Begin. retry reports that it failed on a
+// connection that is now closed, so nothing of it can have run.
+func (c *Conn) begin(ctx context.Context, partition string) (_ *Tx, retry bool, _ error) {
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
-		return nil, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
+		return nil, false, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
 	}
 	t := &Tx{c: c, partition: partition, pc: pc}
 	b := &pgx.Batch{}
@@ -65,8 +88,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq) })
 	b.Queue(sqlSavepointTx)
 	if err := pc.SendBatch(ctx, b).Close(); err != nil {
+		dead := pc.Conn().IsClosed()
 		t.release(true)
-		return nil, c.mapErr(ctx, err, "postgres: begin")
+		return nil, dead, err
 	}
 	c.txMu.Lock()
 	c.txs[t] = struct{}{}
@@ -79,7 +103,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 			t.release(true)
 		}
 	})
-	return t, nil
+	return t, false, nil
 }
 
 // Partition returns the partition the Tx writes.
