@@ -43,6 +43,10 @@ var errCodes = []struct {
 	{driver.CodeQueryInvalid, driver.ErrQueryInvalid, false},
 	{driver.CodeIndexNotFound, driver.ErrIndexNotFound, false},
 	{driver.CodeIndexValueCountMismatch, driver.ErrIndexValueCountMismatch, false},
+	{driver.CodeCommitOutcomeUnknown, driver.ErrCommitOutcomeUnknown, true},
+	{driver.CodeCursorExpired, driver.ErrCursorExpired, false},
+	{driver.CodeCursorAhead, driver.ErrCursorAhead, false},
+	{driver.CodeClosed, driver.ErrClosed, false},
 	{driver.CodeInternal, driver.ErrInternal, false},
 }
 

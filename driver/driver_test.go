@@ -49,16 +49,20 @@ func TestWrapKeepsInnerClassification(t *testing.T) {
 func TestRetryableCodes(t *testing.T) {
 	retryable := map[driver.Code]bool{
 		driver.CodeWriteConflict: true, driver.CodeIdempotencyCacheMiss: true, driver.CodeUnavailable: true,
+		driver.CodeCommitOutcomeUnknown: true,
 	}
-	for _, c := range []driver.Code{driver.CodeInvalidArgument, driver.CodeInvalidValue, driver.CodeInvalidLimit,
-		driver.CodeScanRequiresScope, driver.CodeInvalidClientID, driver.CodeSchemaInvalid, driver.CodeSchemaMismatch,
-		driver.CodeSchemaNewer, driver.CodeSchemaMigrationUnsupported, driver.CodeUnknownTable,
-		driver.CodeConstraintViolation, driver.CodeTxFinished, driver.CodeWriteConflict, driver.CodeIdempotencyCacheMiss,
-		driver.CodeInvalidHorizon, driver.CodeUnavailable, driver.CodeUnsupported, driver.CodeDuplicateReactionKey,
-		driver.CodeQueryInvalid, driver.CodeIndexNotFound, driver.CodeIndexValueCountMismatch, driver.CodeInternal} {
+	seen := map[driver.Code]bool{}
+	for _, c := range driver.Codes() {
+		if seen[c] {
+			t.Errorf("Codes lists %s twice", c)
+		}
+		seen[c] = true
 		if got := driver.Errorf(c, "x").Retryable(); got != retryable[c] {
 			t.Errorf("%s.Retryable() = %v, want %v", c, got, retryable[c])
 		}
+	}
+	if len(seen) != 26 {
+		t.Errorf("Codes lists %d codes, want 26", len(seen))
 	}
 }
 

@@ -55,6 +55,27 @@ const (
 	CodeIndexNotFound Code = "sync.storage.index_not_found"
 	// CodeIndexValueCountMismatch: an index lookup with the wrong number of values (IXL-2).
 	CodeIndexValueCountMismatch Code = "sync.storage.index_value_count_mismatch"
+	// CodeCommitOutcomeUnknown: the engine's answer to Commit or
+	// CommitRejected was lost (the context ended while the commit was in
+	// flight, the connection dropped) and the driver could not learn
+	// within its bounded look-up whether the Tx landed (TX-10). Something
+	// may have been written: re-read what the Tx wrote (for a push, its
+	// push result) before doing anything again; never re-apply blindly.
+	// Retryable in that sense only. Every other error of Commit and
+	// CommitRejected means nothing of the Tx was written.
+	CodeCommitOutcomeUnknown Code = "sync.storage.commit_outcome_unknown"
+	// CodeCursorExpired: a window read whose afterSeq is below the
+	// partition's horizon (HZ-4): commits after the cursor were pruned,
+	// so the client must bootstrap again. Decided in the snapshot of the
+	// read; nothing is returned. Not retryable.
+	CodeCursorExpired Code = "sync.cursor_expired"
+	// CodeCursorAhead: a window read whose afterSeq is beyond the
+	// partition's head (its MaxCommitSeq in the snapshot of the read,
+	// WIN-8): a cursor this store never issued (a restored backup, a
+	// replica behind the primary). Nothing is returned. Not retryable.
+	CodeCursorAhead Code = "sync.cursor_ahead"
+	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
+	CodeClosed Code = "sync.storage.closed"
 	// CodeInternal: an engine failure the driver could not classify. Not
 	// retryable; the message names the operation, never a value (V-10).
 	CodeInternal Code = "sync.storage.internal"
@@ -64,7 +85,7 @@ const (
 // when retried unchanged (ERR-1).
 func (c Code) Retryable() bool {
 	switch c {
-	case CodeWriteConflict, CodeIdempotencyCacheMiss, CodeUnavailable:
+	case CodeWriteConflict, CodeIdempotencyCacheMiss, CodeUnavailable, CodeCommitOutcomeUnknown:
 		return true
 	}
 	return false
@@ -175,5 +196,19 @@ var (
 	ErrQueryInvalid               = &Error{Code: CodeQueryInvalid, OpIndex: -1}
 	ErrIndexNotFound              = &Error{Code: CodeIndexNotFound, OpIndex: -1}
 	ErrIndexValueCountMismatch    = &Error{Code: CodeIndexValueCountMismatch, OpIndex: -1}
+	ErrCommitOutcomeUnknown       = &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1}
+	ErrCursorExpired              = &Error{Code: CodeCursorExpired, OpIndex: -1}
+	ErrCursorAhead                = &Error{Code: CodeCursorAhead, OpIndex: -1}
+	ErrClosed                     = &Error{Code: CodeClosed, OpIndex: -1}
 	ErrInternal                   = &Error{Code: CodeInternal, OpIndex: -1}
 )
+
+// Codes lists every Code of this package, in the order they are declared.
+func Codes() []Code {
+	return []Code{CodeInvalidArgument, CodeInvalidValue, CodeInvalidLimit, CodeScanRequiresScope,
+		CodeInvalidClientID, CodeSchemaInvalid, CodeSchemaMismatch, CodeSchemaNewer,
+		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
+		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
+		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
+		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClosed, CodeInternal}
+}

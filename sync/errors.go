@@ -36,6 +36,10 @@ const (
 	CodeQueryInvalid               = driver.CodeQueryInvalid
 	CodeIndexNotFound              = driver.CodeIndexNotFound
 	CodeIndexValueCountMismatch    = driver.CodeIndexValueCountMismatch
+	CodeCommitOutcomeUnknown       = driver.CodeCommitOutcomeUnknown
+	CodeCursorExpired              = driver.CodeCursorExpired
+	CodeCursorAhead                = driver.CodeCursorAhead
+	CodeClosed                     = driver.CodeClosed
 	CodeInternal                   = driver.CodeInternal
 )
 
@@ -63,5 +67,9 @@ var (
 	ErrQueryInvalid               = driver.ErrQueryInvalid
 	ErrIndexNotFound              = driver.ErrIndexNotFound
 	ErrIndexValueCountMismatch    = driver.ErrIndexValueCountMismatch
+	ErrCommitOutcomeUnknown       = driver.ErrCommitOutcomeUnknown
+	ErrCursorExpired              = driver.ErrCursorExpired
+	ErrCursorAhead                = driver.ErrCursorAhead
+	ErrClosed                     = driver.ErrClosed
 	ErrInternal                   = driver.ErrInternal
 )
