@@ -20,7 +20,6 @@ import (
 //	transaction already rolled back  CodeUnavailable (its context ended, TX-6)
 //	unique constraint                CodeConstraintViolation (SCH-10)
 //	no such table                    CodeSchemaNewer (another process retired it)
-//	store closed                     CodeUnavailable
 //	anything else                    CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
@@ -63,7 +62,8 @@ func mapErr(ctx context.Context, err error, what string) error {
 	return driver.Wrap(driver.CodeInternal, err, "%s", what)
 }
 
-// mapErr is mapErr that reports a closed store as such.
+// mapErr is mapErr that reports a closed store as such (CodeClosed,
+// ERR-4), whatever its pools answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil
