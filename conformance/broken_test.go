@@ -29,7 +29,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		}},
 		// Declaring the Conn half also runs the capability's cases.
 		{name: "conn-half-of-index-lookup", caps: []driver.Capability{driver.CapIndexLookup},
-			want: []string{"ERR-3", "IXL-1", "IXL-2", "IXL-3", "IXL-4", "V-5"},
+			want: []string{"ERR-3", "ERR-4", "IXL-1", "IXL-2", "IXL-3", "IXL-4", "V-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &halfCapability{connWrap{c}} }},
 		{name: "capability-lost-by-wrapper", caps: []driver.Capability{driver.CapAdmin}, want: []string{"ERR-3"},
 			wrap: func(c driver.Conn) driver.Conn { return &connWrap{c} }},
@@ -41,8 +41,10 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &lossyIntegers{connWrap{c}} }},
 		{name: "prune-through-horizon", want: []string{"HZ-2"},
 			wrap: func(c driver.Conn) driver.Conn { return &pruneToHorizon{connWrap{c}} }},
-		{name: "untyped-errors", want: []string{"ERR-1"},
+		{name: "untyped-errors", want: []string{"ERR-1", "ERR-4"},
 			wrap: func(c driver.Conn) driver.Conn { return &untypedErrors{connWrap: connWrap{c}} }},
+		{name: "closed-is-unavailable", want: []string{"ERR-1", "ERR-4"}, match: regexp.MustCompile(`^ERR-`),
+			wrap: func(c driver.Conn) driver.Conn { return closedIsUnavailable{connWrap{c}} }},
 		{name: "max-seq-drops-after-prune", want: []string{"HZ-2", "SEQ-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &maxFromRetained{connWrap{c}} }},
 	}

@@ -303,3 +303,25 @@ type maxFromRetained struct{ connWrap }
 func (c *maxFromRetained) MaxCommitSeq(ctx context.Context, p string) (int64, error) {
 	return c.Conn.CommitSeqBefore(ctx, p, math.MaxInt64)
 }
+
+// ---- a closed store reported as unavailable: retryable, so hosts and
+// workers retry it forever (ERR-4) ----
+
+type closedIsUnavailable struct{ connWrap }
+
+func unavailableIfClosed(err error) error {
+	if driver.CodeOf(err) == driver.CodeClosed {
+		return driver.Errorf(driver.CodeUnavailable, "store is closed")
+	}
+	return err
+}
+
+func (c closedIsUnavailable) MaxCommitSeq(ctx context.Context, p string) (int64, error) {
+	seq, err := c.Conn.MaxCommitSeq(ctx, p)
+	return seq, unavailableIfClosed(err)
+}
+
+func (c closedIsUnavailable) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.connWrap.Begin(ctx, p)
+	return tx, unavailableIfClosed(err)
+}

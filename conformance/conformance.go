@@ -164,7 +164,8 @@ type RunOptions struct {
 	// CaseTimeout bounds one case; 0 means 2 minutes.
 	CaseTimeout time.Duration
 	// OnStart and OnResult, if set, are called before and after each case
-	// (for live progress).
+	// (for live progress). When the run is interrupted, OnResult is also
+	// called, without OnStart, for every selected case that never started.
 	OnStart  func(c Case)
 	OnResult func(r CaseResult)
 }
@@ -172,12 +173,16 @@ type RunOptions struct {
 // Status is the outcome of one case.
 type Status string
 
-// The case outcomes.
+// The case outcomes. A case is StatusInterrupted when RunCases's ctx
+// ended (an interrupt) before the case started, or while it ran and before
+// it passed or skipped: what it reported then is kept in its Output but
+// says nothing about the rule.
 const (
 	StatusPass           Status = "PASS"
 	StatusFail           Status = "FAIL"
 	StatusSkip           Status = "SKIP"
 	StatusNotImplemented Status = "NOT IMPLEMENTED"
+	StatusInterrupted    Status = "INTERRUPTED"
 )
 
 // CaseResult is the outcome of one case.
@@ -198,16 +203,37 @@ type CapabilityStatus struct {
 	Expected   bool              `json:"expected"`
 }
 
-// Report is the outcome of RunCases.
+// Report is the outcome of RunCases. The counts add up to len(Cases):
+// Skipped counts StatusSkip (a case the harness cannot run) alone,
+// NotImplemented the cases of capabilities the driver does not declare,
+// Interrupted the cases an interrupt stopped or never let start.
 type Report struct {
-	Driver        string             `json:"driver"`
-	EngineVersion string             `json:"engineVersion,omitempty"`
-	Capabilities  []CapabilityStatus `json:"capabilities"`
-	Cases         []CaseResult       `json:"cases"`
-	Passed        int                `json:"passed"`
-	Failed        int                `json:"failed"`
-	Skipped       int                `json:"skipped"`
-	Duration      time.Duration      `json:"durationNs"`
+	Driver         string             `json:"driver"`
+	EngineVersion  string             `json:"engineVersion,omitempty"`
+	Capabilities   []CapabilityStatus `json:"capabilities"`
+	Cases          []CaseResult       `json:"cases"`
+	Passed         int                `json:"passed"`
+	Failed         int                `json:"failed"`
+	Skipped        int                `json:"skipped"`
+	NotImplemented int                `json:"notImplemented"`
+	Interrupted    int                `json:"interrupted"`
+	Duration       time.Duration      `json:"durationNs"`
+}
+
+// count adds one case of status s to the counts.
+func (r *Report) count(s Status) {
+	switch s {
+	case StatusPass:
+		r.Passed++
+	case StatusFail:
+		r.Failed++
+	case StatusSkip:
+		r.Skipped++
+	case StatusNotImplemented:
+		r.NotImplemented++
+	case StatusInterrupted:
+		r.Interrupted++
+	}
 }
 
 // FailedRules returns the sorted, distinct rule IDs of the failed cases.
@@ -224,7 +250,12 @@ func (r Report) FailedRules() []string {
 	return out
 }
 
-// Summary returns "N passed, N failed, N skipped".
+// Summary returns "N passed, N failed, N skipped, N not implemented",
+// followed by ", N interrupted" when an interrupt stopped the run.
 func (r Report) Summary() string {
-	return fmt.Sprintf("%d passed, %d failed, %d skipped", r.Passed, r.Failed, r.Skipped)
+	s := fmt.Sprintf("%d passed, %d failed, %d skipped, %d not implemented", r.Passed, r.Failed, r.Skipped, r.NotImplemented)
+	if r.Interrupted > 0 {
+		s += fmt.Sprintf(", %d interrupted", r.Interrupted)
+	}
+	return s
 }

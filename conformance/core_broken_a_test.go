@@ -50,7 +50,7 @@ func TestGroupsACatchBrokenDrivers(t *testing.T) {
 		{"unknown-partition-horizon-fails", func(c driver.Conn) driver.Conn {
 			return &bAUnknownHorizon{bAConn: bAConn{c}, seen: map[string]bool{}}
 		}, []string{"P-2"}, nil},
-		{"untyped-after-close", func(c driver.Conn) driver.Conn { return &bAClosed{bAConn: bAConn{c}} }, []string{"ERR-1"}, nil},
+		{"untyped-after-close", func(c driver.Conn) driver.Conn { return &bAClosed{bAConn: bAConn{c}} }, []string{"ERR-1", "ERR-4"}, nil},
 	}
 	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {

@@ -12,12 +12,41 @@ import (
 
 // RunCases runs the suite against h outside go test and returns the report.
 // It returns an error only when the harness itself cannot open a store.
+//
+// ctx bounds the whole run (each case is also bounded by
+// opts.CaseTimeout). When ctx ends — an interrupt — the running case is
+// cancelled and reported StatusInterrupted unless it had already passed
+// or skipped, every case not yet started is reported StatusInterrupted
+// without running, and RunCases returns the report (Interrupted > 0).
+// Every case's cleanups (closing its Conns, dropping its stores) run
+// before RunCases returns, after the case has stopped or, if it ignores
+// its context, after caseStopGrace.
 func RunCases(ctx context.Context, h Harness, opts RunOptions) (Report, error) {
 	if h.Open == nil {
 		return Report{}, fmt.Errorf("conformance: Harness.Open is required")
 	}
 	start := time.Now()
 	rep := Report{Driver: h.Name}
+	var selected []Case
+	for _, c := range Cases() {
+		if opts.Match == nil || opts.Match.MatchString(c.Name) {
+			selected = append(selected, c)
+		}
+	}
+	add := func(res CaseResult) {
+		rep.count(res.Status)
+		rep.Cases = append(rep.Cases, res)
+		if opts.OnResult != nil {
+			opts.OnResult(res)
+		}
+	}
+	// notStarted reports the cases from selected[i] on as interrupted.
+	notStarted := func(i int) {
+		for _, c := range selected[i:] {
+			add(CaseResult{Name: c.Name, Rule: c.Rule(), Capability: c.Capability, Status: StatusInterrupted,
+				Output: []string{"interrupted: not started (" + context.Cause(ctx).Error() + ")"}})
+		}
+	}
 
 	probe := newRunT(ctx, "probe")
 	var declared map[driver.Capability]bool
@@ -30,6 +59,11 @@ func RunCases(ctx context.Context, h Harness, opts RunOptions) (Report, error) {
 			}
 		}
 	})
+	if (probe.Failed() || declared == nil) && ctx.Err() != nil {
+		notStarted(0)
+		rep.Duration = time.Since(start)
+		return rep, nil
+	}
 	if probe.Failed() || declared == nil {
 		return rep, fmt.Errorf("conformance: harness cannot open a store: %v", probe.output)
 	}
@@ -45,9 +79,10 @@ func RunCases(ctx context.Context, h Harness, opts RunOptions) (Report, error) {
 	if timeout == 0 {
 		timeout = 2 * time.Minute
 	}
-	for _, c := range Cases() {
-		if opts.Match != nil && !opts.Match.MatchString(c.Name) {
-			continue
+	for i, c := range selected {
+		if ctx.Err() != nil {
+			notStarted(i)
+			break
 		}
 		if opts.OnStart != nil {
 			opts.OnStart(c)
@@ -56,41 +91,43 @@ func RunCases(ctx context.Context, h Harness, opts RunOptions) (Report, error) {
 		if c.Capability != "" && !declared[c.Capability] {
 			res.Status = StatusNotImplemented
 			res.Output = []string{"not implemented: capability " + string(c.Capability)}
-		} else {
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			rt := newRunT(cctx, c.Name)
-			t0 := time.Now()
-			if !rt.run(func() { c.Run(rt, h) }) {
-				rt.Errorf("case did not finish within %s", timeout)
-			}
-			cancel()
-			res.Duration = time.Since(t0)
-			res.Output = rt.lines()
-			switch {
-			case rt.Failed():
-				res.Status = StatusFail
-			case rt.skipped:
-				res.Status = StatusSkip
-			default:
-				res.Status = StatusPass
-			}
+			add(res)
+			continue
 		}
-		switch res.Status {
-		case StatusPass:
-			rep.Passed++
-		case StatusFail:
-			rep.Failed++
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		rt := newRunT(cctx, c.Name)
+		t0 := time.Now()
+		finished := rt.run(func() { c.Run(rt, h) })
+		cancel()
+		res.Duration = time.Since(t0)
+		switch {
+		case ctx.Err() != nil && (!finished || rt.Failed()):
+			// Stopped by the interrupt: what it reported since says
+			// nothing about the rule.
+			rt.log("interrupted: the run was cancelled while the case ran (" + context.Cause(ctx).Error() + ")")
+			res.Status = StatusInterrupted
+		case !finished:
+			rt.Errorf("case did not finish within %s", timeout)
+			res.Status = StatusFail
+		case rt.Failed():
+			res.Status = StatusFail
+		case rt.skipped:
+			res.Status = StatusSkip
 		default:
-			rep.Skipped++
+			res.Status = StatusPass
 		}
-		rep.Cases = append(rep.Cases, res)
-		if opts.OnResult != nil {
-			opts.OnResult(res)
-		}
+		res.Output = rt.lines()
+		add(res)
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
 }
+
+// caseStopGrace is how long a case whose context ended (its timeout, an
+// interrupt) is given to return before its cleanups run anyway: closing
+// its Conns and dropping its stores under a case still using them would
+// turn one failure into many.
+const caseStopGrace = 10 * time.Second
 
 // runT is the T that RunCases hands to cases. FailNow and SkipNow end the
 // case's goroutine with runtime.Goexit, as *testing.T does.
@@ -108,8 +145,9 @@ type runT struct {
 func newRunT(ctx context.Context, name string) *runT { return &runT{ctx: ctx, name: name} }
 
 // run runs f in its own goroutine, then the cleanups (last first). It
-// reports false when the context ended before f returned; the goroutine is
-// then abandoned, as a hung case cannot be stopped from outside.
+// reports false when the context ended before f returned; f is then given
+// caseStopGrace to return before the cleanups run, and abandoned after
+// it, as a hung case cannot be stopped from outside.
 func (t *runT) run(f func()) bool {
 	done := make(chan struct{})
 	go func() {
@@ -125,7 +163,17 @@ func (t *runT) run(f func()) bool {
 	select {
 	case <-done:
 	case <-t.ctx.Done():
-		finished = false
+		select {
+		case <-done: // it returned as its context ended
+		default:
+			finished = false
+			grace := time.NewTimer(caseStopGrace)
+			select {
+			case <-done:
+			case <-grace.C:
+			}
+			grace.Stop()
+		}
 	}
 	t.mu.Lock()
 	cleanups := t.cleanups

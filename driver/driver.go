@@ -122,8 +122,11 @@ type Conn interface {
 	// afterPartition, ascending bytewise, at most limit (REG-3).
 	ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error)
 
-	// Close releases the connection's resources. Operations after Close
-	// fail; a second Close is a no-op.
+	// Close rolls back every Tx still open (nothing of it lands) and
+	// releases the connection's resources. Every operation afterwards —
+	// of the Conn, its capabilities and its Txs, except Tx.Rollback, then
+	// a no-op — fails with CodeClosed, which is not retryable; a second
+	// Close is a no-op (ERR-4).
 	Close() error
 }
 

@@ -41,8 +41,9 @@ func (s *Store) Conn() driver.Conn { return s.conn }
 // OpenConn.
 func (s *Store) DriverName() string { return s.name }
 
-// Close closes the driver.Conn. A second Close is a no-op (as the
-// driver's).
+// Close closes the driver.Conn, rolling back its open Txs. Every call
+// afterwards fails with CodeClosed (ErrClosed, not retryable), and a
+// second Close is a no-op (as the driver's, ERR-4).
 func (s *Store) Close() error { return s.conn.Close() }
 
 // Capabilities lists the optional capabilities the driver's Conn

@@ -250,8 +250,20 @@ func (w *Worker) Wake() {
 // the rest (cause ErrWorkerShutdown) and releases their reactions — pending
 // again at once, failure code CodeShutdown; the attempt is spent. Run then
 // returns nil without waiting for handlers that ignore their context;
-// their outcomes are discarded. Errors (CodeInvalidArgument): no handler
-// registered, or Run already running.
+// their outcomes are discarded.
+//
+// When the store is closed under a running Worker (a claim, a heartbeat,
+// recording an outcome or WorkerConfig.Partitions fails with CodeClosed,
+// ERR-4), nothing more can be recorded, so Run stops at once: it claims no
+// more, cancels every running handler (its context's cause is the closed
+// error) and discards their outcomes — their reactions are claimed again
+// when their leases expire (RX-4) — logs that once (one EventStoreError)
+// and returns an error wrapping the closed error: errors.Is(err,
+// ErrClosed) holds, and driver.CodeOf(err) is CodeClosed. Run on a store
+// that is already closed returns that error after its first claim.
+//
+// Errors (CodeInvalidArgument): no handler registered, or Run already
+// running; CodeClosed as above.
 func (w *Worker) Run(ctx context.Context) error {
 	handlers, types, err := w.start()
 	if err != nil {
@@ -262,7 +274,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		freed: make(chan struct{}, 1)}
 	r.base, r.cancelAll = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer r.cancelAll(ErrWorkerShutdown)
-	r.loop(ctx)
+	var loopCtx context.Context
+	loopCtx, r.stopLoop = context.WithCancelCause(ctx)
+	defer r.stopLoop(nil)
+	r.loop(loopCtx)
+	if err := r.closedErr(); err != nil {
+		n := r.abandon(err)
+		return fmt.Errorf("sync: Worker.Run: the store was closed; %d running reactions left to their leases: %w", n, err)
+	}
 	r.shutdown()
 	return nil
 }

@@ -30,6 +30,11 @@ type workerRun struct {
 	freed  chan struct{} // signalled when a job ends
 	jobs   gosync.WaitGroup
 	offset int // rotates the partition order between rounds
+
+	// stopLoop ends the claim loop early, when the store is closed; closed
+	// holds the first CodeClosed error a store call returned.
+	stopLoop context.CancelCauseFunc
+	closed   atomic.Pointer[error]
 }
 
 // Job states: a job ends exactly once, either by its own goroutine
@@ -96,6 +101,9 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 	w := r.w
 	parts, err := w.cfg.Partitions(ctx)
 	if err != nil {
+		if r.storeClosed(err) {
+			return false
+		}
 		if ctx.Err() == nil {
 			w.emit(ctx, slog.LevelError, "reaction worker: listing partitions failed", WorkerEvent{Kind: EventStoreError, Err: err})
 		}
@@ -119,6 +127,9 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 			NowMs: w.nowMs(), LeaseMs: w.cfg.Lease.Milliseconds(), Limit: n})
 		cancel()
 		if err != nil {
+			if r.storeClosed(err) {
+				return false
+			}
 			if ctx.Err() == nil {
 				w.emit(ctx, slog.LevelError, "reaction worker: claim failed", WorkerEvent{Kind: EventStoreError, Partition: p, Err: err})
 			}
@@ -214,6 +225,9 @@ func (r *workerRun) heartbeat(j *workerJob, stop <-chan struct{}, done chan<- st
 		ctx, cancel := r.opCtx()
 		ok, err := w.store.ExtendReactionLease(ctx, j.partition, j.r.Key, w.cfg.Owner, w.nowMs(), w.cfg.Lease.Milliseconds())
 		cancel()
+		if r.storeClosed(err) {
+			return // Run cancels the handler
+		}
 		if err != nil {
 			ev := r.event(j, EventStoreError)
 			ev.Err = err
@@ -258,6 +272,9 @@ func (r *workerRun) finish(j *workerJob, herr error, panicked bool, took time.Du
 // it, EventLeaseLost when the reaction was no longer ours, EventStoreError
 // on error.
 func (r *workerRun) report(j *workerJob, kind WorkerEventKind, ok bool, err error, ev WorkerEvent) {
+	if r.storeClosed(err) {
+		return
+	}
 	base := r.event(j, kind)
 	base.Code, base.RetryAt, base.Duration, base.Panicked, base.Err = ev.Code, ev.RetryAt, ev.Duration, ev.Panicked, ev.Err
 	level, msg := slog.LevelInfo, "reaction "+string(kind)
@@ -355,4 +372,47 @@ func (r *workerRun) release(j *workerJob) {
 	req := driver.FailRequest{NowMs: now, Retry: true, RetryAtMs: now, Code: CodeShutdown}
 	ok, err := w.store.failReaction(ctx, "Worker", j.partition, j.r.Key, w.cfg.Owner, req, true)
 	r.report(j, EventReleased, ok, err, WorkerEvent{Code: CodeShutdown})
+}
+
+// storeClosed reports whether err says the store was closed (ERR-4). The
+// first such error is kept, logged once and ends the claim loop; Run then
+// returns it (see Run).
+func (r *workerRun) storeClosed(err error) bool {
+	if err == nil || !errors.Is(err, ErrClosed) {
+		return false
+	}
+	if r.closed.CompareAndSwap(nil, &err) {
+		r.w.emit(context.Background(), slog.LevelError, "reaction worker: the store was closed; stopping",
+			WorkerEvent{Kind: EventStoreError, Err: err})
+		r.stopLoop(err)
+	}
+	return true
+}
+
+// closedErr returns the error that said the store was closed, or nil.
+func (r *workerRun) closedErr() error {
+	if p := r.closed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// abandon ends every running job once the store is closed: its handler is
+// cancelled with cause err and its outcome discarded (nothing can be
+// recorded; the lease expires, RX-4). It returns how many it ended.
+func (r *workerRun) abandon(err error) int {
+	r.mu.Lock()
+	left := make([]*workerJob, 0, len(r.active))
+	for j := range r.active {
+		left = append(left, j)
+	}
+	r.mu.Unlock()
+	n := 0
+	for _, j := range left {
+		if j.state.CompareAndSwap(jobRunning, jobReleased) {
+			j.cancel(err)
+			n++
+		}
+	}
+	return n
 }

@@ -515,3 +515,112 @@ func TestWorkerConfigErrors(t *testing.T) {
 		t.Errorf("handler for an empty type: %v, want invalid_argument", err)
 	}
 }
+
+// wRunErr starts w and returns a channel with Run's result.
+func wRunErr(t *testing.T, w *syncstore.Worker) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	return errc
+}
+
+// wClosedRunResult waits for Run to return after its store was closed and
+// checks what it returned: an error wrapping ErrClosed (ERR-4).
+func wClosedRunResult(t *testing.T, errc <-chan error) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, syncstore.ErrClosed) || driver.CodeOf(err) != driver.CodeClosed {
+			t.Errorf("Run returned %v; want an error wrapping ErrClosed", err)
+		}
+	case <-time.After(wDeadline):
+		t.Fatalf("Run did not return after its store was closed")
+	}
+}
+
+// A Worker whose store is closed under a running handler stops: the
+// heartbeat finds the store closed, the handler is cancelled with that
+// cause, Run returns ErrClosed, and the closed store is reported once,
+// not every poll (ERR-4).
+func TestWorkerStopsWhenStoreClosedUnderAHandler(t *testing.T) {
+	s := wStore(t)
+	wEnqueue(t, s, "p1", wIn("r", "mail", 3))
+	started, causes := make(chan struct{}), make(chan error, 1)
+	ev := &events{}
+	cfg := wConfig(ev, "p1")
+	cfg.HeartbeatInterval = 2 * time.Millisecond
+	w := newWorker(t, s, cfg, map[string]syncstore.Handler{"mail": func(ctx context.Context, p string, r driver.Reaction) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}})
+	errc := wRunErr(t, w)
+	<-started
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wClosedRunResult(t, errc)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, syncstore.ErrClosed) {
+			t.Errorf("handler ctx cause %v, want the closed error", cause)
+		}
+	case <-time.After(wDeadline):
+		t.Fatal("the handler was not cancelled after the store was closed")
+	}
+	if n := len(ev.of(syncstore.EventStoreError)); n != 1 {
+		t.Errorf("%d store_error events, want 1 (the closed store, reported once)", n)
+	}
+	if n := len(ev.of(syncstore.EventReleased)) + len(ev.of(syncstore.EventCompleted)); n != 0 {
+		t.Errorf("%d outcomes recorded on a closed store", n)
+	}
+}
+
+// A handler that finishes after its store was closed: recording the
+// outcome fails with ErrClosed, and that stops the Worker (no heartbeat or
+// claim runs in between: both wait a minute).
+func TestWorkerStopsWhenCompletingOnAClosedStore(t *testing.T) {
+	s := wStore(t)
+	wEnqueue(t, s, "p1", wIn("r", "mail", 3))
+	started, finish := make(chan struct{}), make(chan struct{})
+	ev := &events{}
+	cfg := wConfig(ev, "p1")
+	cfg.PollInterval, cfg.HeartbeatInterval = time.Minute, time.Minute
+	w := newWorker(t, s, cfg, map[string]syncstore.Handler{"mail": func(ctx context.Context, p string, r driver.Reaction) error {
+		close(started)
+		<-finish
+		return nil
+	}})
+	errc := wRunErr(t, w)
+	<-started
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(finish)
+	wClosedRunResult(t, errc)
+	if n := len(ev.of(syncstore.EventStoreError)); n != 1 {
+		t.Errorf("%d store_error events, want 1", n)
+	}
+	if n := len(ev.of(syncstore.EventCompleted)); n != 0 {
+		t.Errorf("%d completed events on a closed store", n)
+	}
+}
+
+// Run on a store that is already closed returns ErrClosed after its first
+// claim instead of logging "claim failed" every poll interval.
+func TestWorkerRunOnAClosedStore(t *testing.T) {
+	s := wStore(t)
+	ev := &events{}
+	w := newWorker(t, s, wConfig(ev, "p1", "p2"), map[string]syncstore.Handler{
+		"mail": func(context.Context, string, driver.Reaction) error { return nil }})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wClosedRunResult(t, wRunErr(t, w))
+	if n := len(ev.of(syncstore.EventStoreError)); n != 1 {
+		t.Errorf("%d store_error events, want 1", n)
+	}
+}

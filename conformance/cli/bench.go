@@ -77,7 +77,7 @@ func driverNames(cfg config, stderr io.Writer) ([]string, bool) {
 // changing the exit status; one whose harness fails mid-run is reported on
 // stderr, left out of the table, and makes the exit status 2. Exit: 0, 1
 // when a workload failed, 2 for usage errors, an unreachable single
-// driver, a harness failure, no reachable driver, or an interrupt.
+// driver, a harness failure or no reachable driver, 130 for an interrupt.
 func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	names, ok := driverNames(cfg, stderr)
 	if !ok {
@@ -91,8 +91,8 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	code := ExitOK
 	for _, name := range names {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "conformance: interrupted: %v\n", ctx.Err())
-			return ExitUsage
+			fmt.Fprintf(stderr, "conformance: interrupted (%v)\n", context.Cause(ctx))
+			return ExitInterrupted
 		}
 		d, _ := sync.Lookup(name)
 		if _, err := probe(ctx, name, d, cfg.dsn); err != nil {
@@ -115,7 +115,10 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		prog.clear()
 		if err != nil {
 			fmt.Fprintf(stderr, "conformance: driver %s: %v\n", name, err)
-			if cfg.driver != AllDrivers || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return ExitInterrupted
+			}
+			if cfg.driver != AllDrivers {
 				return ExitUsage
 			}
 			// -driver all: a driver lost mid-run (its harness could not
@@ -155,8 +158,8 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 // runAllSuites runs the suite against every registered driver it can
 // reach, one report after the other (text format only); a driver whose
 // probe fails is reported on stderr and skipped. The exit code is the
-// worst of the runs (ExitUsage when none could be reached or the run was
-// interrupted).
+// worst of the runs (ExitUsage when none could be reached, ExitInterrupted
+// when the run was interrupted).
 func runAllSuites(ctx context.Context, cfg config, total int, stdout, stderr io.Writer) int {
 	if cfg.format != "text" {
 		fmt.Fprintf(stderr, "conformance: -driver all runs several suites; use -format text, or one -driver per run for %s\n", cfg.format)
@@ -169,7 +172,7 @@ func runAllSuites(ctx context.Context, cfg config, total int, stdout, stderr io.
 	code, ran := ExitOK, 0
 	for _, name := range names {
 		if ctx.Err() != nil { // interrupted: runSuite said so; start no other driver
-			return ExitUsage
+			return ExitInterrupted
 		}
 		d, _ := sync.Lookup(name)
 		if _, err := probe(ctx, name, d, cfg.dsn); err != nil {

@@ -25,8 +25,15 @@
 //	-dsn DSN       base DSN handed to the driver's Provisioner ("" = the
 //	               driver's default place, e.g. a temporary directory)
 //	-run REGEX     run only the cases whose name matches (e.g. '^SEQ-|^TX-1/')
-//	-format F      report on stdout: text (default), json, junit; with
-//	               -list also markdown (the rule → case table of docs/contract.md)
+//	-format F      report on stdout: text (default), json, junit, jsonl;
+//	               with -list also markdown (the rule → case table of
+//	               docs/contract.md). text and jsonl are written as the
+//	               run goes, json and junit at its end. jsonl streams one
+//	               JSON object per line: {"type":"run",…} (driver, engine,
+//	               capabilities, number of cases) first, then one
+//	               {"type":"case",…} per finished case (a CaseResult),
+//	               then {"type":"summary",…} (the counts), so a run that
+//	               is killed keeps every case it finished
 //	-v             print every case's output lines, not only a failing case's
 //	-list          list the cases (rule, capability, name) without running them
 //	-timeout D     bound for one case (default 2m)
@@ -42,9 +49,21 @@
 // unreachable drivers are reported on stderr and skipped, and do not
 // change the exit code.
 //
-// Exit codes: 0 every selected case passed or was skipped, 1 at least one
-// case failed, 2 usage error or a harness that cannot open a store (unknown
-// driver, no Provisioner, a -run pattern that matches no case).
+// Reports count passed, failed, skipped (a case the harness cannot run,
+// with its reason), not implemented (a case of a capability the driver
+// does not declare) and interrupted cases separately.
+//
+// SIGINT (Ctrl-C) or SIGTERM interrupts a run: the running case is
+// cancelled and reported INTERRUPTED (unless it already passed or
+// skipped), every case not yet started is reported INTERRUPTED without
+// running, each case's stores are dropped as usual, the report is
+// written, and the exit code is 130. A second signal ends the process at
+// once.
+//
+// Exit codes: 0 every selected case passed, was skipped or not
+// implemented, 1 at least one case failed, 2 usage error or a harness
+// that cannot open a store (unknown driver, no Provisioner, a -run pattern
+// that matches no case), 130 interrupted (whatever failed before).
 package cli
 
 import (
@@ -57,6 +76,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/syncstore/syncstore/conformance"
@@ -66,17 +86,27 @@ import (
 
 // Exit codes of Run.
 const (
-	ExitOK     = 0 // every selected case passed or was skipped
-	ExitFailed = 1 // at least one case failed
-	ExitUsage  = 2 // bad flags, unknown driver, or a harness that cannot open a store
+	ExitOK          = 0   // every selected case passed, was skipped or is not implemented
+	ExitFailed      = 1   // at least one case failed
+	ExitUsage       = 2   // bad flags, unknown driver, or a harness that cannot open a store
+	ExitInterrupted = 130 // the run was interrupted (SIGINT, SIGTERM, or Run's ctx ended): the report is partial
 )
 
-// Main runs the command with os.Args and exits with its exit code. An
-// interrupt (Ctrl-C) cancels the running case and ends the run.
+// Main runs the command with os.Args and exits with its exit code.
+// SIGINT and SIGTERM cancel Run's ctx (see the package doc: the run stops,
+// its stores are dropped, exit code 130); a second signal ends the
+// process at once.
 func Main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		signal.Stop(sigs) // the next signal takes its default action
+		cancel(fmt.Errorf("signal %v", sig))
+	}()
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	cancel(nil)
 	os.Exit(code)
 }
 
@@ -101,13 +131,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.driver, "driver", "sqlite", "registered driver `name` to test")
 	fs.StringVar(&cfg.dsn, "dsn", "", "base `DSN` handed to the driver's Provisioner (\"\" = the driver's default, e.g. a temporary directory)")
 	fs.StringVar(&run, "run", "", "run only the cases whose name matches `regex`")
-	fs.StringVar(&cfg.format, "format", "text", "report `format` on stdout: text, json, junit (with -list also markdown)")
+	fs.StringVar(&cfg.format, "format", "text", "report `format` on stdout: text, json, junit, jsonl (one JSON line per finished case, streamed); with -list: text, json, markdown")
 	fs.BoolVar(&cfg.verbose, "v", false, "print every case's output, also for passing cases")
 	fs.BoolVar(&cfg.list, "list", false, "list the cases with rule and capability; run nothing")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "bound for one case")
 	registerBenchFlags(fs, &cfg.bench)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: conformance [flags]\n\nRuns the syncstore conformance suite against a registered driver.\nExit status: 0 all passed, 1 a case failed, 2 usage or harness error.\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: conformance [flags]\n\nRuns the syncstore conformance suite against a registered driver.\n"+
+			"Each case gets a store of its own, dropped after it. SIGINT or SIGTERM stops the run:\n"+
+			"cases not finished are reported INTERRUPTED and every store is still dropped.\n"+
+			"Exit status: 0 all passed (or skipped, not implemented), 1 a case failed,\n"+
+			"2 usage or harness error, 130 interrupted.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -126,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := cfg.bench.validate(cfg); err != nil {
 		return cfg, err
 	}
-	formats := map[string]bool{"text": true, "json": true, "junit": true}
+	formats := map[string]bool{"text": true, "json": true, "junit": true, "jsonl": true}
 	if cfg.list {
 		formats = map[string]bool{"text": true, "json": true, "markdown": true}
 	}
@@ -141,9 +175,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 // Run runs the command with args (without the program name), writes the
 // report to stdout and diagnostics and live progress to stderr, and
-// returns the exit code (ExitOK, ExitFailed or ExitUsage). Progress lines
-// are written only when stderr is an *os.File on a terminal. ctx bounds the
-// whole run; each case is also bounded by -timeout.
+// returns the exit code (ExitOK, ExitFailed, ExitUsage or
+// ExitInterrupted). Progress lines are written only when stderr is an
+// *os.File on a terminal. ctx bounds the whole run: when it ends, the run
+// stops as on SIGINT (package doc) and Run returns ExitInterrupted; each
+// case is also bounded by -timeout.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -200,6 +236,9 @@ func runSuite(ctx context.Context, cfg config, total int, stdout, stderr io.Writ
 	p, err := probe(ctx, cfg.driver, d, cfg.dsn)
 	if err != nil {
 		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		if ctx.Err() != nil {
+			return ExitInterrupted
+		}
 		return ExitUsage
 	}
 	// The expected capabilities are what the driver declares: a CLI run
@@ -212,7 +251,7 @@ func runSuite(ctx context.Context, cfg config, total int, stdout, stderr io.Writ
 
 	out := &reporter{w: stdout, format: cfg.format, verbose: cfg.verbose}
 	prog := newProgress(stderr, total)
-	out.header(cfg.driver, p)
+	out.header(cfg.driver, p, total)
 	opts := conformance.RunOptions{
 		Match:       cfg.run,
 		CaseTimeout: cfg.timeout,
@@ -226,15 +265,19 @@ func runSuite(ctx context.Context, cfg config, total int, stdout, stderr io.Writ
 	prog.clear()
 	if err != nil {
 		fmt.Fprintf(stderr, "conformance: %v\n", err)
+		if ctx.Err() != nil {
+			return ExitInterrupted
+		}
 		return ExitUsage
 	}
 	if err := out.finish(rep); err != nil {
 		fmt.Fprintf(stderr, "conformance: writing report: %v\n", err)
 		return ExitUsage
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "conformance: interrupted: %v\n", ctx.Err())
-		return ExitUsage
+	if rep.Interrupted > 0 || ctx.Err() != nil {
+		fmt.Fprintf(stderr, "conformance: interrupted (%v): %d of %d cases did not finish\n",
+			context.Cause(ctx), rep.Interrupted, len(rep.Cases))
+		return ExitInterrupted
 	}
 	if rep.Failed > 0 {
 		return ExitFailed

@@ -39,19 +39,30 @@ func selected(t *testing.T, pattern string) int {
 	return n
 }
 
-var summaryRE = regexp.MustCompile(`^(\d+) passed, (\d+) failed, (\d+) skipped$`)
+var summaryRE = regexp.MustCompile(`^(\d+) passed, (\d+) failed, (\d+) skipped, (\d+) not implemented(?:, (\d+) interrupted)?$`)
 
-// summary returns the counts of the text report's closing line, which must
-// be the last line of out.
-func summary(t *testing.T, out string) (passed, failed, skipped int) {
+// summaryCounts returns the counts of the text report's closing line,
+// which must be the last line of out: passed, failed, skipped, not
+// implemented, interrupted.
+func summaryCounts(t *testing.T, out string) [5]int {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	m := summaryRE.FindStringSubmatch(lines[len(lines)-1])
 	if m == nil {
 		t.Fatalf("last line %q is not the summary line; output:\n%s", lines[len(lines)-1], out)
 	}
-	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	return atoi(m[1]), atoi(m[2]), atoi(m[3])
+	var n [5]int
+	for i := range n {
+		n[i], _ = strconv.Atoi(m[i+1])
+	}
+	return n
+}
+
+// summary returns the passed, failed and skipped counts of the summary line.
+func summary(t *testing.T, out string) (passed, failed, skipped int) {
+	t.Helper()
+	n := summaryCounts(t, out)
+	return n[0], n[1], n[2]
 }
 
 func TestTextReport(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +13,12 @@ import (
 
 // The JUnit XML shapes written by -format junit: the common dialect read by
 // CI systems (Jenkins, GitLab, GitHub test reporters). One <testsuite> per
-// run, one <testcase> per selected case; a failed case has a <failure>, a
-// skipped or not-implemented case a <skipped>. Times are seconds.
+// run, one <testcase> per selected case; a failed case has a <failure>; a
+// skipped, not-implemented or interrupted case a <skipped> whose type
+// says which (SKIP, NOT IMPLEMENTED, INTERRUPTED). The skipped attribute
+// counts every <skipped>, as JUnit readers expect; the suite's properties
+// count.skipped, count.notImplemented and count.interrupted keep the
+// three apart. Times are seconds.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
@@ -63,11 +68,16 @@ func junitReport(rep conformance.Report) junitSuites {
 		Name:     "conformance/" + rep.Driver,
 		Tests:    len(rep.Cases),
 		Failures: rep.Failed,
-		Skipped:  rep.Skipped,
+		Skipped:  rep.Skipped + rep.NotImplemented + rep.Interrupted,
 		Time:     seconds(rep.Duration),
 		Properties: []junitProperty{
 			{Name: "driver", Value: rep.Driver},
 			{Name: "engineVersion", Value: rep.EngineVersion},
+			{Name: "count.passed", Value: strconv.Itoa(rep.Passed)},
+			{Name: "count.failed", Value: strconv.Itoa(rep.Failed)},
+			{Name: "count.skipped", Value: strconv.Itoa(rep.Skipped)},
+			{Name: "count.notImplemented", Value: strconv.Itoa(rep.NotImplemented)},
+			{Name: "count.interrupted", Value: strconv.Itoa(rep.Interrupted)},
 		},
 	}
 	for _, c := range rep.Capabilities {
@@ -87,8 +97,8 @@ func junitReport(rep conformance.Report) junitSuites {
 		switch c.Status {
 		case conformance.StatusFail:
 			jc.Failure = &junitMessage{Message: "rule " + c.Rule + " failed (see docs/contract.md)", Type: "FAIL", Text: out}
-		case conformance.StatusSkip, conformance.StatusNotImplemented:
-			jc.Skipped = &junitMessage{Message: firstLine(out, string(c.Status))}
+		case conformance.StatusSkip, conformance.StatusNotImplemented, conformance.StatusInterrupted:
+			jc.Skipped = &junitMessage{Message: lastLine(out, string(c.Status)), Type: string(c.Status), Text: out}
 		default:
 			jc.SystemOut = out
 		}
@@ -121,11 +131,12 @@ func writeJUnit(w io.Writer, rep conformance.Report) error {
 // seconds renders d as JUnit's decimal seconds ("0.012").
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// firstLine returns the first line of s, or def when s is empty.
-func firstLine(s, def string) string {
+// lastLine returns the last line of s (a skip's or an interrupt's
+// reason), or def when s is empty.
+func lastLine(s, def string) string {
+	s = strings.TrimRight(s, "\n")
 	if s == "" {
 		return def
 	}
-	l, _, _ := strings.Cut(s, "\n")
-	return l
+	return s[strings.LastIndex(s, "\n")+1:]
 }

@@ -16,14 +16,49 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// reporter writes one run's report in one format. The text format is
-// written live: the header before the first case, one line per case as it
-// finishes, the summary at the end. JSON and JUnit are written at the end.
+// reporter writes one run's report in one format. The text and jsonl
+// formats are written live: the header before the first case, one line
+// per case as it finishes, the summary at the end. JSON and JUnit are
+// written at the end.
 type reporter struct {
 	w       io.Writer
 	format  string
 	verbose bool
 	err     error // first write error
+}
+
+// The lines of -format jsonl, one JSON object each, told apart by "type".
+type (
+	// jsonlRun is the first line.
+	jsonlRun struct {
+		Type          string                         `json:"type"` // "run"
+		Driver        string                         `json:"driver"`
+		EngineVersion string                         `json:"engineVersion,omitempty"`
+		Capabilities  []conformance.CapabilityStatus `json:"capabilities"`
+		Cases         int                            `json:"cases"` // how many are selected
+	}
+	// jsonlCase is one line per finished case.
+	jsonlCase struct {
+		Type string `json:"type"` // "case"
+		conformance.CaseResult
+	}
+	// jsonlSummary is the last line.
+	jsonlSummary struct {
+		Type           string        `json:"type"` // "summary"
+		Passed         int           `json:"passed"`
+		Failed         int           `json:"failed"`
+		Skipped        int           `json:"skipped"`
+		NotImplemented int           `json:"notImplemented"`
+		Interrupted    int           `json:"interrupted"`
+		Duration       time.Duration `json:"durationNs"`
+	}
+)
+
+// line writes v as one JSON line (-format jsonl).
+func (r *reporter) line(v any) {
+	if r.err == nil {
+		r.err = json.NewEncoder(r.w).Encode(v)
+	}
 }
 
 func (r *reporter) printf(format string, args ...any) {
@@ -32,8 +67,21 @@ func (r *reporter) printf(format string, args ...any) {
 	}
 }
 
-// header writes the driver, engine version and capability matrix (text only).
-func (r *reporter) header(name string, p probeResult) {
+// header writes the driver, engine version and capability matrix (text;
+// jsonl: the "run" line). total is the number of selected cases.
+func (r *reporter) header(name string, p probeResult, total int) {
+	if r.format == "jsonl" {
+		run := jsonlRun{Type: "run", Driver: name, EngineVersion: p.engineVersion, Cases: total}
+		declared := map[driver.Capability]bool{}
+		for _, c := range p.capabilities {
+			declared[c] = true
+		}
+		for _, c := range driver.AllCapabilities {
+			run.Capabilities = append(run.Capabilities, conformance.CapabilityStatus{Capability: c, Declared: declared[c], Expected: declared[c]})
+		}
+		r.line(run)
+		return
+	}
 	if r.format != "text" {
 		return
 	}
@@ -58,10 +106,14 @@ func (r *reporter) header(name string, p probeResult) {
 	r.printf("\n")
 }
 
-// result writes one case's line (text only): status, rule, name, duration,
-// then the case's output indented — always for a failure, for the other
-// outcomes with -v.
+// result writes one case's line (text; jsonl: a "case" line): status,
+// rule, name, duration, then the case's output indented — always for a
+// failure, for the other outcomes with -v.
 func (r *reporter) result(c conformance.CaseResult) {
+	if r.format == "jsonl" {
+		r.line(jsonlCase{Type: "case", CaseResult: c})
+		return
+	}
 	if r.format != "text" {
 		return
 	}
@@ -69,8 +121,8 @@ func (r *reporter) result(c conformance.CaseResult) {
 	if c.Status == conformance.StatusPass || c.Status == conformance.StatusFail || c.Duration > 0 {
 		line += "  (" + formatDuration(c.Duration) + ")"
 	}
-	if c.Status == conformance.StatusSkip && !r.verbose && len(c.Output) > 0 {
-		// Why a case did not run is part of its result, not a detail.
+	if (c.Status == conformance.StatusSkip || c.Status == conformance.StatusInterrupted) && !r.verbose && len(c.Output) > 0 {
+		// Why a case did not run (to the end) is part of its result, not a detail.
 		line += "  — " + strings.TrimSpace(c.Output[len(c.Output)-1])
 	}
 	r.printf("%s\n", line)
@@ -105,6 +157,9 @@ func (r *reporter) finish(rep conformance.Report) error {
 		if r.err == nil {
 			r.err = writeJUnit(r.w, rep)
 		}
+	case "jsonl":
+		r.line(jsonlSummary{Type: "summary", Passed: rep.Passed, Failed: rep.Failed, Skipped: rep.Skipped,
+			NotImplemented: rep.NotImplemented, Interrupted: rep.Interrupted, Duration: rep.Duration})
 	}
 	return r.err
 }

@@ -50,8 +50,9 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	return nil
 }
 
-// Close marks the Conn closed; later operations fail with
-// CodeUnavailable. A second Close is a no-op.
+// Close marks the Conn closed; later operations, those of its open Txs
+// included (whose buffered writes are then never sent), fail with
+// CodeClosed (ERR-4). A second Close is a no-op.
 func (c *Conn) Close() error {
 	c.closed.Store(true)
 	return nil
@@ -59,7 +60,7 @@ func (c *Conn) Close() error {
 
 func (c *Conn) check() error {
 	if c.closed.Load() {
-		return driver.Errorf(driver.CodeUnavailable, "d1http: store is closed")
+		return driver.Errorf(driver.CodeClosed, "d1http: the store is closed")
 	}
 	return nil
 }

@@ -64,10 +64,14 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 // Partition returns the partition the Tx writes.
 func (t *Tx) Partition() string { return t.partition }
 
-// op runs fn unless the Tx is finished (TX-5) or its Begin context ended (TX-6).
+// op runs fn unless the Conn is closed (ERR-4), the Tx is finished (TX-5)
+// or its Begin context ended (TX-6).
 func (t *Tx) op(fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.c.check(); err != nil {
+		return err
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
@@ -281,6 +285,11 @@ func (t *Tx) Commit(ctx context.Context) error {
 func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.c.check(); err != nil {
+		// Nothing was sent: the Tx is rolled back with its Conn (ERR-4).
+		t.finished = true
+		return err
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}

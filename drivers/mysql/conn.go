@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txset"
 )
 
 // Conn is an open MySQL/MariaDB store (driver.Conn): a database/sql pool
@@ -34,7 +35,8 @@ type Conn struct {
 	// are serialized by GET_LOCK.
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
-	aq       queryPool // authoritative queries (query.go)
+	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	aq       queryPool      // authoritative queries (query.go)
 }
 
 var (
@@ -148,11 +150,14 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the pool. A second Close is a no-op; every other operation
-// afterwards fails with CodeUnavailable.
+// Close rolls back every open Tx and closes the pool. A second Close is a
+// no-op; every other operation afterwards fails with CodeClosed (ERR-4).
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
+	}
+	for _, t := range c.txs.Close() {
+		_ = t.Rollback(context.Background())
 	}
 	if c.stmts != nil {
 		c.stmts.close()

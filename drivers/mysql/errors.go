@@ -88,7 +88,8 @@ func mapErr(ctx context.Context, err error, what string) error {
 	return driver.Wrap(driver.CodeInternal, err, "%s", what)
 }
 
-// mapErr is mapErr that reports a closed store as such.
+// mapErr is mapErr that reports a closed store as such (CodeClosed,
+// ERR-4), whatever its pool answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil
@@ -99,4 +100,5 @@ func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
 	return mapErr(ctx, err, what)
 }
 
-func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "mysql: store is closed") }
+// errClosed is returned by every operation after Close (ERR-4).
+func errClosed() error { return driver.Errorf(driver.CodeClosed, "mysql: the store is closed") }

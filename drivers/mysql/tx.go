@@ -71,7 +71,12 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		}
 		if err == nil {
 			if _, err = tx.ExecContext(ctx, savepoint); err == nil {
-				return &Tx{c: c, partition: partition, tx: tx, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}, nil
+				t := &Tx{c: c, partition: partition, tx: tx, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
+				if !c.txs.Add(t) { // Close ran meanwhile
+					_ = tx.Rollback()
+					return nil, errClosed()
+				}
+				return t, nil
 			}
 		}
 		_ = tx.Rollback()
@@ -100,6 +105,9 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.c.closed.Load() {
+		return errClosed() // Close rolled the Tx back (ERR-4)
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
@@ -365,6 +373,15 @@ func (t *Tx) Commit(ctx context.Context) error {
 func (t *Tx) finish(ctx context.Context, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.c.txs.Remove(t)
+	if t.c.closed.Load() {
+		if !t.finished {
+			t.finished = true
+			t.dropStaged()
+			_ = t.tx.Rollback()
+		}
+		return errClosed() // Close rolled the Tx back (ERR-4)
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
@@ -386,7 +403,8 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 }
 
 // Rollback discards every write of the Tx (TX-2); a second call, or one
-// after Commit, is a no-op (TX-5).
+// after Commit or after the Conn's Close (which rolled it back, ERR-4), is
+// a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -394,8 +412,9 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.finished = true
+	t.c.txs.Remove(t)
 	t.dropStaged()
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) && !t.c.closed.Load() {
 		return t.c.mapErr(ctx, err, "mysql: rollback")
 	}
 	return nil

@@ -69,7 +69,7 @@ func blackholed(t conformance.T, real *Conn) *Conn {
 	if err != nil {
 		t.Fatalf("pool: %v", err)
 	}
-	c := &Conn{pool: pool, cfg: cfg, txs: map[*Tx]struct{}{}}
+	c := &Conn{pool: pool, cfg: cfg}
 	c.state.Store(real.state.Load())
 	t.Cleanup(func() { _ = c.Close() })
 	return c

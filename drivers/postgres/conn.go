@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txset"
 )
 
 // Conn is an open PostgreSQL store (driver.Conn) over a pgx pool. It is
@@ -27,8 +28,7 @@ type Conn struct {
 
 	schemaName atomic.Pointer[string] // current_schema, read once (authoritative queries)
 
-	txMu gosync.Mutex
-	txs  map[*Tx]struct{} // open transactions, rolled back by Close
+	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 }
 
 var (
@@ -41,7 +41,7 @@ func open(ctx context.Context, cfg *pgxpool.Config) (*Conn, error) {
 	if err != nil {
 		return nil, mapErr(ctx, err, "postgres: open the pool")
 	}
-	c := &Conn{pool: pool, cfg: cfg, txs: map[*Tx]struct{}{}}
+	c := &Conn{pool: pool, cfg: cfg}
 	if err := c.initInfra(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -92,25 +92,20 @@ func (c *Conn) inTx(ctx context.Context, what string, fn func(pgx.Tx) error) err
 }
 
 // Close rolls back every open Tx and closes the pool. A second Close is a
-// no-op; every other operation afterwards fails with CodeUnavailable.
+// no-op; every other operation afterwards fails with CodeClosed (ERR-4).
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
-	c.txMu.Lock()
-	open := make([]*Tx, 0, len(c.txs))
-	for t := range c.txs {
-		open = append(open, t)
-	}
-	c.txMu.Unlock()
-	for _, t := range open {
+	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}
 	c.pool.Close()
 	return nil
 }
 
-func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "postgres: store is closed") }
+// errClosed is returned by every operation after Close (ERR-4).
+func errClosed() error { return driver.Errorf(driver.CodeClosed, "postgres: the store is closed") }
 
 func (c *Conn) check() error {
 	if c.closed.Load() {
@@ -119,7 +114,8 @@ func (c *Conn) check() error {
 	return nil
 }
 
-// mapErr is mapErr that reports a closed store as such.
+// mapErr is mapErr that reports a closed store as such (CodeClosed,
+// ERR-4), whatever its pool answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil

@@ -92,9 +92,10 @@ func (c *Conn) begin(ctx context.Context, partition string) (_ *Tx, retry bool, 
 		t.release(true)
 		return nil, dead, err
 	}
-	c.txMu.Lock()
-	c.txs[t] = struct{}{}
-	c.txMu.Unlock()
+	if !c.txs.Add(t) { // Close ran meanwhile
+		t.release(true)
+		return nil, false, errClosed()
+	}
 	t.stop = context.AfterFunc(ctx, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -128,9 +129,7 @@ func (t *Tx) release(rollback bool) {
 		cancel()
 	}
 	t.pc.Release()
-	t.c.txMu.Lock()
-	delete(t.c.txs, t)
-	t.c.txMu.Unlock()
+	t.c.txs.Remove(t)
 }
 
 // op runs fn unless the Tx is finished (CodeTxFinished, TX-5) or aborted;
@@ -140,6 +139,9 @@ func (t *Tx) release(rollback bool) {
 func (t *Tx) op(ctx context.Context, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.c.closed.Load() {
+		return errClosed() // Close rolled the Tx back (ERR-4)
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
@@ -430,6 +432,11 @@ func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
 func (t *Tx) finish(ctx context.Context, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.c.closed.Load() {
+		t.finished = true
+		t.release(true)
+		return errClosed() // Close rolled the Tx back (ERR-4)
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
@@ -447,7 +454,8 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 }
 
 // Rollback discards every write of the Tx (TX-2); a second call, or one
-// after Commit, is a no-op (TX-5).
+// after Commit or after the Conn's Close (which rolled it back, ERR-4), is
+// a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -36,8 +36,8 @@ func TestCloseUnderOpenTxFailsTheTx(t *testing.T) {
 		if err := conn.Close(); err != nil {
 			t.Fatalf("%s: Close: %v", dsn, err)
 		}
-		if err := tx.UpsertRow(ctx, "todos", row); !errors.Is(err, driver.ErrUnavailable) {
-			t.Errorf("%s: UpsertRow after Close = %v; want unavailable", dsn, err)
+		if err := tx.UpsertRow(ctx, "todos", row); !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("%s: UpsertRow after Close = %v; want closed (ERR-4)", dsn, err)
 		}
 		if err := tx.Commit(ctx); err == nil {
 			t.Errorf("%s: Commit after Close succeeded", dsn)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	gosync "sync"
 	"testing"
 	"time"
@@ -83,31 +82,6 @@ func incrementCounter(ctx context.Context, c *Conn) error {
 		return err
 	}
 	return tx.Commit(ctx)
-}
-
-// TestBusyIsUnavailable: a lock held by another process past the busy
-// wait maps to the retryable CodeUnavailable (ERR-1).
-func TestBusyIsUnavailable(t *testing.T) {
-	ctx := context.Background()
-	c, path := openTest(t)
-	tx, err := c.Begin(ctx, "P") // holds the write lock
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	_, err = raw.ExecContext(ctx, "INSERT INTO _sync_meta (key, value) VALUES ('k', 'v')")
-	if err == nil {
-		t.Fatal("write succeeded while another connection holds the write lock")
-	}
-	mapped := mapErr(ctx, err, "test write")
-	if driver.CodeOf(mapped) != driver.CodeUnavailable || !driver.IsRetryable(mapped) {
-		t.Errorf("busy error mapped to %v", mapped)
-	}
 }
 
 // TestConstraintKeepsTxUsable: a unique collision fails one statement with

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/txset"
 )
 
 // Conn is an open SQLite store (driver.Conn). It is safe for concurrent
@@ -35,8 +36,9 @@ type Conn struct {
 	// are serialized by the write transaction.
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
-	tmpDir   string     // private directory of a ":memory:" store, removed by Close
-	aq       *queryPool // authoritative-query connections (query.go)
+	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	tmpDir   string         // private directory of a ":memory:" store, removed by Close
+	aq       *queryPool     // authoritative-query connections (query.go)
 
 	// promote lists statements write transactions prepared for
 	// themselves, to be prepared on the writer's pool (stage.go).
@@ -113,12 +115,16 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	return tx.Commit()
 }
 
-// Close closes the readers and the writer and, for a ":memory:" store,
-// removes its private directory. A second Close is a no-op; every other
-// operation afterwards fails with CodeUnavailable.
+// Close rolls back the open Tx (if any), closes the readers and the
+// writer and, for a ":memory:" store, removes its private directory. A
+// second Close is a no-op; every other operation afterwards fails with
+// CodeClosed (ERR-4).
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
+	}
+	for _, t := range c.txs.Close() {
+		_ = t.Rollback(context.Background())
 	}
 	var first error
 	keep := func(err error) {
@@ -145,8 +151,8 @@ func (c *Conn) Close() error {
 	return first
 }
 
-// errClosed is returned by every operation after Close.
-func errClosed() error { return driver.Errorf(driver.CodeUnavailable, "sqlite: store is closed") }
+// errClosed is returned by every operation after Close (ERR-4).
+func errClosed() error { return driver.Errorf(driver.CodeClosed, "sqlite: the store is closed") }
 
 func (c *Conn) check() error {
 	if c.closed.Load() {

@@ -18,9 +18,19 @@
 //     on an open transaction, TX-4). It is a temporary file in a private
 //     directory under os.TempDir, removed by Close.
 //
+// One parameter is the driver's own: _busy_timeout=MS (alias _timeout, as
+// in modernc.org/sqlite and mattn/go-sqlite3), how long a write waits for
+// the store's write lock while another Conn or process holds it: 0…
+// 2147483647 ms, default 10000 (10 s). Every write takes that lock (Begin,
+// Conn-level writes, EnsureSchema; reads never wait for it). When the wait
+// runs out, the write fails with CodeUnavailable (retryable), "the store
+// is busy: another connection or process holds its write lock", and
+// nothing was written. A ctx that ends first ends the wait first. Any
+// other value, both keys, or _pragma=busy_timeout(…) → CodeInvalidArgument.
+//
 // # How the contract is met
 //
-//   - WAL journal, busy_timeout 10 s, synchronous=NORMAL: a committed
+//   - WAL journal, synchronous=NORMAL: a committed
 //     transaction survives a process crash; after a power loss or OS crash
 //     the last transactions before it may be lost (never half of one).
 //   - The writer checkpoints the WAL every 8,192 pages (32 MiB; SQLite's
@@ -58,6 +68,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
@@ -100,9 +111,9 @@ const (
 	writerCacheKiB = "-8192"
 )
 
-// busyTimeoutMs bounds how long a statement waits for a lock held by
-// another connection or process before it fails with CodeUnavailable.
-const busyTimeoutMs = "10000"
+// defaultBusyTimeoutMs is the write-lock wait of a DSN without
+// _busy_timeout (see the package doc).
+const defaultBusyTimeoutMs = 10000
 
 // Open opens (creating if needed) the store at dsn (see the package doc),
 // creates the infrastructure tables and returns a Conn safe for
@@ -118,11 +129,13 @@ func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
 }
 
 // target is a parsed DSN: the SQLite URI (without our parameters), the
-// user's parameters, and the private directory of a ":memory:" store.
+// user's parameters, the private directory of a ":memory:" store and the
+// write-lock wait (ms).
 type target struct {
 	uri    string
 	params url.Values
 	tmpDir string
+	busyMs int
 }
 
 func parseDSN(dsn string) (target, error) {
@@ -134,21 +147,57 @@ func parseDSN(dsn string) (target, error) {
 	if err != nil {
 		return target{}, driver.Errorf(driver.CodeInvalidArgument, "sqlite: malformed DSN parameters")
 	}
+	busyMs, err := busyTimeout(params)
+	if err != nil {
+		return target{}, err
+	}
 	if base == ":memory:" || base == "file::memory:" || params.Get("mode") == "memory" {
 		dir, err := os.MkdirTemp("", "syncstore-sqlite-mem-")
 		if err != nil {
 			return target{}, driver.Wrap(driver.CodeUnavailable, err, "sqlite: create the private directory of a :memory: store")
 		}
-		return target{uri: fileURI(filepath.Join(dir, "store.db")), params: url.Values{}, tmpDir: dir}, nil
+		return target{uri: fileURI(filepath.Join(dir, "store.db")), params: url.Values{}, tmpDir: dir, busyMs: busyMs}, nil
 	}
 	if strings.HasPrefix(base, "file:") {
-		return target{uri: base, params: params}, nil
+		return target{uri: base, params: params, busyMs: busyMs}, nil
 	}
 	abs, err := filepath.Abs(base)
 	if err != nil {
 		return target{}, driver.Wrap(driver.CodeInvalidArgument, err, "sqlite: resolve the database path")
 	}
-	return target{uri: fileURI(abs), params: params}, nil
+	return target{uri: fileURI(abs), params: params, busyMs: busyMs}, nil
+}
+
+// busyTimeout takes the write-lock wait out of params (_busy_timeout or
+// its alias _timeout, in ms; see the package doc) and returns it, or the
+// default. The wait is applied by the driver's own busy_timeout pragma,
+// so a second way to set it is refused rather than silently overridden.
+func busyTimeout(params url.Values) (int, error) {
+	for _, p := range params["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout") {
+			return 0, driver.Errorf(driver.CodeInvalidArgument, "sqlite: set the write-lock wait with _busy_timeout=MS, not _pragma=busy_timeout")
+		}
+	}
+	var key string
+	for _, k := range []string{"_busy_timeout", "_timeout"} {
+		if _, ok := params[k]; !ok {
+			continue
+		}
+		if key != "" {
+			return 0, driver.Errorf(driver.CodeInvalidArgument, "sqlite: give the write-lock wait once: _busy_timeout or _timeout, not both")
+		}
+		key = k
+	}
+	if key == "" {
+		return defaultBusyTimeoutMs, nil
+	}
+	vals := params[key]
+	params.Del(key)
+	ms, err := strconv.ParseInt(vals[0], 10, 32)
+	if len(vals) != 1 || err != nil || ms < 0 {
+		return 0, driver.Errorf(driver.CodeInvalidArgument, "sqlite: %s must be one whole number of milliseconds, 0…2147483647", key)
+	}
+	return int(ms), nil
 }
 
 // fileURI turns an absolute path into a SQLite file URI, escaping '?',
@@ -162,7 +211,7 @@ func fileURI(abs string) string {
 // they win over a user's duplicate.
 func (t target) dsnFor(writer bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+busyTimeoutMs+")")
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(t.busyMs)+")")
 	if writer {
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "journal_mode(WAL)")

@@ -157,8 +157,8 @@ func TestProvision(t *testing.T) {
 	}
 }
 
-// TestClosed: every operation after Close fails with a typed error; a
-// second Close is a no-op.
+// TestClosed: every operation after Close fails with CodeClosed (ERR-4);
+// a second Close is a no-op.
 func TestClosed(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)
@@ -174,15 +174,15 @@ func TestClosed(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 	_, err = c.Begin(ctx, "P")
-	wantCode(t, "Begin after Close", err, driver.CodeUnavailable)
+	wantCode(t, "Begin after Close", err, driver.CodeClosed)
 	_, err = c.MaxCommitSeq(ctx, "P")
-	wantCode(t, "MaxCommitSeq after Close", err, driver.CodeUnavailable)
+	wantCode(t, "MaxCommitSeq after Close", err, driver.CodeClosed)
 	_, _, err = c.GetRow(ctx, "P", "todos", "a")
-	wantCode(t, "GetRow after Close", err, driver.CodeUnavailable)
+	wantCode(t, "GetRow after Close", err, driver.CodeClosed)
 	err = c.PutClientRecord(ctx, "P", driver.ClientRecord{ClientID: "c"})
-	wantCode(t, "PutClientRecord after Close", err, driver.CodeUnavailable)
+	wantCode(t, "PutClientRecord after Close", err, driver.CodeClosed)
 	err = c.EnsureSchema(ctx, testSchema())
-	wantCode(t, "EnsureSchema after Close", err, driver.CodeUnavailable)
+	wantCode(t, "EnsureSchema after Close", err, driver.CodeClosed)
 }
 
 // TestCorruptPushResult: a stored result that cannot be decoded, or has

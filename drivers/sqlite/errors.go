@@ -16,11 +16,11 @@ import (
 //
 //	already a *driver.Error          unchanged
 //	context ended, SQLITE_INTERRUPT  CodeUnavailable
-//	SQLITE_BUSY / SQLITE_LOCKED      CodeUnavailable (a lock held past busy_timeout)
+//	SQLITE_BUSY                      CodeUnavailable (the write lock held past _busy_timeout)
+//	SQLITE_LOCKED                    CodeUnavailable
 //	transaction already rolled back  CodeUnavailable (its context ended, TX-6)
 //	unique constraint                CodeConstraintViolation (SCH-10)
 //	no such table                    CodeSchemaNewer (another process retired it)
-//	store closed                     CodeUnavailable
 //	anything else                    CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
@@ -41,7 +41,10 @@ func mapErr(ctx context.Context, err error, what string) error {
 			return driver.Wrap(driver.CodeConstraintViolation, err, "%s: unique index collision (SCH-10)", what)
 		}
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		case sqlite3.SQLITE_BUSY:
+			return driver.Wrap(driver.CodeUnavailable, err,
+				"%s: the store is busy: another connection or process holds its write lock (waited the DSN's _busy_timeout); retry later", what)
+		case sqlite3.SQLITE_LOCKED:
 			return driver.Wrap(driver.CodeUnavailable, err, "%s: database is locked", what)
 		case sqlite3.SQLITE_INTERRUPT:
 			return driver.Wrap(driver.CodeUnavailable, err, "%s: interrupted", what)
@@ -63,7 +66,8 @@ func mapErr(ctx context.Context, err error, what string) error {
 	return driver.Wrap(driver.CodeInternal, err, "%s", what)
 }
 
-// mapErr is mapErr that reports a closed store as such.
+// mapErr is mapErr that reports a closed store as such (CodeClosed,
+// ERR-4), whatever its pools answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
 	if err == nil {
 		return nil

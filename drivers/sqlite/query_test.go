@@ -225,8 +225,8 @@ func TestQueryLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = qryRun(c, "p1", `SELECT id FROM todos`, []string{"todos"})
-	if got := driver.CodeOf(err); got != driver.CodeUnavailable {
-		t.Errorf("query after Close: %v, want %s", err, driver.CodeUnavailable)
+	if got := driver.CodeOf(err); got != driver.CodeClosed {
+		t.Errorf("query after Close: %v, want %s (ERR-4)", err, driver.CodeClosed)
 	}
 }
 

@@ -58,6 +58,10 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		_ = sqlTx.Rollback()
 		return nil, err
 	}
+	if !c.txs.Add(t) { // Close ran meanwhile
+		_ = sqlTx.Rollback()
+		return nil, errClosed()
+	}
 	return t, nil
 }
 
@@ -76,16 +80,16 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.c.closed.Load() {
+		// The store was closed under the Tx: Close rolled it back (ERR-4).
+		t.aborted = true
+		return errClosed()
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
 	if t.aborted {
 		return errAborted()
-	}
-	if t.c.closed.Load() {
-		// The store was closed under the Tx: nothing more of it may land.
-		t.aborted = true
-		return errClosed()
 	}
 	if flush {
 		if err := t.flushStaged(ctx); err != nil {
@@ -265,14 +269,16 @@ func (t *Tx) Commit(ctx context.Context) error {
 func (t *Tx) finish(ctx context.Context, fn func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.c.txs.Remove(t)
+	if t.c.closed.Load() {
+		t.finished = true
+		_ = t.st.tx.Rollback()
+		return errClosed()
+	}
 	if t.finished {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
 	t.finished = true
-	if t.c.closed.Load() {
-		_ = t.st.tx.Rollback()
-		return errClosed()
-	}
 	if t.aborted || ctx.Err() != nil {
 		_ = t.st.tx.Rollback()
 		return errAborted()
@@ -288,7 +294,8 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 }
 
 // Rollback discards every write of the Tx (TX-2); a second call, or one
-// after Commit, is a no-op (TX-5).
+// after Commit or after the Conn's Close (which rolled it back, ERR-4), is
+// a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -296,8 +303,9 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.finished = true
+	t.c.txs.Remove(t)
 	t.dropStaged()
-	if err := t.st.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+	if err := t.st.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !t.c.closed.Load() {
 		return t.c.mapErr(ctx, err, "sqlite: rollback")
 	}
 	return nil

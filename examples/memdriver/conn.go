@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	gosync "sync"
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
@@ -15,6 +16,9 @@ import (
 type Conn struct {
 	s      *store
 	closed atomic.Bool
+
+	mu   gosync.Mutex
+	open map[*Tx]struct{} // open transactions, rolled back by Close (ERR-4); nil once closed
 }
 
 var (
@@ -23,10 +27,14 @@ var (
 	_ driver.EngineVersioner = (*Conn)(nil)
 )
 
-// check fails when the Conn is closed or ctx has ended (ERR-1).
+// errClosed is what every operation returns after Close (ERR-4): not
+// retryable, as a retry cannot help.
+var errClosed = driver.Errorf(driver.CodeClosed, "memory: the connection is closed")
+
+// check fails when the Conn is closed (ERR-4) or ctx has ended (ERR-1).
 func (c *Conn) check(ctx context.Context) error {
 	if c.closed.Load() {
-		return driver.Errorf(driver.CodeUnavailable, "memory: the connection is closed")
+		return errClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return driver.Wrap(driver.CodeUnavailable, err, "memory: context ended")
@@ -39,11 +47,41 @@ func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
 	return "memdriver (Go maps, in-process)", c.check(ctx)
 }
 
-// Close marks the Conn closed; the store lives on for other Conns of its
+// Close marks the Conn closed and rolls back its open transactions,
+// releasing their partitions; the store lives on for other Conns of its
 // name. A second Close is a no-op.
 func (c *Conn) Close() error {
 	c.closed.Store(true)
+	c.mu.Lock()
+	open := c.open
+	c.open = nil
+	c.mu.Unlock()
+	for tx := range open {
+		tx.mu.Lock()
+		tx.end(errClosed)
+		tx.mu.Unlock()
+	}
 	return nil
+}
+
+// track records tx as open until it ends; false once the Conn is closed.
+func (c *Conn) track(tx *Tx) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	if c.open == nil {
+		c.open = map[*Tx]struct{}{}
+	}
+	c.open[tx] = struct{}{}
+	return true
+}
+
+func (c *Conn) forget(tx *Tx) {
+	c.mu.Lock()
+	delete(c.open, tx)
+	c.mu.Unlock()
 }
 
 // Begin starts a write transaction on partition; see Tx.
@@ -51,7 +89,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
-	tx, err := begin(ctx, c.s, partition)
+	tx, err := begin(ctx, c, partition)
 	if err != nil {
 		return nil, err // never a typed nil (*Tx)(nil) inside the interface
 	}

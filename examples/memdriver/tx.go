@@ -13,6 +13,7 @@ import (
 // at once (TX-2), Rollback drops it. It implements driver.Tx and the Tx
 // half of index-lookup (driver.IndexLookupTx).
 type Tx struct {
+	c         *Conn
 	s         *store
 	partition string
 
@@ -32,13 +33,19 @@ var errFinished = driver.Errorf(driver.CodeTxFinished, "memory: the transaction 
 
 // begin takes p's write lock and starts a Tx on a draft of its committed
 // state. When ctx ends before Commit, the Tx is rolled back at once and
-// its lock released (TX-6), as database/sql's BeginTx does.
-func begin(ctx context.Context, s *store, p string) (*Tx, error) {
+// its lock released (TX-6), as database/sql's BeginTx does; when c is
+// closed, too (ERR-4).
+func begin(ctx context.Context, c *Conn, p string) (*Tx, error) {
+	s := c.s
 	unlock, err := s.lock(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{s: s, partition: p, draft: newDraft(s.current(p)), unlock: unlock}
+	tx := &Tx{c: c, s: s, partition: p, draft: newDraft(s.current(p)), unlock: unlock}
+	if !c.track(tx) { // Close ran meanwhile
+		unlock()
+		return nil, errClosed
+	}
 	tx.mu.Lock() // the callback may run at once: let it wait for tx.stop
 	defer tx.mu.Unlock()
 	tx.stop = context.AfterFunc(ctx, func() {
@@ -59,14 +66,24 @@ func (tx *Tx) end(reason error) {
 	tx.draft = nil
 	tx.stop()
 	tx.unlock()
+	tx.c.forget(tx)
+}
+
+// closedOr returns errClosed once the Conn is closed (ERR-4), else the
+// reason the Tx finished (nil while open). The caller holds tx.mu.
+func (tx *Tx) closedOr() error {
+	if tx.c.closed.Load() {
+		return errClosed
+	}
+	return tx.finished
 }
 
 // do runs f on the draft while the Tx is open and ctx has not ended.
 func (tx *Tx) do(ctx context.Context, f func(d *draft) error) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	if tx.finished != nil {
-		return tx.finished
+	if err := tx.closedOr(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return driver.Wrap(driver.CodeUnavailable, err, "memory: context ended")
@@ -210,8 +227,8 @@ func putResult(d *draft, clientID, clientCommitID string, r driver.PushResult) e
 func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	if tx.finished != nil {
-		return tx.finished
+	if err := tx.closedOr(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		tx.end(driver.Wrap(driver.CodeUnavailable, err, "memory: context ended; the transaction was rolled back (TX-6)"))
@@ -231,8 +248,8 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 func (tx *Tx) Commit(ctx context.Context) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	if tx.finished != nil {
-		return tx.finished
+	if err := tx.closedOr(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		tx.end(driver.Wrap(driver.CodeUnavailable, err, "memory: context ended; the transaction was rolled back (TX-6)"))
