@@ -59,20 +59,30 @@ func expectPlan(t *testing.T, what string, plan []planRow, want map[string]strin
 	}
 }
 
+// TestPlanWindowReads pins the round statements as ReadCommitWindow runs
+// them: the counters of the head (windowHead) by primary key, then the
+// candidates, whose plan the head must not change (HZ-4, WIN-7, WIN-8).
 func TestPlanWindowReads(t *testing.T) {
 	c := planStore(t)
-	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY"}
-	expectPlan(t, "window, one value", explain(t, c, windowSingle,
+	if err := c.SetHorizonSeq(t.Context(), "p", 1); err != nil { // so _sync_horizons has p's row
+		t.Fatal(err)
+	}
+	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY",
+		"_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}
+	expectPlan(t, "window, one value", explain(t, c, windowSingleRound, "p", "p",
 		"p", "todos", "project", "p3", 0, 1000, 0, math.MaxInt32, 564), joins, false)
 
-	var args []any
+	args := []any{"p", "p"}
 	for _, v := range []string{"p1", "p2", "p3"} {
 		args = append(args, "p", "todos", "project", v, 0, 1000, 0, math.MaxInt32, 564)
 	}
-	expectPlan(t, "window, three values", explain(t, c, windowList(3), append(args, 564)...), joins, true)
+	expectPlan(t, "window, three values", explain(t, c, windowListRounds[3], append(args, 564)...), joins, true)
 
-	expectPlan(t, "window, a long list as JSON", explain(t, c, c.windowJSON(),
+	expectPlan(t, "window, a long list as JSON", explain(t, c, withHead(c.windowJSON()), "p", "p",
 		`["p1","p2","p3"]`, "p", "todos", "project", 0, 1000, 0, math.MaxInt32, 564), joins, true)
+
+	expectPlan(t, "window counters (an empty value list)", explain(t, c, windowCounters, "p", "p"),
+		map[string]string{"_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}, false)
 }
 
 func TestPlanScans(t *testing.T) {

@@ -66,7 +66,10 @@ func (c *Conn) MaxCommitSeq(ctx context.Context, partition string) (int64, error
 	return c.s.current(partition).maxSeq, nil
 }
 
-// ReadCommitWindow returns the commits selected by q (WIN-1…WIN-6).
+// ReadCommitWindow returns the commits selected by q (WIN-1…WIN-6). The
+// cursor is checked against the horizon and head of the same immutable
+// partition version the commits are read from: below the horizon →
+// CodeCursorExpired (HZ-4), beyond the head → CodeCursorAhead (WIN-8).
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
@@ -74,7 +77,11 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.s.table(q.Table); err != nil {
 		return nil, err
 	}
-	return readWindow(c.s.current(partition), q), nil
+	p := c.s.current(partition)
+	if err := driver.CheckWindowCursor(q.AfterSeq, p.horizon, p.maxSeq); err != nil {
+		return nil, err
+	}
+	return readWindow(p, q), nil
 }
 
 // CommitSeqBefore returns the largest retained seq created strictly
