@@ -153,7 +153,7 @@ func hzCapture(t T, conn driver.Conn, p string, s hzSeeded) hzState {
 			st.Results = append(st.Results, nil)
 		}
 	}
-	st.Cursors, err = conn.ListClientCursors(ctx, p)
+	st.Cursors, err = conn.ListClientCursors(ctx, p, "", winAll)
 	must(t, "ListClientCursors", err)
 	for _, id := range s.clients {
 		rec, found, err := conn.GetClientRecord(ctx, p, id)

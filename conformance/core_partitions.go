@@ -121,7 +121,7 @@ func partExpect(t T, what string, conn driver.Conn, p string, want partState) {
 		}
 		cursors = append(cursors, driver.ClientCursor{ClientID: rec.ClientID, Cursor: rec.Cursor, UpdatedAtMs: rec.UpdatedAtMs})
 	}
-	gotCursors, err := conn.ListClientCursors(ctx, p)
+	gotCursors, err := conn.ListClientCursors(ctx, p, "", winAll)
 	must(t, what+": ListClientCursors", err)
 	expectEqual(t, what+": ListClientCursors", cursors, gotCursors)
 	hz, err := conn.HorizonSeq(ctx, p)
@@ -222,7 +222,7 @@ func init() {
 				} else {
 					expectEqual(t, what+": GetPushResult cache identity", fmt.Sprint(i), res.CacheIdentity)
 				}
-				cur, err := conn.ListClientCursors(ctx, p)
+				cur, err := conn.ListClientCursors(ctx, p, "", winAll)
 				must(t, what+": ListClientCursors", err)
 				expectEqual(t, what+": ListClientCursors", []driver.ClientCursor{{ClientID: "c", Cursor: int64(i), UpdatedAtMs: int64(i)}}, cur)
 				win, err := conn.ReadCommitWindow(ctx, p, driver.WindowQuery{Table: tTodos, Filter: driver.ScopeFilter{"project": {"proj"}},

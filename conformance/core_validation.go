@@ -202,7 +202,7 @@ func vdSnapshot(t T, conn driver.Conn) vdSnap {
 			s.Results[key] = r
 		}
 	}
-	s.Cursors, err = conn.ListClientCursors(ctx, vdP)
+	s.Cursors, err = conn.ListClientCursors(ctx, vdP, "", winAll)
 	must(t, "snapshot: ListClientCursors", err)
 	s.Client, _, err = conn.GetClientRecord(ctx, vdP, vdClient)
 	must(t, "snapshot: GetClientRecord", err)

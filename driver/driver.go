@@ -114,9 +114,15 @@ type Conn interface {
 	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
 	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 	PutClientRecord(ctx context.Context, partition string, rec ClientRecord) error
-	// ListClientCursors returns the cursor of every client record of the
-	// partition, ascending bytewise by client id (CR-2).
-	ListClientCursors(ctx context.Context, partition string) ([]ClientCursor, error)
+	// ListClientCursors returns one page of the partition's client
+	// cursors (CR-2, CR-3): the records whose client id is bytewise
+	// greater than afterClientID ("" = from the first), ascending
+	// bytewise by client id, at most limit (1…10,000, V-5). Passing the
+	// last client id of a page as the next afterClientID reaches every
+	// record exactly once; a page shorter than limit is the last. Served
+	// by an index walk that stops at the limit: a partition may hold
+	// millions of clients.
+	ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]ClientCursor, error)
 
 	// TouchPartition registers the partition with initialEpoch and
 	// EpochRequired=false, or refreshes only UpdatedAtMs of an existing

@@ -174,3 +174,12 @@ func TestCheckWindowCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestClientRecordQueryNext: the next page starts after the last record.
+func TestClientRecordQueryNext(t *testing.T) {
+	q := driver.ClientRecordQuery{Limit: 7}
+	got := q.Next(driver.ClientRecord{ClientID: "c9", UpdatedAtMs: 42, Cursor: 3})
+	if want := (driver.ClientRecordQuery{AfterUpdatedAtMs: 42, AfterClientID: "c9", Limit: 7}); got != want {
+		t.Errorf("Next = %+v, want %+v", got, want)
+	}
+}

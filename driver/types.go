@@ -273,7 +273,7 @@ type ClientRecord struct {
 	Subscriptions []Subscription
 }
 
-// ClientCursor is one entry of ListClientCursors (CR-2).
+// ClientCursor is one entry of ListClientCursors (CR-2, CR-3).
 type ClientCursor struct {
 	ClientID    string
 	Cursor      int64

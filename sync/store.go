@@ -293,15 +293,21 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec drive
 	return s.conn.PutClientRecord(ctx, partition, rec)
 }
 
-// ListClientCursors is driver.Conn's, after V-1.
-func (s *Store) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+// ListClientCursors is driver.Conn's: one page of the partition's client
+// cursors, ascending bytewise by client id after afterClientID (exclusive;
+// "" = from the first), at most limit (CR-2, CR-3). Checks: V-1
+// partition; afterClientID "" or a valid client id (V-2, V-7); limit
+// 1…10,000 (CodeInvalidLimit, V-5).
+func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	if err := checkCtx(ctx, "ListClientCursors"); err != nil {
 		return *new([]driver.ClientCursor), err
 	}
-	if err := idPartition.check("ListClientCursors", partition); err != nil {
+	const op = "ListClientCursors"
+	if err := firstErr(idPartition.check(op, partition), checkAfterClientID(op, afterClientID),
+		checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return nil, err
 	}
-	return s.conn.ListClientCursors(ctx, partition)
+	return s.conn.ListClientCursors(ctx, partition, afterClientID, limit)
 }
 
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch

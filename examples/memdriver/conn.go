@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sort"
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
@@ -210,14 +211,16 @@ func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver
 	}, nil)
 }
 
-// ListClientCursors returns every client's cursor, ascending bytewise by
-// client id (CR-2).
-func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+// ListClientCursors returns the cursors of the clients with an id
+// bytewise above afterClientID, ascending, at most limit (CR-2, CR-3).
+func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
 	clients := c.s.current(partition).clients
 	ids := slices.Sorted(maps.Keys(clients))
+	ids = ids[sort.Search(len(ids), func(i int) bool { return ids[i] > afterClientID }):]
+	ids = ids[:min(len(ids), limit)]
 	out := make([]driver.ClientCursor, len(ids))
 	for i, id := range ids {
 		r := clients[id]
