@@ -51,7 +51,7 @@ func connCalls(conn driver.Conn, p string) []closedCall {
 		{"PutClientRecord", func(ctx context.Context) error {
 			return conn.PutClientRecord(ctx, p, driver.ClientRecord{ClientID: "c9", Cursor: 1, UpdatedAtMs: 1})
 		}},
-		{"ListClientCursors", func(ctx context.Context) error { _, err := conn.ListClientCursors(ctx, p); return err }},
+		{"ListClientCursors", func(ctx context.Context) error { _, err := conn.ListClientCursors(ctx, p, "", 10); return err }},
 		{"TouchPartition", func(ctx context.Context) error { _, err := conn.TouchPartition(ctx, p, 1, "e1"); return err }},
 		{"RotatePartitionLogEpoch", func(ctx context.Context) error {
 			_, err := conn.RotatePartitionLogEpoch(ctx, p, "e2", 1)
@@ -120,7 +120,7 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 		})
 	}
 	if c, ok := conn.(driver.AdminConn); ok {
-		add("ListClientRecords", func(ctx context.Context) error { _, err := c.ListClientRecords(ctx, p, 10); return err })
+		add("ListClientRecords", func(ctx context.Context) error { _, err := c.ListClientRecords(ctx, p, driver.ClientRecordQuery{Limit: 10}); return err })
 		add("ListCommitMeta", func(ctx context.Context) error { _, err := c.ListCommitMeta(ctx, p, 0, 10); return err })
 		add("ScopeActivity", func(ctx context.Context) error {
 			_, err := c.ScopeActivity(ctx, p, tTodos, driver.ScopeFilter{"project": {"p7"}}, 0, 1)
