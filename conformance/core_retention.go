@@ -120,16 +120,39 @@ func prDeleteOldestFirst(t T, h Harness) {
 // Catches: a deletion that takes commits, rows, client records or the
 // registry entry with the results, or lowers the horizon or max seq.
 func prDeleteTouchesNothingElse(t T, h Harness) {
+	retDeleteTouchesNothingElse(t, h, "PR-7", "every result", retDelResults, func(want *hzState) {
+		want.Results = make([]*driver.PushResult, len(want.Results))
+	})
+}
+
+// retDelResults and retDelRecords are the
+// deletions retDeleteTouchesNothingElse runs, and what they delete.
+func retDelResults(t T, conn driver.Conn, s hzSeeded) (int64, int) {
+	n, err := conn.DeletePushResultsBefore(t.Context(), "p1", math.MaxInt64, 10000)
+	must(t, "DeletePushResultsBefore", err)
+	return n, len(s.results)
+}
+
+func retDelRecords(t T, conn driver.Conn, s hzSeeded) (int64, int) {
+	n, err := conn.DeleteClientRecordsBefore(t.Context(), "p1", math.MaxInt64, 10000)
+	must(t, "DeleteClientRecordsBefore", err)
+	return n, len(s.clients)
+}
+
+// retDeleteTouchesNothingElse seeds two partitions, runs del on p1 with
+// no bound, and checks that p1 then reads as before with gone applied,
+// and p2 exactly as before.
+func retDeleteTouchesNothingElse(t T, h Harness, rule, what string, del func(T, driver.Conn, hzSeeded) (int64, int),
+	gone func(want *hzState)) {
 	conn := openStore(t, h)
 	s1, s2 := hzSeed(t, conn, "p1"), hzSeed(t, conn, "p2")
 	before1, before2 := hzCapture(t, conn, "p1", s1), hzCapture(t, conn, "p2", s2)
-	n, err := conn.DeletePushResultsBefore(t.Context(), "p1", math.MaxInt64, 10000)
-	must(t, "DeletePushResultsBefore", err)
-	expectEqual(t, "PR-7: results deleted", int64(len(s1.results)), n)
-	want := before1
-	want.Results = make([]*driver.PushResult, len(before1.Results))
-	expectEqual(t, "PR-7: p1 after deleting every result", want, hzCapture(t, conn, "p1", s1))
-	expectEqual(t, "PR-7: the other partition", before2, hzCapture(t, conn, "p2", s2))
+	n, want := del(t, conn, s1)
+	expectEqual(t, rule+": rows deleted", int64(want), n)
+	after := before1
+	gone(&after)
+	expectEqual(t, rule+": p1 after deleting "+what, after, hzCapture(t, conn, "p1", s1))
+	expectEqual(t, rule+": the other partition", before2, hzCapture(t, conn, "p2", s2))
 }
 
 // retClient stores a client record with cursor and updatedAtMs.
@@ -189,17 +212,10 @@ func crDeleteOldestFirst(t T, h Harness) {
 // Catches: a deletion that takes results, commits, rows or the registry
 // entry with the records.
 func crDeleteTouchesNothingElse(t T, h Harness) {
-	conn := openStore(t, h)
-	s1, s2 := hzSeed(t, conn, "p1"), hzSeed(t, conn, "p2")
-	before1, before2 := hzCapture(t, conn, "p1", s1), hzCapture(t, conn, "p2", s2)
-	n, err := conn.DeleteClientRecordsBefore(t.Context(), "p1", math.MaxInt64, 10000)
-	must(t, "DeleteClientRecordsBefore", err)
-	expectEqual(t, "CR-4: records deleted", int64(len(s1.clients)), n)
-	want := before1
-	want.Cursors = nil
-	want.Records = make([]*driver.ClientRecord, len(before1.Records))
-	expectEqual(t, "CR-4: p1 after deleting every record", want, hzCapture(t, conn, "p1", s1))
-	expectEqual(t, "CR-4: the other partition", before2, hzCapture(t, conn, "p2", s2))
+	retDeleteTouchesNothingElse(t, h, "CR-4", "every record", retDelRecords, func(want *hzState) {
+		want.Cursors = nil
+		want.Records = make([]*driver.ClientRecord, len(want.Records))
+	})
 }
 
 // Catches: a deletion that picks old records, then deletes them by client

@@ -3,8 +3,6 @@ package sync_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -140,19 +138,11 @@ func TestRetentionPrimitivesValidate(t *testing.T) {
 // horizon stops 1,000 commits short of the head (MinRetainedCommits).
 func ExampleStore_Prune() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "syncstore-prune")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := sync.Open("sqlite", filepath.Join(dir, "app.db"))
+	store, err := sync.Open("sqlite", ":memory:")
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
-		panic(err)
-	}
 	now := time.Now().UnixMilli()
 	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
 		for range 2000 {
