@@ -107,15 +107,16 @@ type Conn interface {
 	// partition whose RecordedAtMs is strictly before beforeMs, oldest
 	// first (RecordedAtMs, then client id, then client commit id,
 	// bytewise), and returns how many it deleted; fewer than limit means
-	// none older is left. Nothing else changes (PR-7).
+	// none older is left but rows a concurrent call was deleting. Nothing
+	// else changes (PR-7).
 	DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error)
 	// DeleteClientRecordsBefore deletes at most limit client records of
 	// the partition whose UpdatedAtMs is strictly before beforeMs, oldest
 	// first (UpdatedAtMs, then client id, bytewise), and returns how many
-	// it deleted; fewer than limit means none older is left. The bound is
-	// checked on the record deleted, so a record a concurrent
-	// PutClientRecord refreshed is never deleted. Nothing else changes
-	// (CR-4).
+	// it deleted; fewer than limit means none older is left but rows a
+	// concurrent call was deleting. The bound is checked on the record
+	// deleted, so a record a concurrent PutClientRecord refreshed is never
+	// deleted. Nothing else changes (CR-4).
 	DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error)
 	// MinClientCursor returns the smallest Cursor among the partition's
 	// client records with UpdatedAtMs ≥ updatedSinceMs and Cursor ≥
