@@ -93,10 +93,13 @@ var upgradeFormat1 = []step{
 			ty, err := columnDataType(ctx, conn, "_sync_push_results", "recorded_at_ms")
 			return ty != "", err
 		}},
+	// Nested CASEs: MySQL's JSON functions fail on text that is not JSON,
+	// and only CASE promises not to evaluate a branch it does not take.
 	{sql: `UPDATE _sync_push_results SET recorded_at_ms = COALESCE(
-	CASE WHEN JSON_VALID(CONVERT(result USING utf8mb4))
-		AND JSON_TYPE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) = 'INTEGER'
-	THEN CAST(JSON_UNQUOTE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) AS SIGNED) END,
+	CASE WHEN JSON_VALID(CONVERT(result USING utf8mb4)) THEN
+		CASE WHEN JSON_TYPE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) = 'INTEGER'
+		THEN CAST(JSON_UNQUOTE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) AS SIGNED) END
+	END,
 	CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))
 WHERE recorded_at_ms IS NULL`},
 	{sql: `ALTER TABLE _sync_push_results ADD KEY _sync_push_results_by_time (p, recorded_at_ms, client_id, client_commit_id)`,

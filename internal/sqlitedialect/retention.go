@@ -24,8 +24,12 @@ var RetentionDDL = []string{
 // collected by age. The statements take no arguments.
 var UpgradeFormat1 = []string{
 	`ALTER TABLE _sync_push_results ADD COLUMN recorded_at_ms INTEGER`,
+	// Nested CASEs: json_type fails on text that is not JSON, and only
+	// CASE promises not to evaluate a branch it does not take.
 	`UPDATE _sync_push_results SET recorded_at_ms = coalesce(
-	CASE WHEN json_valid(result) AND json_type(result, '$.recordedAtMs') = 'integer' THEN result ->> '$.recordedAtMs' END,
+	CASE WHEN json_valid(result) THEN
+		CASE WHEN json_type(result, '$.recordedAtMs') = 'integer' THEN result ->> '$.recordedAtMs' END
+	END,
 	CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))`,
 	`UPDATE _sync_meta SET value = '` + FormatVersion + `' WHERE key = '` + MetaFormat + `' AND value = '1'`,
 }
