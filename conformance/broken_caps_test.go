@@ -33,6 +33,11 @@ func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
 		{"admin-commit-meta-cursor-off-by-one", driver.CapAdmin, "^ADM-",
 			func(c driver.Conn) driver.Conn { return &admInclusiveCursor{connWrap{c}, c.(driver.AdminConn)} },
 			[]string{"ADM-1"}},
+		{"admin-client-records-paged-by-time-only", driver.CapAdmin, "^ADM-",
+			func(c driver.Conn) driver.Conn {
+				return &admRecordsByTime{admInclusiveCursor{connWrap{c}, c.(driver.AdminConn)}}
+			},
+			[]string{"ADM-2"}},
 		{"query-reads-across-partitions", driver.CapAuthoritativeQuery, "^AQ-",
 			func(c driver.Conn) driver.Conn {
 				return &aqAcrossPartitions{connWrap: connWrap{c}, q: c.(driver.AuthoritativeQueryConn), parts: map[string]bool{}}
@@ -106,8 +111,8 @@ type admInclusiveCursor struct {
 	a driver.AdminConn
 }
 
-func (c *admInclusiveCursor) ListClientRecords(ctx context.Context, p string, limit int) ([]driver.ClientRecord, error) {
-	return c.a.ListClientRecords(ctx, p, limit)
+func (c *admInclusiveCursor) ListClientRecords(ctx context.Context, p string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	return c.a.ListClientRecords(ctx, p, q)
 }
 
 func (c *admInclusiveCursor) ListCommitMeta(ctx context.Context, p string, before int64, limit int) ([]driver.CommitMeta, error) {
@@ -123,6 +128,24 @@ func (c *admInclusiveCursor) ScopeActivity(ctx context.Context, p, table string,
 
 func (c *admInclusiveCursor) RowScopes(ctx context.Context, p, table, id string) (driver.Scopes, bool, error) {
 	return c.a.RowScopes(ctx, p, table, id)
+}
+
+// ---- ListClientRecords pages by time alone (ADM-2) ----
+
+// admRecordsByTime keeps only the position's time: the next page starts
+// below it, so records that share the last time of a page are skipped.
+type admRecordsByTime struct{ admInclusiveCursor }
+
+func (c *admRecordsByTime) ListClientRecords(ctx context.Context, p string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	if q.AfterClientID != "" {
+		q.AfterClientID = "\x01" // below every client id: (t, any id) is skipped
+	}
+	return c.a.ListClientRecords(ctx, p, q)
+}
+
+// ListCommitMeta is the SQLite driver's own (admInclusiveCursor breaks it).
+func (c *admRecordsByTime) ListCommitMeta(ctx context.Context, p string, before int64, limit int) ([]driver.CommitMeta, error) {
+	return c.a.ListCommitMeta(ctx, p, before, limit)
 }
 
 // ---- a schema-qualified name reads every partition (AQ-2) ----

@@ -1,13 +1,17 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the admin capability (CONTRACT.md ADM-1): read-only console
+// Cases of the admin capability (CONTRACT.md ADM-1, ADM-2): read-only console
 // views. Client records newest first; commit metadata newest first, paged
 // with an exclusive beforeSeq cursor so every page is reachable; scope
 // activity counting only matching changes; row scopes lookup.
@@ -25,6 +29,10 @@ func init() {
 		Case{Name: "ADM-1/scope-activity-counts-matching-changes", Capability: c, Run: admScopeActivity},
 		// Catches: stale scopes after a move, a deleted row still found, or rows of another partition.
 		Case{Name: "ADM-1/row-scopes", Capability: c, Run: admRowScopes},
+		// Catches: paging by time alone (records sharing a time skipped or repeated), an inclusive position, a limit ignored.
+		Case{Name: "ADM-2/pages-reach-every-record-once", Capability: c, Run: admClientPages},
+		// Catches: a position compared under a collation, by client id first, or required to be a stored record; bad positions accepted.
+		Case{Name: "ADM-2/position-is-exclusive-and-validated", Capability: c, Run: admClientPosition},
 	)
 }
 
@@ -54,26 +62,26 @@ func admClientRecords(t T, h Harness) {
 	}
 	must(t, "PutClientRecord(p2)", conn.PutClientRecord(ctx, "p2", admClient("c-z", 900)))
 
-	got, err := adm.ListClientRecords(ctx, "p1", 10)
+	got, err := adm.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{Limit: 10})
 	must(t, "ListClientRecords", err)
 	// UpdatedAtMs descending, ties by client id descending.
 	want := []driver.ClientRecord{admClient("c-a", 500), admClient("c-e", 400), admClient("c-c", 300), admClient("c-b", 300), admClient("c-d", 100)}
 	expectEqual(t, "ADM-1: client records newest first", want, got)
 
-	got, err = adm.ListClientRecords(ctx, "p1", 2)
+	got, err = adm.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{Limit: 2})
 	must(t, "ListClientRecords(limit 2)", err)
 	expectEqual(t, "ADM-1: the newest two", want[:2], got)
 
 	// A put replaces: the record moves to its new place.
 	must(t, "PutClientRecord(c-d)", conn.PutClientRecord(ctx, "p1", admClient("c-d", 600)))
-	got, err = adm.ListClientRecords(ctx, "p1", 1)
+	got, err = adm.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{Limit: 1})
 	must(t, "ListClientRecords(limit 1)", err)
 	expectEqual(t, "ADM-1: newest after a put", []driver.ClientRecord{admClient("c-d", 600)}, got)
 
-	got, err = adm.ListClientRecords(ctx, "p2", 10)
+	got, err = adm.ListClientRecords(ctx, "p2", driver.ClientRecordQuery{Limit: 10})
 	must(t, "ListClientRecords(p2)", err)
 	expectEqual(t, "ADM-1/P-1: records of p2", []driver.ClientRecord{admClient("c-z", 900)}, got)
-	got, err = adm.ListClientRecords(ctx, "p404", 10)
+	got, err = adm.ListClientRecords(ctx, "p404", driver.ClientRecordQuery{Limit: 10})
 	must(t, "ListClientRecords(p404)", err)
 	expectEqual(t, "ADM-1/P-2: records of an unknown partition", []driver.ClientRecord(nil), got)
 }
@@ -259,4 +267,120 @@ func admRowScopes(t T, h Harness) {
 
 	_, _, err := adm.RowScopes(ctx, "p1", "nope", "a")
 	expectCode(t, "ADM-1/SCH-8: RowScopes of an unknown table", err, driver.CodeUnknownTable)
+}
+
+// admPagedClients puts records on p whose times repeat (many share one
+// UpdatedAtMs, including the extremes of int64) and whose ids order apart
+// under collations, and returns them newest first: UpdatedAtMs descending,
+// then client id descending, bytewise (ADM-2).
+func admPagedClients(t T, conn driver.Conn, p string) []driver.ClientRecord {
+	t.Helper()
+	times := []int64{200, 100, 200, 300, 200, math.MaxInt64, -5, 200, 100, math.MinInt64}
+	ids := []string{"b", "B", "a", "\u00e9", "e\u0301", "aa", "😀", "\uFFFD", "A", "10", "9", "a ", "Z", "ß", "ss", "c-1", "c-2",
+		"c-10", "x", "y"}
+	var recs []driver.ClientRecord
+	for i, id := range ids {
+		r := admClient(id, times[i%len(times)])
+		must(t, "PutClientRecord", conn.PutClientRecord(t.Context(), p, r))
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b driver.ClientRecord) int {
+		return cmp.Or(cmp.Compare(b.UpdatedAtMs, a.UpdatedAtMs), strings.Compare(b.ClientID, a.ClientID))
+	})
+	return recs
+}
+
+func admClientPages(t T, h Harness) {
+	conn := openStore(t, h)
+	ctx := t.Context()
+	adm := admConn(t, conn)
+	want := admPagedClients(t, conn, "p1")
+	must(t, "PutClientRecord(p2)", conn.PutClientRecord(ctx, "p2", admClient("c-0", 250)))
+	for _, limit := range []int{1, 2, 3, 7, len(want) - 1, len(want), len(want) + 1} {
+		var got []driver.ClientRecord
+		q := driver.ClientRecordQuery{Limit: limit}
+		pages := 0
+		for ; pages <= len(want)+1; pages++ {
+			page, err := adm.ListClientRecords(ctx, "p1", q)
+			must(t, fmt.Sprintf("ListClientRecords(after (%d, %q), limit %d)", q.AfterUpdatedAtMs, q.AfterClientID, limit), err)
+			if len(page) > limit {
+				t.Fatalf("ADM-2: a page of %d records with limit %d", len(page), limit)
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			q = q.Next(page[len(page)-1])
+		}
+		expectEqual(t, fmt.Sprintf("ADM-2: every record of p1, newest first, paged %d at a time", limit), want, got)
+		if wantPages := len(want) / limit; pages != wantPages {
+			t.Errorf("ADM-2: paging %d records %d at a time took %d full pages, want %d", len(want), limit, pages, wantPages)
+		}
+	}
+}
+
+func admClientPosition(t T, h Harness) {
+	conn, s := vdStore(t, h)
+	ctx := t.Context()
+	adm := admConn(t, conn)
+	all := admPagedClients(t, conn, "p1")
+	after := func(q driver.ClientRecordQuery) []string {
+		var out []string
+		for _, r := range all {
+			if q.AfterClientID == "" || r.UpdatedAtMs < q.AfterUpdatedAtMs ||
+				(r.UpdatedAtMs == q.AfterUpdatedAtMs && r.ClientID < q.AfterClientID) {
+				out = append(out, r.ClientID)
+			}
+		}
+		return out[:min(q.Limit, len(out))]
+	}
+	positions := []driver.ClientRecordQuery{{}}
+	for _, r := range all {
+		positions = append(positions, driver.ClientRecordQuery{AfterUpdatedAtMs: r.UpdatedAtMs, AfterClientID: r.ClientID})
+	}
+	// Positions of no stored record.
+	for _, p := range []struct {
+		at int64
+		id string
+	}{{200, "m"}, {200, "\U0010FFFF"}, {200, "A0"}, {250, "a"}, {math.MaxInt64, "\U0010FFFF"}, {math.MinInt64, "a"}, {-5, "zzz"}, {0, "x"}} {
+		positions = append(positions, driver.ClientRecordQuery{AfterUpdatedAtMs: p.at, AfterClientID: p.id})
+	}
+	for _, q := range positions {
+		for _, limit := range []int{1, 4, winAll} {
+			q.Limit = limit
+			page, err := adm.ListClientRecords(ctx, "p1", q)
+			must(t, "ListClientRecords", err)
+			expectEqual(t, fmt.Sprintf("ADM-2: client ids after (%d, %+q), limit %d", q.AfterUpdatedAtMs, q.AfterClientID, limit),
+				after(q), admIDs(page))
+		}
+	}
+	// Through the Store: a bad position or limit is refused before the
+	// driver is called.
+	for _, c := range []struct {
+		q    driver.ClientRecordQuery
+		code driver.Code
+	}{
+		{driver.ClientRecordQuery{AfterUpdatedAtMs: 5, Limit: 10}, driver.CodeInvalidArgument},
+		{driver.ClientRecordQuery{AfterUpdatedAtMs: 5, AfterClientID: "a\x00", Limit: 10}, driver.CodeInvalidArgument},
+		{driver.ClientRecordQuery{AfterUpdatedAtMs: 5, AfterClientID: "a\xff", Limit: 10}, driver.CodeInvalidArgument},
+		{driver.ClientRecordQuery{AfterUpdatedAtMs: 5, AfterClientID: strings.Repeat("a", 256), Limit: 10}, driver.CodeInvalidArgument},
+		{driver.ClientRecordQuery{Limit: 0}, driver.CodeInvalidLimit},
+		{driver.ClientRecordQuery{Limit: 10001}, driver.CodeInvalidLimit},
+	} {
+		_, err := s.ListClientRecords(ctx, "p1", c.q)
+		errExpectTyped(t, fmt.Sprintf("ADM-2: Store.ListClientRecords(%+v)", c.q), err, c.code, "p1")
+	}
+	q := driver.ClientRecordQuery{AfterUpdatedAtMs: 200, AfterClientID: "b", Limit: 2}
+	got, err := s.ListClientRecords(ctx, "p1", q)
+	must(t, "ADM-2: Store.ListClientRecords", err)
+	expectEqual(t, "ADM-2: Store.ListClientRecords after (200, \"b\")", after(q), admIDs(got))
+}
+
+// admIDs returns the client ids of recs in order.
+func admIDs(recs []driver.ClientRecord) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ClientID
+	}
+	return out
 }

@@ -190,7 +190,7 @@ func init() {
 				hz, err := conn.HorizonSeq(ctx, "p1")
 				must(t, "HorizonSeq", err)
 				win, err := conn.ReadCommitWindow(ctx, "p1", driver.WindowQuery{Table: tTodos, Filter: driver.ScopeFilter{"project": {"pr"}},
-					ThroughSeq: maxSeq, LimitChanges: 100})
+					AfterSeq: hz, ThroughSeq: maxSeq, LimitChanges: 100})
 				must(t, "ReadCommitWindow", err)
 				rows, err := conn.ScanRows(ctx, "p1", driver.ScanQuery{Table: tTodos, Filter: driver.ScopeFilter{"owner": {"ow"}}, Limit: 100})
 				must(t, "ScanRows", err)

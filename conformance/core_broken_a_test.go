@@ -292,8 +292,8 @@ func (c *bAFoldPartition) GetClientRecord(ctx context.Context, p, client string)
 func (c *bAFoldPartition) PutClientRecord(ctx context.Context, p string, rec driver.ClientRecord) error {
 	return c.Conn.PutClientRecord(ctx, bALower(p), rec)
 }
-func (c *bAFoldPartition) ListClientCursors(ctx context.Context, p string) ([]driver.ClientCursor, error) {
-	return c.Conn.ListClientCursors(ctx, bALower(p))
+func (c *bAFoldPartition) ListClientCursors(ctx context.Context, p, after string, limit int) ([]driver.ClientCursor, error) {
+	return c.Conn.ListClientCursors(ctx, bALower(p), after, limit)
 }
 
 // ---- P-2: the horizon of a partition never written fails ----

@@ -65,7 +65,7 @@ func init() {
 			check("ListRowsReferencingBlob", driver.CapBlobRefs, err)
 			_, err = store.ListReferencedBlobIDs(ctx, p, "", 10)
 			check("ListReferencedBlobIDs", driver.CapBlobRefs, err)
-			_, err = store.ListClientRecords(ctx, p, 10)
+			_, err = store.ListClientRecords(ctx, p, driver.ClientRecordQuery{Limit: 10})
 			check("ListClientRecords", driver.CapAdmin, err)
 			_, err = store.ListCommitMeta(ctx, p, 0, 10)
 			check("ListCommitMeta", driver.CapAdmin, err)

@@ -146,7 +146,7 @@ func regRotate(t T, h Harness) {
 	regTouch(t, conn, "p2", 77, "epoch-p2")
 	before := hzCapture(t, conn, "p1", s)
 	otherBefore, _ := crGet(t, conn, "p2", "client-1")
-	cursorsBefore, err := conn.ListClientCursors(t.Context(), "p2")
+	cursorsBefore, err := conn.ListClientCursors(t.Context(), "p2", "", winAll)
 	must(t, "ListClientCursors(p2)", err)
 	if len(before.Cursors) != 2 {
 		t.Fatalf("REG-2 setup: p1 has %d client records, want 2", len(before.Cursors))
@@ -166,7 +166,7 @@ func regRotate(t T, h Harness) {
 		t.Fatalf("REG-2: rotating p1 deleted p2's client record")
 	}
 	expectEqual(t, "REG-2: p2's client record", otherBefore, got)
-	cursors, err := conn.ListClientCursors(t.Context(), "p2")
+	cursors, err := conn.ListClientCursors(t.Context(), "p2", "", winAll)
 	must(t, "ListClientCursors(p2)", err)
 	expectEqual(t, "REG-2: p2's cursors", cursorsBefore, cursors)
 

@@ -180,7 +180,7 @@ func vdSnapshot(t T, conn driver.Conn) vdSnap {
 	s.Windows, s.Scans, s.Rows, s.Results = map[string][]driver.Commit{}, map[string][]driver.Row{}, map[string]driver.Row{}, map[string]driver.PushResult{}
 	for _, table := range []string{tTodos, tKinds, tUsers} {
 		q := vdWindow(table)
-		q.LimitChanges = 10000
+		q.AfterSeq, q.LimitChanges = s.Horizon, 10000 // from the horizon: below it is cursor_expired (HZ-4)
 		s.Windows[table], err = conn.ReadCommitWindow(ctx, vdP, q)
 		must(t, "snapshot: ReadCommitWindow", err)
 		sq := vdScan(table)
@@ -202,7 +202,7 @@ func vdSnapshot(t T, conn driver.Conn) vdSnap {
 			s.Results[key] = r
 		}
 	}
-	s.Cursors, err = conn.ListClientCursors(ctx, vdP)
+	s.Cursors, err = conn.ListClientCursors(ctx, vdP, "", winAll)
 	must(t, "snapshot: ListClientCursors", err)
 	s.Client, _, err = conn.GetClientRecord(ctx, vdP, vdClient)
 	must(t, "snapshot: GetClientRecord", err)

@@ -181,7 +181,10 @@ func vdCallsV1(env vdEnv) []vdCall {
 			vdS("PutClientRecord"+n, inv, func(ctx context.Context, s *syncstore.Store) error {
 				return s.PutClientRecord(ctx, p, vdRecord(vdClient))
 			}),
-			vdS("ListClientCursors"+n, inv, func(ctx context.Context, s *syncstore.Store) error { _, err := s.ListClientCursors(ctx, p); return err }),
+			vdS("ListClientCursors"+n, inv, func(ctx context.Context, s *syncstore.Store) error {
+				_, err := s.ListClientCursors(ctx, p, "", 10)
+				return err
+			}),
 			vdS("TouchPartition"+n, inv, func(ctx context.Context, s *syncstore.Store) error {
 				_, err := s.TouchPartition(ctx, p, 1, "e1")
 				return err
@@ -223,6 +226,12 @@ func vdCallsV2(vdEnv) []vdCall {
 		row := vdTodo(vdRowID)
 		row.ID, row.Values["id"] = id, id
 		rec := func(f func(r *driver.ClientRecord)) driver.ClientRecord { r := vdRecord(vdClient); f(&r); return r }
+		if id != "" { // "" is a valid afterClientID: from the first
+			out = append(out, vdS("ListClientCursors afterClientID"+n, inv, func(ctx context.Context, s *syncstore.Store) error {
+				_, err := s.ListClientCursors(ctx, vdP, id, 10)
+				return err
+			}))
+		}
 		out = append(out,
 			vdS("GetRow row id"+n, inv, func(ctx context.Context, s *syncstore.Store) error {
 				_, _, err := s.GetRow(ctx, vdP, tTodos, id)

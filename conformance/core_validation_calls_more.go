@@ -44,6 +44,10 @@ func vdCallsV5(env vdEnv) []vdCall {
 				_, err := s.ListPartitions(ctx, "", n)
 				return err
 			}),
+			vdS("ListClientCursors limit", lim, func(ctx context.Context, s *syncstore.Store) error {
+				_, err := s.ListClientCursors(ctx, vdP, "", n)
+				return err
+			}),
 		)
 		out = append(out, vdCallsRetentionV5(n)...)
 	}
@@ -126,6 +130,10 @@ func vdCallsV7(vdEnv) []vdCall {
 		}),
 		vdS("GetClientRecord", cid, func(ctx context.Context, s *syncstore.Store) error {
 			_, _, err := s.GetClientRecord(ctx, vdP, vdRemoteID)
+			return err
+		}),
+		vdS("ListClientCursors afterClientID", cid, func(ctx context.Context, s *syncstore.Store) error {
+			_, err := s.ListClientCursors(ctx, vdP, vdRemoteID, 10)
 			return err
 		}),
 		vdS("GetPushResult", cid, func(ctx context.Context, s *syncstore.Store) error {

@@ -241,7 +241,10 @@ func winEmptyCommits(t T, h Harness) {
 }
 
 // Catches: a prune that deletes the commit rows but leaves their changes
-// or change-scope entries readable.
+// or change-scope entries readable, so they come back attached to the
+// window read from the horizon; or retained commits lost by a read from
+// the horizon. A read from below the horizon must fail (HZ-4) rather
+// than return what is left.
 func winPrunedCommits(t T, h Harness) {
 	conn := openStore(t, h)
 	ctx := t.Context()
@@ -260,11 +263,12 @@ func winPrunedCommits(t T, h Harness) {
 		limit          int
 		want           []int64
 	}{
-		{0, 4, winAll, []int64{3, 4}},
-		{0, 2, winAll, nil},
-		{1, 4, winAll, []int64{3, 4}},
-		{0, 4, 1, []int64{3}},
-		{0, 4, 2, []int64{3, 4}},
+		{2, 4, winAll, []int64{3, 4}},
+		{2, 2, winAll, nil},
+		{2, 3, winAll, []int64{3}},
+		{3, 4, winAll, []int64{4}},
+		{2, 4, 1, []int64{3}},
+		{2, 4, 2, []int64{3, 4}},
 	} {
 		q := winQ(tTodos, f, c.through)
 		q.AfterSeq, q.LimitChanges = c.after, c.limit
@@ -272,6 +276,13 @@ func winPrunedCommits(t T, h Harness) {
 		what := fmt.Sprintf("WIN-6: window (%d, %d] limit %d after pruning through 2", c.after, c.through, c.limit)
 		expectEqual(t, what+": seqs", c.want, seqs(got))
 		expectEqual(t, what, winModel(retained, q), got)
+	}
+	for _, after := range []int64{0, 1} {
+		q := winQ(tTodos, f, 4)
+		q.AfterSeq = after
+		got, err := conn.ReadCommitWindow(ctx, "p1", q)
+		expectCode(t, fmt.Sprintf("WIN-6, HZ-4: window (%d, 4] below the horizon 2", after), err, driver.CodeCursorExpired)
+		expectEqual(t, fmt.Sprintf("WIN-6, HZ-4: commits of window (%d, 4] below the horizon 2", after), []int64(nil), seqs(got))
 	}
 }
 

@@ -280,10 +280,36 @@ type ScopeActivity struct {
 	Changes int64
 }
 
-// AdminConn is the admin capability: read-only console views (ADM-1).
+// ClientRecordQuery pages ListClientRecords (ADM-2). Records are listed
+// newest first: UpdatedAtMs descending, then ClientID descending
+// (bytewise). (AfterUpdatedAtMs, AfterClientID) is an exclusive position
+// in that order: the page holds the records that come after it, i.e.
+// those with UpdatedAtMs < AfterUpdatedAtMs, or UpdatedAtMs =
+// AfterUpdatedAtMs and ClientID < AfterClientID. Passing the last record
+// of a page as the next position (Next) reaches every record exactly once,
+// however many share one UpdatedAtMs. The zero position (AfterClientID
+// "", AfterUpdatedAtMs 0) starts at the newest record; AfterClientID ""
+// with any other AfterUpdatedAtMs is CodeInvalidArgument. Limit:
+// 1…10,000 (V-5).
+type ClientRecordQuery struct {
+	AfterUpdatedAtMs int64
+	AfterClientID    string
+	Limit            int
+}
+
+// Next returns the query of the page after the one that ended with last.
+func (q ClientRecordQuery) Next(last ClientRecord) ClientRecordQuery {
+	q.AfterUpdatedAtMs, q.AfterClientID = last.UpdatedAtMs, last.ClientID
+	return q
+}
+
+// AdminConn is the admin capability: read-only console views (ADM-1, ADM-2).
 type AdminConn interface {
-	// ListClientRecords returns client records newest first (UpdatedAtMs desc, client id desc).
-	ListClientRecords(ctx context.Context, partition string, limit int) ([]ClientRecord, error)
+	// ListClientRecords returns one page of the partition's client
+	// records, newest first, after q's position, at most q.Limit (ADM-2;
+	// see ClientRecordQuery). Served by an index walk in that order that
+	// stops at the limit.
+	ListClientRecords(ctx context.Context, partition string, q ClientRecordQuery) ([]ClientRecord, error)
 	// ListCommitMeta returns commits with seq < beforeSeq (0 = from the
 	// newest), newest first.
 	ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]CommitMeta, error)

@@ -26,8 +26,9 @@
 // The rules that most often trip a new driver: a Tx serializes against
 // every other Tx of the same partition from Begin to its end (TX-1); ids
 // order bytewise (SCAN-1); the first push result written wins (PR-3); a
-// window read never splits a commit (WIN-4); a rolled-back Tx consumes no
-// commit number (SEQ-2).
+// window read never splits a commit (WIN-4) and checks its cursor against
+// the horizon and head of its own snapshot (HZ-4, WIN-8); a rolled-back Tx
+// consumes no commit number (SEQ-2).
 package driver
 
 import "context"
@@ -71,7 +72,18 @@ type Conn interface {
 	// partition, 0 if none (SEQ-5). It never drops, pruning included.
 	MaxCommitSeq(ctx context.Context, partition string) (int64, error)
 	// ReadCommitWindow returns the commits selected by q, oldest first
-	// (WIN-1…WIN-7). Errors: CodeUnknownTable.
+	// (WIN-1…WIN-7). Before anything is returned it checks q.AfterSeq
+	// against the partition's horizon and head as they are in the
+	// snapshot the commits are read from (one statement, one read
+	// transaction, one batch; a read in several rounds checks in every
+	// round): AfterSeq below the horizon → CodeCursorExpired (HZ-4),
+	// above MaxCommitSeq → CodeCursorAhead (WIN-8); either way no commit
+	// is returned. AfterSeq equal to the horizon or to MaxCommitSeq is
+	// served, and ThroughSeq may lie beyond MaxCommitSeq (the read then
+	// ends at the head). The checks hold for every filter, one with an
+	// empty value list included. q.AfterSeq ≤ q.ThroughSeq (sync checks
+	// it, WIN-8). Errors: CodeUnknownTable, CodeCursorExpired,
+	// CodeCursorAhead.
 	ReadCommitWindow(ctx context.Context, partition string, q WindowQuery) ([]Commit, error)
 	// CommitSeqBefore returns the largest retained commitSeq created
 	// strictly before atMs, else 0 (HZ-3).
@@ -129,9 +141,15 @@ type Conn interface {
 	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
 	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 	PutClientRecord(ctx context.Context, partition string, rec ClientRecord) error
-	// ListClientCursors returns the cursor of every client record of the
-	// partition, ascending bytewise by client id (CR-2).
-	ListClientCursors(ctx context.Context, partition string) ([]ClientCursor, error)
+	// ListClientCursors returns one page of the partition's client
+	// cursors (CR-2, CR-3): the records whose client id is bytewise
+	// greater than afterClientID ("" = from the first), ascending
+	// bytewise by client id, at most limit (1…10,000, V-5). Passing the
+	// last client id of a page as the next afterClientID reaches every
+	// record exactly once; a page shorter than limit is the last. Served
+	// by an index walk that stops at the limit: a partition may hold
+	// millions of clients.
+	ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]ClientCursor, error)
 
 	// TouchPartition registers the partition with initialEpoch and
 	// EpochRequired=false, or refreshes only UpdatedAtMs of an existing

@@ -153,3 +153,33 @@ func TestCapabilityDetection(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWindowCursor: below the horizon → cursor_expired (HZ-4), beyond
+// the head → cursor_ahead (WIN-8), both bounds themselves served.
+func TestCheckWindowCursor(t *testing.T) {
+	for _, c := range []struct {
+		after, horizon, max int64
+		want                driver.Code
+	}{
+		{0, 0, 0, ""}, {0, 0, 5, ""}, {3, 3, 5, ""}, {5, 3, 5, ""}, {5, 5, 5, ""},
+		{2, 3, 5, driver.CodeCursorExpired}, {0, 1, 1, driver.CodeCursorExpired},
+		{6, 3, 5, driver.CodeCursorAhead}, {1, 0, 0, driver.CodeCursorAhead}, {math.MaxInt64, 0, 7, driver.CodeCursorAhead},
+	} {
+		err := driver.CheckWindowCursor(c.after, c.horizon, c.max)
+		if got := driver.CodeOf(err); got != c.want || (err == nil) != (c.want == "") {
+			t.Errorf("CheckWindowCursor(after %d, horizon %d, max %d) = %v; want code %q", c.after, c.horizon, c.max, err, c.want)
+		}
+		if driver.IsRetryable(err) {
+			t.Errorf("CheckWindowCursor(after %d, horizon %d, max %d): %v is retryable", c.after, c.horizon, c.max, err)
+		}
+	}
+}
+
+// TestClientRecordQueryNext: the next page starts after the last record.
+func TestClientRecordQueryNext(t *testing.T) {
+	q := driver.ClientRecordQuery{Limit: 7}
+	got := q.Next(driver.ClientRecord{ClientID: "c9", UpdatedAtMs: 42, Cursor: 3})
+	if want := (driver.ClientRecordQuery{AfterUpdatedAtMs: 42, AfterClientID: "c9", Limit: 7}); got != want {
+		t.Errorf("Next = %+v, want %+v", got, want)
+	}
+}

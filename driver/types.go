@@ -164,16 +164,40 @@ type Commit struct {
 	Changes        []Change
 }
 
-// WindowQuery selects commits for ReadCommitWindow (WIN-1…WIN-5).
+// WindowQuery selects commits for ReadCommitWindow (WIN-1…WIN-5, WIN-8,
+// HZ-4).
 type WindowQuery struct {
 	Table  string
 	Filter ScopeFilter
-	// AfterSeq is exclusive, ThroughSeq inclusive: AfterSeq < seq ≤ ThroughSeq.
+	// AfterSeq is exclusive, ThroughSeq inclusive: AfterSeq < seq ≤
+	// ThroughSeq. AfterSeq is a client's cursor: it must lie in
+	// [horizon, MaxCommitSeq] (else CodeCursorExpired, HZ-4, or
+	// CodeCursorAhead, WIN-8) and must not exceed ThroughSeq
+	// (CodeInvalidArgument, WIN-8). ThroughSeq may exceed MaxCommitSeq.
 	AfterSeq   int64
 	ThroughSeq int64
 	// LimitChanges: 1…10,000. Reading stops after the commit that brings the
 	// matched changes to at least LimitChanges; a commit is never split.
 	LimitChanges int
+}
+
+// CheckWindowCursor returns the error a window read after afterSeq fails
+// with, given the partition's horizon and MaxCommitSeq (maxSeq) as the
+// read's own snapshot holds them: CodeCursorExpired when afterSeq is below
+// the horizon (HZ-4), CodeCursorAhead when it is beyond maxSeq (WIN-8),
+// nil when the cursor is served. A driver calls it with the counters read
+// in the same snapshot (statement, read transaction, batch) as the
+// commits it returns, in every round of a read made of several, and
+// returns no commit when it fails; it keeps the codes and wording alike
+// on every engine.
+func CheckWindowCursor(afterSeq, horizon, maxSeq int64) error {
+	switch {
+	case afterSeq < horizon:
+		return Errorf(CodeCursorExpired, "window cursor %d is below the partition's horizon %d: commits after it may be pruned; bootstrap again (HZ-4)", afterSeq, horizon)
+	case afterSeq > maxSeq:
+		return Errorf(CodeCursorAhead, "window cursor %d is beyond the partition's head %d: this store never issued it (WIN-8)", afterSeq, maxSeq)
+	}
+	return nil
 }
 
 // ScanQuery selects current rows for ScanRows (SCAN-1…SCAN-4).
@@ -249,7 +273,7 @@ type ClientRecord struct {
 	Subscriptions []Subscription
 }
 
-// ClientCursor is one entry of ListClientCursors (CR-2).
+// ClientCursor is one entry of ListClientCursors (CR-2, CR-3).
 type ClientCursor struct {
 	ClientID    string
 	Cursor      int64

@@ -190,10 +190,10 @@ func (c *wconn) PutClientRecord(ctx context.Context, partition string, rec Clien
 	return c.conn.PutClientRecord(ctx, partition, rec)
 }
 
-func (c *wconn) ListClientCursors(ctx context.Context, partition string) (_ []ClientCursor, err error) {
+func (c *wconn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) (_ []ClientCursor, err error) {
 	ctx, end := c.hooks.start(ctx, "Conn.ListClientCursors", partition)
 	defer func() { end(err) }()
-	return c.conn.ListClientCursors(ctx, partition)
+	return c.conn.ListClientCursors(ctx, partition, afterClientID, limit)
 }
 
 func (c *wconn) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (_ PartitionEntry, err error) {

@@ -85,10 +85,10 @@ func (f wBlobRefsConn) ListReferencedBlobIDs(ctx context.Context, partition, aft
 
 type wAdminConn struct{ w *wconn }
 
-func (f wAdminConn) ListClientRecords(ctx context.Context, partition string, limit int) (_ []ClientRecord, err error) {
+func (f wAdminConn) ListClientRecords(ctx context.Context, partition string, q ClientRecordQuery) (_ []ClientRecord, err error) {
 	ctx, end := f.w.hooks.start(ctx, "AdminConn.ListClientRecords", partition)
 	defer func() { end(err) }()
-	return f.w.conn.(AdminConn).ListClientRecords(ctx, partition, limit)
+	return f.w.conn.(AdminConn).ListClientRecords(ctx, partition, q)
 }
 
 func (f wAdminConn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) (_ []CommitMeta, err error) {

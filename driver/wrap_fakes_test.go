@@ -95,7 +95,7 @@ func (f *fconn) GetClientRecord(ctx context.Context, p, _ string) (ClientRecord,
 func (f *fconn) PutClientRecord(ctx context.Context, p string, _ ClientRecord) error {
 	return f.fail(ctx, "Conn.PutClientRecord", p)
 }
-func (f *fconn) ListClientCursors(ctx context.Context, p string) ([]ClientCursor, error) {
+func (f *fconn) ListClientCursors(ctx context.Context, p, _ string, _ int) ([]ClientCursor, error) {
 	return nil, f.fail(ctx, "Conn.ListClientCursors", p)
 }
 func (f *fconn) TouchPartition(ctx context.Context, p string, _ int64, _ string) (PartitionEntry, error) {
@@ -159,7 +159,7 @@ func (x fBlobRefsConn) ListReferencedBlobIDs(ctx context.Context, p, _ string, _
 
 type fAdminConn struct{ f *fconn }
 
-func (x fAdminConn) ListClientRecords(ctx context.Context, p string, _ int) ([]ClientRecord, error) {
+func (x fAdminConn) ListClientRecords(ctx context.Context, p string, _ ClientRecordQuery) ([]ClientRecord, error) {
 	return nil, x.f.fail(ctx, "AdminConn.ListClientRecords", p)
 }
 func (x fAdminConn) ListCommitMeta(ctx context.Context, p string, _ int64, _ int) ([]CommitMeta, error) {

@@ -107,7 +107,10 @@ var connMethods = []method{
 	{"Conn", "Conn.PutClientRecord", true, false, func(ctx context.Context, x any) error {
 		return x.(Conn).PutClientRecord(ctx, part, ClientRecord{})
 	}},
-	{"Conn", "Conn.ListClientCursors", true, false, func(ctx context.Context, x any) error { _, err := x.(Conn).ListClientCursors(ctx, part); return err }},
+	{"Conn", "Conn.ListClientCursors", true, false, func(ctx context.Context, x any) error {
+		_, err := x.(Conn).ListClientCursors(ctx, part, "", 1)
+		return err
+	}},
 	{"Conn", "Conn.TouchPartition", true, false, func(ctx context.Context, x any) error {
 		_, err := x.(Conn).TouchPartition(ctx, part, 1, "e")
 		return err
@@ -168,7 +171,7 @@ var connMethods = []method{
 		return err
 	}},
 	{"AdminConn", "AdminConn.ListClientRecords", true, false, func(ctx context.Context, x any) error {
-		_, err := x.(AdminConn).ListClientRecords(ctx, part, 1)
+		_, err := x.(AdminConn).ListClientRecords(ctx, part, ClientRecordQuery{Limit: 1})
 		return err
 	}},
 	{"AdminConn", "AdminConn.ListCommitMeta", true, false, func(ctx context.Context, x any) error {

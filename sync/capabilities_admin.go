@@ -6,7 +6,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Typed access to the admin capability (CONTRACT.md ADM-1): read-only
+// Typed access to the admin capability (CONTRACT.md ADM-1, ADM-2): read-only
 // console views. Input is validated (group V) before the driver is
 // called; a driver without the capability → CodeUnsupported with
 // Capability "admin" (ERR-2).
@@ -20,10 +20,15 @@ func (s *Store) admin(op string) (driver.AdminConn, error) {
 	return a, nil
 }
 
-// ListClientRecords returns the partition's client records newest first
-// (UpdatedAtMs descending, then client id descending), at most limit
-// (ADM-1). Checks: V-1 partition, limit 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
+// ListClientRecords returns one page of the partition's client records,
+// newest first (UpdatedAtMs descending, then client id descending), after
+// the exclusive position (q.AfterUpdatedAtMs, q.AfterClientID), at most
+// q.Limit; q.Next(last) is the query of the next page, so every record is
+// reachable however many share one UpdatedAtMs (ADM-2; see
+// driver.ClientRecordQuery). Checks: V-1 partition; q.AfterClientID "" or
+// a valid client id (V-2, V-7), and "" only with q.AfterUpdatedAtMs 0
+// (CodeInvalidArgument, ADM-2); q.Limit 1…10,000 (CodeInvalidLimit, V-5).
+func (s *Store) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
 	if err := checkCtx(ctx, "ListClientRecords"); err != nil {
 		return *new([]driver.ClientRecord), err
 	}
@@ -32,10 +37,20 @@ func (s *Store) ListClientRecords(ctx context.Context, partition string, limit i
 	if err != nil {
 		return nil, err
 	}
-	if err := firstErr(idPartition.check(op, partition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
+	if err := firstErr(idPartition.check(op, partition), checkClientRecordPosition(op, q),
+		checkLimit(op, "limit", q.Limit, MaxLimit)); err != nil {
 		return nil, err
 	}
-	return a.ListClientRecords(ctx, partition, limit)
+	return a.ListClientRecords(ctx, partition, q)
+}
+
+// checkClientRecordPosition checks q's position: the zero position, or a
+// valid client id (V-2, V-7) with any time.
+func checkClientRecordPosition(op string, q driver.ClientRecordQuery) error {
+	if q.AfterClientID == "" && q.AfterUpdatedAtMs != 0 {
+		return argErr(op, "ADM-2", "afterUpdatedAtMs is set without afterClientID")
+	}
+	return checkAfterClientID(op, q.AfterClientID)
 }
 
 // ListCommitMeta returns the metadata of the retained commits with seq <

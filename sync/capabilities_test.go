@@ -75,10 +75,10 @@ func (c *capConn) ListReferencedBlobIDs(ctx context.Context, p, after string, li
 	return nil, nil
 }
 
-func (c *capConn) ListClientRecords(ctx context.Context, p string, limit int) ([]driver.ClientRecord, error) {
+func (c *capConn) ListClientRecords(ctx context.Context, p string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
 	c.calls.Add(1)
 	if a, ok := c.Conn.(driver.AdminConn); ok {
-		return a.ListClientRecords(ctx, p, limit)
+		return a.ListClientRecords(ctx, p, q)
 	}
 	return nil, nil
 }
@@ -142,7 +142,7 @@ func capCalls() []capCall {
 			return err
 		}},
 		{"ListClientRecords", driver.CapAdmin, func(ctx context.Context, s *sync.Store) error {
-			_, err := s.ListClientRecords(ctx, "p1", 10)
+			_, err := s.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{Limit: 10})
 			return err
 		}},
 		{"ListCommitMeta", driver.CapAdmin, func(ctx context.Context, s *sync.Store) error {
@@ -251,9 +251,21 @@ func TestCapabilitiesValidation(t *testing.T) {
 			return err
 		}, driver.CodeInvalidLimit},
 		{"ListClientRecords limit -1", func() error {
-			_, err := s.ListClientRecords(ctx, "p1", -1)
+			_, err := s.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{Limit: -1})
 			return err
 		}, driver.CodeInvalidLimit},
+		{"ListClientRecords time without a client id", func() error {
+			_, err := s.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{AfterUpdatedAtMs: 7, Limit: 10})
+			return err
+		}, driver.CodeInvalidArgument},
+		{"ListClientRecords position with NUL", func() error {
+			_, err := s.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{AfterUpdatedAtMs: 7, AfterClientID: "c\x00", Limit: 10})
+			return err
+		}, driver.CodeInvalidArgument},
+		{"ListClientRecords position with the server-command prefix", func() error {
+			_, err := s.ListClientRecords(ctx, "p1", driver.ClientRecordQuery{AfterClientID: sync.RemoteCommandPrefix + "x", Limit: 10})
+			return err
+		}, driver.CodeInvalidClientID},
 		{"ListCommitMeta negative cursor", func() error {
 			_, err := s.ListCommitMeta(ctx, "p1", -1, 10)
 			return err

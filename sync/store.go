@@ -111,38 +111,41 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, erro
 }
 
 // ReadCommitWindow is driver.Conn's, after V-1; a known table (SCH-8);
-// LimitChanges 1…10,000 (V-5); AfterSeq ≥ 0 and ThroughSeq ≥ AfterSeq
-// (CodeInvalidArgument); a filter with ≥ 1 key (V-6). A filter key with an
-// empty value list matches nothing: the result is empty and the driver is
-// not called.
+// LimitChanges 1…10,000 (V-5); 0 ≤ AfterSeq ≤ ThroughSeq
+// (CodeInvalidArgument, WIN-8); a filter with ≥ 1 key (V-6). The driver
+// then checks the cursor in the snapshot of the read: AfterSeq below the
+// horizon → CodeCursorExpired (HZ-4: the client must bootstrap again),
+// beyond the head → CodeCursorAhead (WIN-8); no commit is returned with
+// either. A filter key with an empty value list matches nothing, but the
+// read still goes to the driver, so its cursor is checked like any other.
 func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if err := checkCtx(ctx, "ReadCommitWindow"); err != nil {
 		return *new([]driver.Commit), err
 	}
-	empty, err := s.checkWindow("ReadCommitWindow", partition, q)
-	if err != nil || empty {
+	if err := s.checkWindow("ReadCommitWindow", partition, q); err != nil {
 		return nil, err
 	}
 	return s.conn.ReadCommitWindow(ctx, partition, q)
 }
 
-func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) (empty bool, err error) {
+func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) error {
 	if err := idPartition.check(op, partition); err != nil {
-		return false, err
+		return err
 	}
 	if _, err := s.schema.Load().table(op, q.Table); err != nil {
-		return false, err
+		return err
 	}
 	if err := checkLimit(op, "limitChanges", q.LimitChanges, MaxLimit); err != nil {
-		return false, err
+		return err
 	}
-	if err := checkSeq(op, "afterSeq", q.AfterSeq, "V-5, WIN-1"); err != nil {
-		return false, err
+	if err := checkSeq(op, "afterSeq", q.AfterSeq, "WIN-8"); err != nil {
+		return err
 	}
 	if q.ThroughSeq < q.AfterSeq {
-		return false, argErr(op, "V-5, WIN-1", "throughSeq is below afterSeq")
+		return argErr(op, "WIN-8", "afterSeq is above throughSeq")
 	}
-	return checkFilter(op, q.Filter)
+	_, err := checkFilter(op, q.Filter)
+	return err
 }
 
 // CommitSeqBefore is driver.Conn's, after V-1 (atMs is any int64).
@@ -290,15 +293,21 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec drive
 	return s.conn.PutClientRecord(ctx, partition, rec)
 }
 
-// ListClientCursors is driver.Conn's, after V-1.
-func (s *Store) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+// ListClientCursors is driver.Conn's: one page of the partition's client
+// cursors, ascending bytewise by client id after afterClientID (exclusive;
+// "" = from the first), at most limit (CR-2, CR-3). Checks: V-1
+// partition; afterClientID "" or a valid client id (V-2, V-7); limit
+// 1…10,000 (CodeInvalidLimit, V-5).
+func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	if err := checkCtx(ctx, "ListClientCursors"); err != nil {
 		return *new([]driver.ClientCursor), err
 	}
-	if err := idPartition.check("ListClientCursors", partition); err != nil {
+	const op = "ListClientCursors"
+	if err := firstErr(idPartition.check(op, partition), checkAfterClientID(op, afterClientID),
+		checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return nil, err
 	}
-	return s.conn.ListClientCursors(ctx, partition)
+	return s.conn.ListClientCursors(ctx, partition, afterClientID, limit)
 }
 
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch

@@ -48,6 +48,7 @@ var (
 	idRow            = idKind{"row id", MaxIDBytes, "V-2"}
 	idAfterRow       = idKind{"afterRowID", MaxIDBytes, "V-2"}
 	idClient         = idKind{"client id", MaxIDBytes, "V-2"}
+	idAfterClient    = idKind{"afterClientID", MaxIDBytes, "V-2"}
 	idClientCommit   = idKind{"client commit id", MaxIDBytes, "V-2"}
 	idActor          = idKind{"actor id", MaxIDBytes, "V-2"}
 	idEpoch          = idKind{"epoch", MaxIDBytes, "REG-1, V-2"}
@@ -101,6 +102,15 @@ func checkClientID(op, id string) error {
 // the server itself).
 func checkOptionalClientID(op, id string) error {
 	if err := idClient.checkOptional(op, id); err != nil {
+		return err
+	}
+	return checkRemoteCommand(op, id)
+}
+
+// checkAfterClientID checks a paging position over client ids: "" (from
+// the first) or a client id V-2 and V-7 allow.
+func checkAfterClientID(op, id string) error {
+	if err := idAfterClient.checkOptional(op, id); err != nil {
 		return err
 	}
 	return checkRemoteCommand(op, id)

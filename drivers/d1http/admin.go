@@ -8,18 +8,25 @@ import (
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
-// The admin capability (ADM-1): read-only console views, the SQLite
+// The admin capability (ADM-1, ADM-2): read-only console views, the SQLite
 // dialect's statements.
 
 var _ driver.AdminConn = (*Conn)(nil)
 
-// ListClientRecords returns client records newest first (UpdatedAtMs
-// desc, client id desc), at most limit (1…10,000) (ADM-1).
-func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(limit); err != nil {
+// ListClientRecords returns one page of client records newest first
+// (UpdatedAtMs desc, client id desc) after q's exclusive position, at most
+// q.Limit (1…10,000) (ADM-2): a backward walk of _sync_clients_by_time
+// from just below the position. Integers come back as text, so the last
+// record's position is exact.
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(q.Limit); err != nil {
 		return nil, err
 	}
-	rows, err := c.rows(ctx, "d1http: list client records", d.AdminListClients, partition, limit)
+	stmt, args := d.D1AdminListClients, []any{partition, q.Limit}
+	if q.AfterClientID != "" {
+		stmt, args = d.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
+	}
+	rows, err := c.rows(ctx, "d1http: list client records", stmt, args...)
 	if err != nil {
 		return nil, err
 	}

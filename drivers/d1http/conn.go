@@ -180,8 +180,20 @@ func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCom
 // partitionSeqs returns max_seq and horizon_seq (0, 0 when unknown, P-2).
 func (c *Conn) partitionSeqs(ctx context.Context, partition string) (maxSeq, horizon int64, err error) {
 	rows, err := c.rows(ctx, "d1http: read partition counters", d.SelectPartitionSeqs, partition)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return 0, 0, err
+	}
+	return decodeSeqs(rows)
+}
+
+// decodeSeqs decodes the answer to SelectPartitionSeqs: max_seq and
+// horizon_seq, or 0, 0 for no row (an unknown partition, P-2).
+func decodeSeqs(rows [][]json.RawMessage) (maxSeq, horizon int64, err error) {
+	if len(rows) == 0 {
+		return 0, 0, nil
+	}
+	if len(rows[0]) != 2 {
+		return 0, 0, driver.Errorf(driver.CodeInternal, "d1http: partition counters have %d columns, want 2", len(rows[0]))
 	}
 	if maxSeq, err = rawInt(rows[0][0]); err == nil {
 		horizon, err = rawInt(rows[0][1])

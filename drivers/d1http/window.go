@@ -9,12 +9,20 @@ import (
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
-// (WIN-1…WIN-7), as drivers/sqlite does with the same SQL: candidates
-// only from the change-scope index for the filter key with the fewest
-// values (WIN-7), in rounds bounded by WindowBound, so no answer holds
-// more than about LimitChanges candidates per value. Row versions and times
-// come back as text (VAL-1). Errors: CodeUnknownTable.
+// (WIN-1…WIN-7), with the SQL of drivers/sqlite: candidates only from the
+// change-scope index for the filter key with the fewest values (WIN-7),
+// in rounds cut by WindowBound, so no answer holds more than about
+// LimitChanges candidates per value. Each round is one request: a batch,
+// which D1 runs as one transaction, of the partition's counters and
+// WindowRound (the bound and the candidates up to it in one statement).
+// The cursor is checked against the counters of every round's own
+// snapshot: AfterSeq below the horizon → CodeCursorExpired (HZ-4), beyond
+// the head → CodeCursorAhead (WIN-8), and nothing is returned; so a prune
+// that lands between two rounds fails the read instead of leaving a gap.
+// Row versions and times come back as text (VAL-1). Errors:
+// CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+	const what = "d1http: read commit window"
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
@@ -25,38 +33,54 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
-	if empty || q.ThroughSeq <= q.AfterSeq {
-		return nil, nil
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	w := &windowReader{q: q, match: d.NewMatcher(q.Filter, key)}
-	// Every read goes in rounds bounded by WindowBound (one value included):
-	// an HTTP answer cannot be cut short the way a cursor can.
-	vals := q.Filter[key]
-	list, err := d.JSONList(vals)
+	if empty {
+		// Nothing can match; the cursor is still checked (one request).
+		maxSeq, horizon, err := c.partitionSeqs(ctx, partition)
+		if err != nil {
+			return nil, err
+		}
+		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
+	}
+	list, err := d.JSONList(q.Filter[key])
 	if err != nil {
 		return nil, err
 	}
-	for after := q.AfterSeq; after < q.ThroughSeq && !w.done; {
-		args := []any{partition, q.Table, key, list, num(after), num(q.ThroughSeq)}
-		rows, err := c.rows(ctx, "d1http: read commit window", d.WindowBound, append(args, q.LimitChanges)...)
+	w := &windowReader{q: q, match: d.NewMatcher(q.Filter, key)}
+	for after := q.AfterSeq; !w.done; {
+		res, err := c.cl.read(ctx, what, st(d.SelectPartitionSeqs, partition),
+			st(d.D1Window(d.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
 		if err != nil {
 			return nil, err
 		}
-		through := q.ThroughSeq
-		if len(rows) == 1 && string(rows[0][0]) != "null" {
-			if b, err := rawInt(rows[0][0]); err == nil && b < through {
-				through = b
-			}
-		}
-		args[5] = num(through)
-		page, err := c.rows(ctx, "d1http: read commit window", d.D1Window(d.WindowList), args...)
+		maxSeq, horizon, err := decodeSeqs(res[0].Results.Rows)
 		if err != nil {
 			return nil, err
+		}
+		if err := driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq); err != nil {
+			return nil, err
+		}
+		rows := res[1].Results.Rows
+		if len(rows) == 0 {
+			break // no candidate left in (after, ThroughSeq]
+		}
+		bound, err := rawInt(rows[0][0])
+		if err != nil {
+			return nil, driver.Errorf(driver.CodeInternal, "%s: the round's bound is not an integer", what)
+		}
+		page := make([][]json.RawMessage, len(rows))
+		for i, r := range rows {
+			page[i] = r[1:]
 		}
 		if err := w.read(page); err != nil {
 			return nil, err
 		}
-		after = through
+		if string(rows[0][0]) == "null" || bound >= q.ThroughSeq {
+			break // the round reached ThroughSeq
+		}
+		after = bound
 	}
 	return w.out, nil
 }

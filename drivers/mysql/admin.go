@@ -8,17 +8,27 @@ import (
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
-// The admin capability (ADM-1): read-only console views of committed
+// The admin capability (ADM-1, ADM-2): read-only console views of committed
 // data. Every listing walks an index in its order and stops at its limit.
 
 var _ driver.AdminConn = (*Conn)(nil)
 
 // Admin statements.
 const (
-	// adminListClients: p, limit → client records newest first (updated_at_ms
-	// desc, client id desc), a backward walk of _sync_clients_by_time.
+	// adminListClients: p, limit → the first page of client records,
+	// newest first (updated_at_ms desc, client id desc), a backward walk of
+	// _sync_clients_by_time that stops at the limit (ADM-2).
 	adminListClients = `SELECT client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions
 FROM _sync_clients FORCE INDEX (_sync_clients_by_time) WHERE p = ? ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?`
+	// adminListClientsAfter: p, updated_at_ms, updated_at_ms, client id
+	// (the exclusive position), limit → the page after the position. The
+	// position is spelled as an OR of two ranges, which MySQL and MariaDB
+	// both turn into a range read of the index (MariaDB does not for a
+	// row comparison), so the walk starts just below it (ADM-2).
+	adminListClientsAfter = `SELECT client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions
+FROM _sync_clients FORCE INDEX (_sync_clients_by_time)
+WHERE p = ? AND (updated_at_ms < ? OR (updated_at_ms = ? AND client_id < ?))
+ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?`
 	// adminListCommits: p, beforeSeq (exclusive), limit → seq, client_id,
 	// client_commit_id, actor_id, created_at_ms, change count; newest
 	// first. The commits' primary key serves the walk, the changes'
@@ -40,14 +50,19 @@ STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variab
 STRAIGHT_JOIN _sync_changes AS ch ON ch.p = cs.p AND ch.seq = cs.seq AND ch.idx = cs.idx`
 }
 
-// ListClientRecords returns the partition's client records newest first
-// (UpdatedAtMs descending, client id descending), at most limit (1…10,000)
-// (ADM-1). Errors: CodeInvalidLimit.
-func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(limit); err != nil {
+// ListClientRecords returns one page of the partition's client records,
+// newest first (UpdatedAtMs descending, client id descending), after q's
+// exclusive position, at most q.Limit (1…10,000) (ADM-2). Errors:
+// CodeInvalidLimit.
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(q.Limit); err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, nil, adminListClients, []any{partition, int64(limit)}, "mysql: list client records")
+	stmt, args := adminListClients, []any{partition, int64(q.Limit)}
+	if q.AfterClientID != "" {
+		stmt, args = adminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
+	}
+	rows, err := c.query(ctx, nil, stmt, args, "mysql: list client records")
 	if err != nil {
 		return nil, err
 	}

@@ -219,8 +219,11 @@ FROM _sync_clients WHERE p = ? AND client_id = ?`
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE actor_id = VALUES(actor_id), wire_version = VALUES(wire_version),
 	cursor_seq = VALUES(cursor_seq), updated_at_ms = VALUES(updated_at_ms), subscriptions = VALUES(subscriptions)`
-	listClientCursors = `SELECT client_id, cursor_seq, updated_at_ms FROM _sync_clients WHERE p = ? ORDER BY client_id`
-	deleteClients     = `DELETE FROM _sync_clients WHERE p = ?`
+	// listClientCursors: p, after client id (exclusive), limit → a range
+	// read of the primary key that stops at the limit (CR-3).
+	listClientCursors = `SELECT client_id, cursor_seq, updated_at_ms FROM _sync_clients
+WHERE p = ? AND client_id > ? ORDER BY client_id LIMIT ?`
+	deleteClients = `DELETE FROM _sync_clients WHERE p = ?`
 )
 
 // Partition registry (REG).

@@ -59,20 +59,80 @@ func expectPlan(t *testing.T, what string, plan []planRow, want map[string]strin
 	}
 }
 
+// TestPlanWindowReads pins the round statements as ReadCommitWindow runs
+// them: the counters of the head (windowHead) by primary key, then the
+// candidates, whose plan the head must not change (HZ-4, WIN-7, WIN-8).
 func TestPlanWindowReads(t *testing.T) {
 	c := planStore(t)
-	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY"}
-	expectPlan(t, "window, one value", explain(t, c, windowSingle,
+	if err := c.SetHorizonSeq(t.Context(), "p", 1); err != nil { // so _sync_horizons has p's row
+		t.Fatal(err)
+	}
+	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY",
+		"_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}
+	expectPlan(t, "window, one value", explain(t, c, windowSingleRound, "p", "p",
 		"p", "todos", "project", "p3", 0, 1000, 0, math.MaxInt32, 564), joins, false)
 
-	var args []any
+	args := []any{"p", "p"}
 	for _, v := range []string{"p1", "p2", "p3"} {
 		args = append(args, "p", "todos", "project", v, 0, 1000, 0, math.MaxInt32, 564)
 	}
-	expectPlan(t, "window, three values", explain(t, c, windowList(3), append(args, 564)...), joins, true)
+	expectPlan(t, "window, three values", explain(t, c, windowListRounds[3], append(args, 564)...), joins, true)
 
-	expectPlan(t, "window, a long list as JSON", explain(t, c, c.windowJSON(),
+	expectPlan(t, "window, a long list as JSON", explain(t, c, withHead(c.windowJSON()), "p", "p",
 		`["p1","p2","p3"]`, "p", "todos", "project", 0, 1000, 0, math.MaxInt32, 564), joins, true)
+
+	expectPlan(t, "window counters (an empty value list)", explain(t, c, windowCounters, "p", "p"),
+		map[string]string{"_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}, false)
+}
+
+// TestPlanClientPages: client cursors (CR-3) and client records (ADM-2)
+// are paged by a range read of an index in its order that stops at the
+// limit, from just after the position, on a partition with thousands of
+// clients.
+func TestPlanClientPages(t *testing.T) {
+	c := openStore(t)
+	for _, p := range []string{"p", "q"} {
+		for start := 0; start < 4000; start += 500 {
+			var b strings.Builder
+			var args []any
+			for i := start; i < start+500; i++ {
+				if i > start {
+					b.WriteString(", ")
+				}
+				b.WriteString("(?, ?, 'a', 1, ?, ?, '[]')")
+				args = append(args, p, fmt.Sprintf("c-%05d", i), i, i%700)
+			}
+			if _, err := c.db.Exec(`INSERT INTO _sync_clients (p, client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions) VALUES `+
+				b.String(), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := c.db.Exec("ANALYZE TABLE _sync_clients"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, q string
+		args    []any
+		index   string
+	}{
+		{"client cursors, first page", listClientCursors, []any{"p", "", 100}, "PRIMARY"},
+		{"client cursors, next page", listClientCursors, []any{"p", "c-02500", 100}, "PRIMARY"},
+		{"client records, first page", adminListClients, []any{"p", 100}, "_sync_clients_by_time"},
+		{"client records, next page", adminListClientsAfter, []any{"p", 350, 350, "c-02500", 100}, "_sync_clients_by_time"},
+	} {
+		plan := explain(t, c, tc.q, tc.args...)
+		expectPlan(t, tc.name, plan, map[string]string{"_sync_clients": tc.index}, false)
+		// A page after a position must start there: a range over more
+		// than the partition's key (ref on p alone would walk from the top).
+		if strings.Contains(tc.name, "next page") {
+			for _, r := range plan {
+				if r.table == "_sync_clients" && r.typ != "range" {
+					t.Errorf("%s: access type %s, want a range read from the position: %v", tc.name, r.typ, plan)
+				}
+			}
+		}
+	}
 }
 
 func TestPlanScans(t *testing.T) {

@@ -1,8 +1,11 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
@@ -61,6 +64,26 @@ STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variab
 ORDER BY cs.seq, cs.idx LIMIT ?`
 }
 
+// windowHead is the first part of every round's statement: one row
+// (kind 0) with the partition's max_seq and horizon_seq (0 when it has
+// none), read by the same statement, so in the same read view, as the
+// candidates (kind 1) that follow it through UNION ALL. Arguments: the
+// partition twice. A round is therefore one statement that always
+// returns a row, and its cursor check costs no round trip (HZ-4, WIN-8).
+const windowHead = `SELECT 0 AS kind, COALESCE((SELECT max_seq FROM _sync_partitions WHERE p = ?), 0) AS max_seq,
+	COALESCE((SELECT horizon_seq FROM _sync_horizons WHERE p = ?), 0) AS horizon_seq,
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+UNION ALL
+`
+
+// withHead returns the statement of a round: windowHead, then the
+// candidate query q (a SELECT of windowCols), which keeps its own ORDER
+// BY and LIMIT inside the parentheses. UNION ALL promises no order across
+// or within its parts, so the reader sorts the candidates itself.
+func withHead(q string) string {
+	return windowHead + "(SELECT 1, NULL, NULL, " + strings.TrimPrefix(q, "SELECT ") + ")"
+}
+
 // roundHeadroom is added to the number of changes still wanted to size a
 // round: a few more candidates finish the last commit or replace those
 // the other filter keys reject.
@@ -72,11 +95,20 @@ const roundHeadroom = 64
 // after the last (seq, idx) read: one value walks its index range in
 // order; several values walk each range, each cut at the round size, and
 // merge them, so a round costs O(values × round) whatever the size of the
-// log. The other keys are checked against each candidate's stored scopes
-// (WIN-3). A commit is appended whole, with only its matching changes in
-// their original order (WIN-2), and reading stops after the commit that
-// brings the matched changes to ≥ LimitChanges (WIN-4). Deletes carry no
-// Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable.
+// log. Every round is one statement that also reads the partition's
+// max_seq and horizon_seq (windowHead), so the cursor is checked in the
+// read view the round's candidates come from: AfterSeq below the horizon
+// → CodeCursorExpired (HZ-4), beyond the head → CodeCursorAhead (WIN-8),
+// and nothing is returned; a prune that commits between two rounds
+// therefore fails the read instead of leaving a gap (commits above the
+// horizon are never pruned, and commits are never rewritten). A filter
+// with an empty value list reads no candidate but still checks the
+// cursor, in one statement. The other keys are checked against each
+// candidate's stored scopes (WIN-3). A commit is appended whole, with
+// only its matching changes in their original order (WIN-2), and reading
+// stops after the commit that brings the matched changes to ≥
+// LimitChanges (WIN-4). Deletes carry no Values and RowVersion 0 (WIN-6).
+// Errors: CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
@@ -88,8 +120,13 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
-	if empty || q.ThroughSeq <= q.AfterSeq {
-		return nil, nil
+	if empty {
+		// Nothing can match; the cursor is still checked, in one statement.
+		var maxSeq, horizon int64
+		if err := c.queryRow(ctx, nil, windowCounters, []any{partition, partition}, &maxSeq, &horizon); err != nil {
+			return nil, err
+		}
+		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
 	}
 	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
 	vals := dedupe(q.Filter[key])
@@ -104,15 +141,15 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	for {
 		size := int64(max(q.LimitChanges-w.matched, 0) + roundHeadroom)
 		var query string
-		var args []any
+		args := []any{partition, partition}
 		if len(vals) == 1 {
-			query = windowSingle
-			args = []any{partition, q.Table, key, vals[0], lastSeq, q.ThroughSeq, lastSeq, lastIdx, size}
+			query = windowSingleRound
+			args = append(args, partition, q.Table, key, vals[0], lastSeq, q.ThroughSeq, lastSeq, lastIdx, size)
 		} else if len(vals) > maxInlineValues {
-			query = c.windowJSON()
-			args = []any{list, partition, q.Table, key, lastSeq, q.ThroughSeq, lastSeq, lastIdx, size}
+			query = withHead(c.windowJSON())
+			args = append(args, list, partition, q.Table, key, lastSeq, q.ThroughSeq, lastSeq, lastIdx, size)
 		} else {
-			query = windowList(len(vals))
+			query = windowListRounds[len(vals)]
 			for _, v := range vals {
 				args = append(args, partition, q.Table, key, v, lastSeq, q.ThroughSeq, lastSeq, lastIdx, size)
 			}
@@ -128,6 +165,22 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 	}
 }
+
+// windowCounters reads windowHead's counters alone: max_seq, horizon_seq.
+const windowCounters = `SELECT COALESCE((SELECT max_seq FROM _sync_partitions WHERE p = ?), 0),
+	COALESCE((SELECT horizon_seq FROM _sync_horizons WHERE p = ?), 0)`
+
+// windowSingleRound and windowListRounds[n] are the round statements of
+// one value and of n ≤ maxInlineValues values, built once.
+var (
+	windowSingleRound = withHead(windowSingle)
+	windowListRounds  = func() (out [maxInlineValues + 1]string) {
+		for n := 2; n <= maxInlineValues; n++ {
+			out[n] = withHead(windowList(n))
+		}
+		return out
+	}()
+)
 
 // windowReader groups candidate changes into commits and applies the stop
 // rule across rounds.
@@ -148,49 +201,52 @@ func (w *windowReader) flush() {
 	w.cur = nil
 }
 
-// read consumes one round (rows ordered by seq, idx), advancing the
-// cursor, and returns how many rows it read.
+// candidate is one change-scope candidate of a round with its change and
+// commit.
+type candidate struct {
+	seq, idx, rowVersion int64
+	rowID, op            string
+	scopes, vals         []byte
+	meta                 driver.Commit
+}
+
+// read runs one round: it checks the cursor against the round's counters,
+// then consumes its candidates in (seq, idx) order, advancing the cursor,
+// and returns how many candidates it read.
 func (w *windowReader) read(ctx context.Context, query string, args []any, lastSeq, lastIdx *int64) (int64, error) {
-	rows, err := w.c.query(ctx, nil, query, args, "mysql: read commit window")
+	cands, maxSeq, horizon, err := w.round(ctx, query, args)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Close()
-	var n int64
-	for rows.Next() {
-		n++
-		var (
-			seq, idx, rowVersion int64
-			rowID, op            string
-			scopes, vals         []byte
-			meta                 driver.Commit
-		)
-		if err := rows.Scan(&seq, &idx, &rowID, &op, &scopes, &vals, &rowVersion,
-			&meta.ClientID, &meta.ClientCommitID, &meta.ActorID, &meta.CreatedAtMs); err != nil {
-			return 0, w.c.mapErr(ctx, err, "mysql: read commit window")
-		}
-		*lastSeq, *lastIdx = seq, idx
-		if w.cur == nil || w.cur.Seq != seq {
+	if err := driver.CheckWindowCursor(w.q.AfterSeq, horizon, maxSeq); err != nil {
+		w.out, w.cur = nil, nil
+		return 0, err
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.idx, b.idx)) })
+	for i, cd := range cands {
+		*lastSeq, *lastIdx = cd.seq, cd.idx
+		if w.cur == nil || w.cur.Seq != cd.seq {
 			w.flush()
 			if w.matched >= w.q.LimitChanges {
 				w.done = true // WIN-4: the previous commit reached the limit
-				return n, nil
+				return int64(i + 1), nil
 			}
-			meta.Seq = seq
+			meta := cd.meta
+			meta.Seq = cd.seq
 			w.cur = &meta
 		}
-		sc, err := d.DecodeScopes(string(scopes))
+		sc, err := d.DecodeScopes(string(cd.scopes))
 		if err != nil {
 			return 0, err
 		}
 		if !w.match.Match(sc) {
 			continue
 		}
-		ch := driver.Change{Table: w.q.Table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
+		ch := driver.Change{Table: w.q.Table, RowID: cd.rowID, Op: driver.Op(cd.op), Scopes: sc}
 		if ch.Op == driver.OpUpsert {
-			ch.RowVersion = rowVersion
-			if vals != nil {
-				if ch.Values, err = driver.DecodeValues(vals); err != nil {
+			ch.RowVersion = cd.rowVersion
+			if cd.vals != nil {
+				if ch.Values, err = driver.DecodeValues(cd.vals); err != nil {
 					return 0, driver.Wrap(driver.CodeInternal, err, "mysql: decode stored change values")
 				}
 			}
@@ -198,8 +254,49 @@ func (w *windowReader) read(ctx context.Context, query string, args []any, lastS
 		w.cur.Changes = append(w.cur.Changes, ch)
 		w.matched++
 	}
-	if err := rows.Err(); err != nil {
-		return 0, w.c.mapErr(ctx, err, "mysql: read commit window")
+	return int64(len(cands)), nil
+}
+
+// round runs one round statement and returns its candidates, in the
+// order they came, and the counters of its head row.
+func (w *windowReader) round(ctx context.Context, query string, args []any) (cands []candidate, maxSeq, horizon int64, err error) {
+	const what = "mysql: read commit window"
+	rows, err := w.c.query(ctx, nil, query, args, what)
+	if err != nil {
+		return nil, 0, 0, err
 	}
-	return n, nil
+	defer rows.Close()
+	head := false
+	for rows.Next() {
+		var (
+			kind                 int64
+			m, h                 sql.NullInt64
+			seq, idx, rowVersion sql.NullInt64
+			rowID, op            sql.NullString
+			clientID, commitID   sql.NullString
+			actorID              sql.NullString
+			createdAt            sql.NullInt64
+			cd                   candidate
+		)
+		if err := rows.Scan(&kind, &m, &h, &seq, &idx, &rowID, &op, &cd.scopes, &cd.vals, &rowVersion,
+			&clientID, &commitID, &actorID, &createdAt); err != nil {
+			return nil, 0, 0, w.c.mapErr(ctx, err, what)
+		}
+		if kind == 0 {
+			head, maxSeq, horizon = true, m.Int64, h.Int64
+			continue
+		}
+		cd.seq, cd.idx, cd.rowVersion = seq.Int64, idx.Int64, rowVersion.Int64
+		cd.rowID, cd.op = rowID.String, op.String
+		cd.meta = driver.Commit{ClientID: clientID.String, ClientCommitID: commitID.String, ActorID: actorID.String,
+			CreatedAtMs: createdAt.Int64}
+		cands = append(cands, cd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, w.c.mapErr(ctx, err, what)
+	}
+	if !head {
+		return nil, 0, 0, driver.Errorf(driver.CodeInternal, "%s: the round has no counters row", what)
+	}
+	return cands, maxSeq, horizon, nil
 }

@@ -10,7 +10,7 @@ import (
 	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
-// The admin capability (ADM-1): read-only console views over the
+// The admin capability (ADM-1, ADM-2): read-only console views over the
 // infrastructure tables, on the pool (committed data only). Every listing
 // walks an index in its order and stops at its limit.
 
@@ -22,10 +22,16 @@ func init() {
 }
 
 const (
-	// sqlAdminListClients: $1 partition, $2 limit; newest first, served by
-	// _sync_clients_by_time.
+	// sqlAdminListClients: $1 partition, $2 limit; the first page, newest
+	// first, a backward walk of _sync_clients_by_time (ADM-2).
 	sqlAdminListClients = `SELECT client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions
 FROM _sync_clients WHERE partition = $1 ORDER BY updated_at_ms DESC, client_id DESC LIMIT $2`
+	// sqlAdminListClientsAfter: $1 partition, $2 updated_at_ms and $3
+	// client id of the exclusive position, $4 limit; the walk starts just
+	// below the position (a row comparison is an index condition).
+	sqlAdminListClientsAfter = `SELECT client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions
+FROM _sync_clients WHERE partition = $1 AND (updated_at_ms, client_id) < ($2, $3)
+ORDER BY updated_at_ms DESC, client_id DESC LIMIT $4`
 	// sqlAdminListCommits: $1 partition, $2 beforeSeq (exclusive), $3
 	// limit; newest first. The commits' primary key serves the walk, the
 	// changes' primary key the count.
@@ -43,18 +49,23 @@ WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY(
 	AND cs.seq > $5 AND cs.seq <= $6`
 )
 
-// ListClientRecords returns the partition's client records newest first
-// (UpdatedAtMs descending, client id descending), at most limit (1…10,000)
-// (ADM-1).
-func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(limit); err != nil {
+// ListClientRecords returns one page of the partition's client records,
+// newest first (UpdatedAtMs descending, client id descending), after q's
+// exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
+// of _sync_clients_by_time from just below the position.
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(q.Limit); err != nil {
 		return nil, err
 	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	const what = "postgres: list client records"
-	rows, err := c.pool.Query(ctx, sqlAdminListClients, partition, int64(limit))
+	stmt, args := sqlAdminListClients, []any{partition, int64(q.Limit)}
+	if q.AfterClientID != "" {
+		stmt, args = sqlAdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
+	}
+	rows, err := c.pool.Query(ctx, stmt, args...)
 	if err != nil {
 		return nil, c.mapErr(ctx, err, what)
 	}

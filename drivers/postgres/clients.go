@@ -39,13 +39,17 @@ func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver
 	return err
 }
 
-// ListClientCursors returns every client's cursor, ascending bytewise by
-// client id (CR-2).
-func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+// ListClientCursors returns the cursors of the client records with
+// client_id > afterClientID, ascending bytewise, at most limit (CR-2,
+// CR-3): a walk of the clients' primary key that stops at the limit.
+func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, sqlListClientCursors, partition)
+	rows, err := c.pool.Query(ctx, sqlListClientCursors, partition, afterClientID, int64(limit))
 	if err != nil {
 		return nil, c.mapErr(ctx, err, "postgres: list client cursors")
 	}

@@ -166,8 +166,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (partition, client_id) DO UPDATE SET actor_id = EXCLUDED.actor_id,
 	wire_version = EXCLUDED.wire_version, cursor = EXCLUDED.cursor,
 	updated_at_ms = EXCLUDED.updated_at_ms, subscriptions = EXCLUDED.subscriptions`
-	sqlListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients WHERE partition = $1 ORDER BY client_id`
-	sqlDeleteClients     = `DELETE FROM _sync_clients WHERE partition = $1`
+	// sqlListClientCursors: $1 partition, $2 after client id (exclusive),
+	// $3 limit; a walk of the primary key that stops at the limit (CR-3).
+	sqlListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients
+WHERE partition = $1 AND client_id > $2 ORDER BY client_id LIMIT $3`
+	sqlDeleteClients = `DELETE FROM _sync_clients WHERE partition = $1`
 )
 
 // Partition registry (REG).

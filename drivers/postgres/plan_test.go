@@ -51,6 +51,17 @@ func TestPlansUseIndexes(t *testing.T) {
 			}
 		}
 	}
+	// Many partitions and clients, written directly: the window's counters
+	// and the client listings must use their indexes at that size.
+	for _, q := range []string{
+		`INSERT INTO _sync_partitions (partition, max_seq, horizon_seq) SELECT 'x' || g, g, 0 FROM generate_series(1, 5000) AS g`,
+		`INSERT INTO _sync_clients (partition, client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions)
+		SELECT 'p', 'c-' || lpad(g::text, 5, '0'), 'a', 1, g, g % 700, '[]' FROM generate_series(1, 5000) AS g`,
+	} {
+		if _, err := c.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := c.pool.Exec(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +75,13 @@ func TestPlansUseIndexes(t *testing.T) {
 		want    string
 	}
 	checks := []check{
-		{"window, one value", sqlWindow, []any{"p", "todos", "project", []string{"p7"}, int64(0), int64(400), int64(500)}, "_sync_change_scopes_pkey"},
-		{"window, value list", sqlWindow, []any{"p", "todos", "project", []string{"p1", "p7", "p9"}, int64(0), int64(400), int64(500)}, "_sync_change_scopes_pkey"},
+		{"window, one value", sqlWindow, []any{"p", "todos", "project", []string{"p7"}, int64(0), int64(400), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
+		{"window, value list", sqlWindow, []any{"p", "todos", "project", []string{"p1", "p7", "p9"}, int64(100), int64(400), int64(500), int64(100)}, "_sync_change_scopes_pkey"},
+		{"window, empty value list", sqlWindow, []any{"p", "todos", "project", []string{}, int64(100), int64(400), int64(500), int64(100)}, "_sync_partitions_pkey"},
+		{"client cursors, first page (CR-3)", sqlListClientCursors, []any{"p", "", int64(100)}, "_sync_clients_pkey"},
+		{"client cursors, next page (CR-3)", sqlListClientCursors, []any{"p", "c-02500", int64(100)}, "_sync_clients_pkey"},
+		{"client records, first page (ADM-2)", sqlAdminListClients, []any{"p", int64(100)}, "_sync_clients_by_time"},
+		{"client records, next page (ADM-2)", sqlAdminListClientsAfter, []any{"p", int64(350), "c-02500", int64(100)}, "_sync_clients_by_time"},
 		{"scan, one value", x.scans["project"][0], []any{"p", "p7", "", []string(nil), int64(100)}, "scope"},
 		{"scan, value list", x.scans["project"][1], []any{"p", []string{"p1", "p7"}, "", []string{"o1", "o2"}, int64(100)}, "scope"},
 		{"scan by owner", x.scans["owner"][0], []any{"p", "o7", "r", []string{"p7"}, int64(100)}, "scope"},
@@ -82,6 +98,14 @@ func TestPlansUseIndexes(t *testing.T) {
 			if strings.HasPrefix(ck.name, "window") && (!strings.Contains(plan, "_sync_changes_pkey") || !strings.Contains(plan, "_sync_commits_pkey")) {
 				t.Errorf("%s (%s): changes and commits must be joined by primary key:\n%s", ck.name, mode, plan)
 			}
+			if strings.HasPrefix(ck.name, "window") && (!strings.Contains(plan, "_sync_partitions_pkey") || !strings.Contains(plan, "One-Time Filter")) {
+				t.Errorf("%s (%s): the partition's counters must be read by primary key, and gate the candidates (HZ-4, WIN-8):\n%s",
+					ck.name, mode, plan)
+			}
+			if strings.HasPrefix(ck.name, "client") && (strings.Contains(plan, "Sort") || !strings.Contains(plan, "Limit")) {
+				t.Errorf("%s (%s): a page must be an index walk that stops at the limit, without a sort:\n%s", ck.name, mode, plan)
+			}
+			t.Logf("%s (%s):\n%s", ck.name, mode, plan)
 		}
 	}
 }

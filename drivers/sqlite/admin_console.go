@@ -8,19 +8,24 @@ import (
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
-// The admin capability (ADM-1): read-only console views, served by the
+// The admin capability (ADM-1, ADM-2): read-only console views, served by the
 // readers (committed data only) and sqlitedialect/admin.go's statements.
 
 var _ driver.AdminConn = (*Conn)(nil)
 
-// ListClientRecords returns the partition's client records newest first
-// (UpdatedAtMs descending, client id descending), at most limit (1…10,000)
-// (ADM-1).
-func (c *Conn) ListClientRecords(ctx context.Context, partition string, limit int) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(limit); err != nil {
+// ListClientRecords returns one page of the partition's client records,
+// newest first (UpdatedAtMs descending, client id descending), after q's
+// exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
+// of _sync_clients_by_time from just below the position.
+func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	if err := checkListLimit(q.Limit); err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.AdminListClients, []any{partition, int64(limit)})
+	stmt, args := d.AdminListClients, []any{partition, int64(q.Limit)}
+	if q.AfterClientID != "" {
+		stmt, args = d.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
+	}
+	rows, err := c.query(ctx, c.reader(), stmt, args)
 	if err != nil {
 		return nil, err
 	}

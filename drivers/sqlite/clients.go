@@ -26,9 +26,14 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 	return rec, true, nil
 }
 
-// ListClientCursors returns every client's cursor, ascending by client id (CR-2).
-func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
-	rows, err := c.query(ctx, c.reader(), d.ListClientCursors, []any{partition})
+// ListClientCursors returns the cursors of the client records with
+// client_id > afterClientID, ascending bytewise, at most limit (CR-2,
+// CR-3): a walk of the clients' primary key that stops at the limit.
+func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
+	if err := checkListLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := c.query(ctx, c.reader(), d.ListClientCursors, []any{partition, afterClientID, int64(limit)})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,6 +71,12 @@ func TestPlans(t *testing.T) {
 	c, _ := openTest(t)
 	for i := 0; i < 50; i++ {
 		pushRows(t, c, "P", todoRow(string(rune('a'+i%26))+string(rune('a'+i/26)), "p"+string(rune('0'+i%3)), "o1"))
+	}
+	for i := range 2000 { // enough client records for the planner to prefer an index walk
+		rec := driver.ClientRecord{ClientID: fmt.Sprintf("c-%04d", i), ActorID: "a", Cursor: int64(i), UpdatedAtMs: int64(i % 700)}
+		if err := c.PutClientRecord(ctx, "P", rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
@@ -145,9 +152,32 @@ func TestPlans(t *testing.T) {
 			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},
 		{name: "push result", query: d.SelectPushResult, args: []any{"P", "c", "cc"},
 			want: []string{"SEARCH _sync_push_results USING PRIMARY KEY (partition=? AND client_id=? AND client_commit_id=?)"}},
-		{name: "client cursors", query: d.ListClientCursors, args: []any{"P"},
-			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=?)"},
-			forbidden: []string{"TEMP B-TREE"}},
+		{name: "window round, value list (WIN-7, D1)", query: d.D1Window(d.WindowRound),
+			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100, 10},
+			want:      []string{csIndex, chByPK, commitByPK},
+			forbidden: []string{"SCAN _sync_change", "SCAN cs", "SCAN ch", "SCAN c\n"}},
+		{name: "client cursors, first page (CR-3)", query: d.ListClientCursors, args: []any{"P", "", 10},
+			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		{name: "client cursors, next page (CR-3)", query: d.ListClientCursors, args: []any{"P", "c-0500", 10},
+			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		{name: "client records, first page (ADM-2)", query: d.AdminListClients, args: []any{"P", 10},
+			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		{name: "client records, next page (ADM-2)", query: d.AdminListClientsAfter, args: []any{"P", 500, "c-0500", 10},
+			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		// D1's text-integer variants (drivers/d1http runs them on D1's SQLite).
+		{name: "client cursors, D1 (CR-3)", query: d.D1ListClientCursors, args: []any{"P", "c-0500", 10},
+			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		{name: "client records, D1 first page (ADM-2)", query: d.D1AdminListClients, args: []any{"P", 10},
+			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
+		{name: "client records, D1 next page (ADM-2)", query: d.D1AdminListClientsAfter, args: []any{"P", 500, "c-0500", 10},
+			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
+			forbidden: []string{"TEMP B-TREE", "SCAN"}},
 		{name: "registry page", query: d.ListRegistry, args: []any{"", 10},
 			want:      []string{"SEARCH _sync_registry USING PRIMARY KEY (partition>?)"},
 			forbidden: []string{"TEMP B-TREE"}},

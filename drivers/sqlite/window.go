@@ -9,8 +9,13 @@ import (
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
-// (WIN-1…WIN-7). Candidates come only from the change-scope index, for
-// the filter key with the fewest values (WIN-7):
+// (WIN-1…WIN-7), in one read transaction: its first statement reads the
+// partition's horizon and max seq, so the cursor is checked in the
+// snapshot the commits come from (HZ-4: below the horizon →
+// CodeCursorExpired; WIN-8: beyond the head → CodeCursorAhead; no commit
+// is returned with either), and a prune that commits meanwhile is not
+// seen by any statement of the read. Candidates come only from the
+// change-scope index, for the filter key with the fewest values (WIN-7):
 //
 //   - one value walks the index in (seq, idx) order, with no sort, and
 //     stops reading as soon as the stop rule is met;
@@ -24,7 +29,8 @@ import (
 // (WIN-3). A commit is appended whole, with only its matching changes in
 // their original order (WIN-2), and reading stops after the commit that
 // brings the matched changes to ≥ LimitChanges (WIN-4). Deletes carry no
-// Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable.
+// Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
+// CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
@@ -36,36 +42,45 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
-	if empty || q.ThroughSeq <= q.AfterSeq {
-		return nil, nil
+	vals := q.Filter[key]
+	var list string
+	if !empty && len(vals) > 1 {
+		var err error
+		if list, err = d.JSONList(vals); err != nil {
+			return nil, err
+		}
 	}
 	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
-	vals := q.Filter[key]
-	if len(vals) == 1 {
-		err := w.read(ctx, c.reader(), d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, q.ThroughSeq})
-		return w.out, err
-	}
-	list, err := d.JSONList(vals)
-	if err != nil {
-		return nil, err
-	}
-	// Every round reads the same snapshot.
-	err = c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
-		for after := q.AfterSeq; after < q.ThroughSeq && !w.done; {
-			args := []any{partition, q.Table, key, list, after, q.ThroughSeq}
+	err := c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
+		maxSeq, horizon, err := c.partitionSeqs(ctx, r, partition)
+		if err != nil {
+			return err
+		}
+		if err := driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq); err != nil {
+			return err
+		}
+		through := min(q.ThroughSeq, maxSeq)
+		if empty || through <= q.AfterSeq {
+			return nil
+		}
+		if len(vals) == 1 {
+			return w.read(ctx, r, d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
+		}
+		for after := q.AfterSeq; after < through && !w.done; {
+			args := []any{partition, q.Table, key, list, after, through}
 			var bound sql.NullInt64
 			if err := c.queryRow(ctx, r, d.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
 				return err
 			}
-			through := q.ThroughSeq
-			if bound.Valid && bound.Int64 < through {
-				through = bound.Int64
+			upTo := through
+			if bound.Valid && bound.Int64 < upTo {
+				upTo = bound.Int64
 			}
-			args[5] = through
+			args[5] = upTo
 			if err := w.read(ctx, r, d.WindowList, args); err != nil {
 				return err
 			}
-			after = through
+			after = upTo
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sort"
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
@@ -66,7 +67,10 @@ func (c *Conn) MaxCommitSeq(ctx context.Context, partition string) (int64, error
 	return c.s.current(partition).maxSeq, nil
 }
 
-// ReadCommitWindow returns the commits selected by q (WIN-1…WIN-6).
+// ReadCommitWindow returns the commits selected by q (WIN-1…WIN-6). The
+// cursor is checked against the horizon and head of the same immutable
+// partition version the commits are read from: below the horizon →
+// CodeCursorExpired (HZ-4), beyond the head → CodeCursorAhead (WIN-8).
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
@@ -74,7 +78,11 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.s.table(q.Table); err != nil {
 		return nil, err
 	}
-	return readWindow(c.s.current(partition), q), nil
+	p := c.s.current(partition)
+	if err := driver.CheckWindowCursor(q.AfterSeq, p.horizon, p.maxSeq); err != nil {
+		return nil, err
+	}
+	return readWindow(p, q), nil
 }
 
 // CommitSeqBefore returns the largest retained seq created strictly
@@ -203,14 +211,16 @@ func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver
 	}, nil)
 }
 
-// ListClientCursors returns every client's cursor, ascending bytewise by
-// client id (CR-2).
-func (c *Conn) ListClientCursors(ctx context.Context, partition string) ([]driver.ClientCursor, error) {
+// ListClientCursors returns the cursors of the clients with an id
+// bytewise above afterClientID, ascending, at most limit (CR-2, CR-3).
+func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
 	clients := c.s.current(partition).clients
 	ids := slices.Sorted(maps.Keys(clients))
+	ids = ids[sort.Search(len(ids), func(i int) bool { return ids[i] > afterClientID }):]
+	ids = ids[:min(len(ids), limit)]
 	out := make([]driver.ClientCursor, len(ids))
 	for i, id := range ids {
 		r := clients[id]

@@ -99,7 +99,8 @@ const (
 	D1SelectClient = `SELECT actor_id, CAST(wire_version AS TEXT), CAST(cursor AS TEXT), CAST(updated_at_ms AS TEXT), subscriptions
 FROM _sync_clients WHERE partition = ?1 AND client_id = ?2`
 	// D1ListClientCursors is ListClientCursors with integers as text.
-	D1ListClientCursors = `SELECT client_id, CAST(cursor AS TEXT), CAST(updated_at_ms AS TEXT) FROM _sync_clients WHERE partition = ?1 ORDER BY client_id`
+	D1ListClientCursors = `SELECT client_id, CAST(cursor AS TEXT), CAST(updated_at_ms AS TEXT) FROM _sync_clients
+WHERE partition = ?1 AND client_id > ?2 ORDER BY client_id LIMIT ?3`
 	// D1UpsertClient is UpsertClient with ?4…?6 bound as decimal text:
 	// the INTEGER affinity of the columns stores them as exact integers.
 	D1UpsertClient = UpsertClient

@@ -174,8 +174,12 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 ON CONFLICT (partition, client_id) DO UPDATE SET actor_id = excluded.actor_id,
 	wire_version = excluded.wire_version, cursor = excluded.cursor,
 	updated_at_ms = excluded.updated_at_ms, subscriptions = excluded.subscriptions`
-	// ListClientCursors: ?1 partition → client_id, cursor, updated_at_ms ascending by client_id (CR-2).
-	ListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients WHERE partition = ?1 ORDER BY client_id`
+	// ListClientCursors: ?1 partition, ?2 after client id (exclusive; ""
+	// = from the first), ?3 limit → client_id, cursor, updated_at_ms
+	// ascending by client_id (CR-2, CR-3); a walk of the primary key that
+	// stops at the limit.
+	ListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients
+WHERE partition = ?1 AND client_id > ?2 ORDER BY client_id LIMIT ?3`
 	// DeleteClients: ?1 partition (REG-2).
 	DeleteClients = `DELETE FROM _sync_clients WHERE partition = ?1`
 )

@@ -11,12 +11,18 @@ import (
 // their change and commit by primary key. CROSS JOIN pins the join order
 // (SQLite never reorders a CROSS JOIN), so the plan cannot drift to a scan
 // of the log.
-const windowSelect = `SELECT cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
-	c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms
-FROM _sync_change_scopes AS cs
-CROSS JOIN _sync_changes AS ch ON ch.partition = cs.partition AND ch.seq = cs.seq AND ch.idx = cs.idx
-CROSS JOIN _sync_commits AS c ON c.partition = cs.partition AND c.seq = cs.seq
+const windowSelect = `SELECT ` + windowCols + `
+FROM _sync_change_scopes AS cs` + windowJoins + `
 WHERE cs.partition = ?1 AND cs.tbl = ?2 AND cs.variable = ?3 AND `
+
+// windowCols are the columns of a window candidate.
+const windowCols = `cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
+	c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms`
+
+// windowJoins joins a candidate to its change and commit by primary key.
+const windowJoins = `
+CROSS JOIN _sync_changes AS ch ON ch.partition = cs.partition AND ch.seq = cs.seq AND ch.idx = cs.idx
+CROSS JOIN _sync_commits AS c ON c.partition = cs.partition AND c.seq = cs.seq`
 
 // WindowSingle selects the window candidates for one value of one scope
 // variable: ?1 partition, ?2 table, ?3 variable, ?4 value, ?5 afterSeq
@@ -44,8 +50,22 @@ ORDER BY cs.seq, cs.idx`
 // as WindowList plus ?7 = limitChanges.
 const WindowBound = `SELECT min((SELECT cs.seq FROM _sync_change_scopes AS cs
 	WHERE cs.partition = ?1 AND cs.tbl = ?2 AND cs.variable = ?3 AND cs.value = v.value AND cs.seq > ?5 AND cs.seq <= ?6
-	ORDER BY cs.seq, cs.idx LIMIT 1 OFFSET ?7 - 1))
+	ORDER BY cs.seq, cs.idx LIMIT 1 OFFSET ?7 - 1)) AS bound
 FROM json_each(?4) AS v`
+
+// WindowRound is one round of a multi-value window read in a single
+// statement, for an engine where every statement costs a request (D1):
+// WindowBound's seq bound, computed once, as the first column of every
+// row, then WindowList's columns for the candidates in (?5, bound], or
+// (?5, ?6] when the bound is NULL. No row: no candidate in (?5, ?6].
+// Arguments as WindowBound. CROSS JOIN keeps the bound first, so the
+// change-scope index range is cut at it.
+const WindowRound = `SELECT b.bound, ` + windowCols + `
+FROM (` + WindowBound + `) AS b
+CROSS JOIN _sync_change_scopes AS cs` + windowJoins + `
+WHERE cs.partition = ?1 AND cs.tbl = ?2 AND cs.variable = ?3 AND cs.value IN (SELECT j.value FROM json_each(?4) AS j)
+	AND cs.seq > ?5 AND cs.seq <= coalesce(b.bound, ?6)
+ORDER BY cs.seq, cs.idx`
 
 // PickKey chooses the filter key that drives a candidate query: the one
 // with the fewest values (ties: the smallest key, so the choice is
