@@ -57,19 +57,27 @@ func TestRetentionPlans(t *testing.T) {
 	}
 }
 
-// TestUpgradeFormat1 opens a store of storage format 1 on the D1 double
-// from four Conns at once: the upgrade is one atomic batch, a Conn whose
-// batch lost the race (the column already added) finds the store at
-// format 2 and goes on; every result keeps its record time, an
-// undecodable one included, and the retention statements work on it
-// (PR-7, CR-5).
+// TestUpgradeFormat1 opens a store of storage format 1 from four Conns at
+// once, on the D1 double and, when it is on, the miniflare lane (D1's
+// real engine): the upgrade is one atomic batch, a Conn whose batch lost
+// the race (the column already added) finds the store at format 2 and
+// goes on; every result keeps its record time, an undecodable one
+// included, and the retention statements work on it (PR-7, CR-5).
 func TestUpgradeFormat1(t *testing.T) {
-	_, base := newDouble(t)
+	t.Run("double", func(t *testing.T) {
+		_, base := newDouble(t)
+		testUpgradeFormat1(t, base)
+	})
+	t.Run("miniflare", func(t *testing.T) { testUpgradeFormat1(t, miniflareBase(t)) })
+}
+
+func testUpgradeFormat1(t *testing.T, base string) {
 	ctx := t.Context()
-	dsn, _, err := Driver{}.Provision(ctx, base)
+	dsn, drop, err := Driver{}.Provision(ctx, base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = drop(context.Background()) })
 	cfg, err := parseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
