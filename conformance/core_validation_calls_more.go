@@ -49,6 +49,7 @@ func vdCallsV5(env vdEnv) []vdCall {
 				return err
 			}),
 		)
+		out = append(out, vdCallsRetentionV5(n)...)
 	}
 	for _, n := range []int{0, 1001} {
 		if env.ixl {

@@ -110,6 +110,33 @@ type Conn interface {
 	// seq > horizon → CodeInvalidHorizon. Nothing else changes (HZ-2).
 	PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error)
 
+	// Retention (sync.Store.Prune, rule group RET, calls these). Each is
+	// bounded and served by an index, so its cost follows what it reads
+	// or deletes, never the size of the partition; limit is 1…10,000
+	// (V-5), already checked.
+
+	// DeletePushResultsBefore deletes at most limit push results of the
+	// partition whose RecordedAtMs is strictly before beforeMs, oldest
+	// first (RecordedAtMs, then client id, then client commit id,
+	// bytewise), and returns how many it deleted; fewer than limit means
+	// none older is left but rows a concurrent call was deleting. Nothing
+	// else changes (PR-7).
+	DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error)
+	// DeleteClientRecordsBefore deletes at most limit client records of
+	// the partition whose UpdatedAtMs is strictly before beforeMs, oldest
+	// first (UpdatedAtMs, then client id, bytewise), and returns how many
+	// it deleted; fewer than limit means none older is left but rows a
+	// concurrent call was deleting. The bound is checked on the record
+	// deleted, so a record a concurrent PutClientRecord refreshed is never
+	// deleted. Nothing else changes (CR-4).
+	DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error)
+	// MinClientCursor returns the smallest Cursor among the partition's
+	// client records with UpdatedAtMs ≥ updatedSinceMs and Cursor ≥
+	// atLeast (≥ 0), and true; 0 and false when no record qualifies
+	// (CR-5). It reads an index in cursor order and stops at the first
+	// qualifying record: it never lists the partition's clients.
+	MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error)
+
 	// GetClientRecord returns the client's record and true, or false (CR-1).
 	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
 	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).

@@ -160,6 +160,24 @@ func (c *wconn) PruneCommitsThrough(ctx context.Context, partition string, seq i
 	return c.conn.PruneCommitsThrough(ctx, partition, seq)
 }
 
+func (c *wconn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (_ int64, err error) {
+	ctx, end := c.hooks.start(ctx, "Conn.DeletePushResultsBefore", partition)
+	defer func() { end(err) }()
+	return c.conn.DeletePushResultsBefore(ctx, partition, beforeMs, limit)
+}
+
+func (c *wconn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (_ int64, err error) {
+	ctx, end := c.hooks.start(ctx, "Conn.DeleteClientRecordsBefore", partition)
+	defer func() { end(err) }()
+	return c.conn.DeleteClientRecordsBefore(ctx, partition, beforeMs, limit)
+}
+
+func (c *wconn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (_ int64, _ bool, err error) {
+	ctx, end := c.hooks.start(ctx, "Conn.MinClientCursor", partition)
+	defer func() { end(err) }()
+	return c.conn.MinClientCursor(ctx, partition, updatedSinceMs, atLeast)
+}
+
 func (c *wconn) GetClientRecord(ctx context.Context, partition, clientID string) (_ ClientRecord, _ bool, err error) {
 	ctx, end := c.hooks.start(ctx, "Conn.GetClientRecord", partition)
 	defer func() { end(err) }()

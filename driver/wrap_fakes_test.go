@@ -80,6 +80,15 @@ func (f *fconn) SetHorizonSeq(ctx context.Context, p string, _ int64) error {
 func (f *fconn) PruneCommitsThrough(ctx context.Context, p string, _ int64) (int64, error) {
 	return 0, f.fail(ctx, "Conn.PruneCommitsThrough", p)
 }
+func (f *fconn) DeletePushResultsBefore(ctx context.Context, p string, _ int64, _ int) (int64, error) {
+	return 0, f.fail(ctx, "Conn.DeletePushResultsBefore", p)
+}
+func (f *fconn) DeleteClientRecordsBefore(ctx context.Context, p string, _ int64, _ int) (int64, error) {
+	return 0, f.fail(ctx, "Conn.DeleteClientRecordsBefore", p)
+}
+func (f *fconn) MinClientCursor(ctx context.Context, p string, _, _ int64) (int64, bool, error) {
+	return 0, false, f.fail(ctx, "Conn.MinClientCursor", p)
+}
 func (f *fconn) GetClientRecord(ctx context.Context, p, _ string) (ClientRecord, bool, error) {
 	return ClientRecord{}, false, f.fail(ctx, "Conn.GetClientRecord", p)
 }

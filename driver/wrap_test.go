@@ -88,6 +88,18 @@ var connMethods = []method{
 		_, err := x.(Conn).PruneCommitsThrough(ctx, part, 1)
 		return err
 	}},
+	{"Conn", "Conn.DeletePushResultsBefore", true, false, func(ctx context.Context, x any) error {
+		_, err := x.(Conn).DeletePushResultsBefore(ctx, part, 1, 1)
+		return err
+	}},
+	{"Conn", "Conn.DeleteClientRecordsBefore", true, false, func(ctx context.Context, x any) error {
+		_, err := x.(Conn).DeleteClientRecordsBefore(ctx, part, 1, 1)
+		return err
+	}},
+	{"Conn", "Conn.MinClientCursor", true, false, func(ctx context.Context, x any) error {
+		_, _, err := x.(Conn).MinClientCursor(ctx, part, 1, 0)
+		return err
+	}},
 	{"Conn", "Conn.GetClientRecord", true, false, func(ctx context.Context, x any) error {
 		_, _, err := x.(Conn).GetClientRecord(ctx, part, "c")
 		return err

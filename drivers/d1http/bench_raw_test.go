@@ -78,8 +78,8 @@ FROM _sync_partitions AS p, json_each(?2) AS c WHERE p.partition = ?1`
 SELECT ?1, c.value ->> 0, s.key, s.value, p.max_seq, c.key
 FROM _sync_partitions AS p, json_each(?2) AS c, json_each(c.value -> 3) AS s WHERE p.partition = ?1`
 	// ?4 || seq || ?5 is the push result text (conformance.BenchCommit.ResultAround).
-	d1RawResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result)
-SELECT ?1, ?2, ?3, ?4 || max_seq || ?5 FROM _sync_partitions WHERE partition = ?1
+	d1RawResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+SELECT ?1, ?2, ?3, ?4 || max_seq || ?5, ?6 FROM _sync_partitions WHERE partition = ?1
 ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 	d1RawCounts = `SELECT (SELECT count(*) FROM todos WHERE "_sync_partition" = ?1),
 	(SELECT count(*) FROM _sync_commits WHERE partition = ?1),
@@ -136,7 +136,7 @@ func newD1RawLoop(b *testing.B) conformance.RawLoop {
 			st(d1RawCommit, p, cm.ClientID, cm.ClientCommitID, cm.ActorID, dec(cm.CreatedAtMs)),
 			st(d1RawChanges, p, string(changes)),
 			st(d1RawScopes, p, string(changes)),
-			st(d1RawResult, p, cm.ClientID, cm.ClientCommitID, prefix, suffix),
+			st(d1RawResult, p, cm.ClientID, cm.ClientCommitID, prefix, suffix, dec(cm.CreatedAtMs)),
 		})
 		if e != nil {
 			return 0, e

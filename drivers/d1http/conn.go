@@ -27,7 +27,8 @@ var (
 )
 
 // initInfra creates the infrastructure tables in one batch (every
-// statement idempotent) and checks the stored format.
+// statement idempotent), checks the stored format and upgrades an older
+// one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
 	stmts := make([]stmt, 0, len(d.InfraDDL)+len(d.D1DDL)+1)
 	for _, q := range append(append([]string{}, d.InfraDDL...), d.D1DDL...) {
@@ -37,17 +38,24 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	if _, err := c.cl.write(ctx, "d1http: initialize the store", stmts); err != nil {
 		return err
 	}
-	rows, err := c.rows(ctx, "d1http: read the storage format", d.SelectMeta, d.MetaFormat)
+	format, err := c.storedFormat(ctx)
 	if err != nil {
 		return err
 	}
+	return c.upgradeFormat(ctx, format)
+}
+
+// storedFormat reads the store's storage format.
+func (c *Conn) storedFormat(ctx context.Context) (string, error) {
+	rows, err := c.rows(ctx, "d1http: read the storage format", d.SelectMeta, d.MetaFormat)
+	if err != nil {
+		return "", err
+	}
 	if len(rows) != 1 {
-		return driver.Errorf(driver.CodeInternal, "d1http: the store has no storage format")
+		return "", driver.Errorf(driver.CodeInternal, "d1http: the store has no storage format")
 	}
-	if f, _ := rawString(rows[0][0]); f != d.FormatVersion {
-		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", f, d.FormatVersion)
-	}
-	return nil
+	f, _ := rawString(rows[0][0])
+	return f, nil
 }
 
 // Close marks the Conn closed; later operations, those of its open Txs

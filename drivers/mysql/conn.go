@@ -126,8 +126,8 @@ func probeVersion(ctx context.Context, cfg *mysql.Config) (string, int64, error)
 	return v, maxPacket, nil
 }
 
-// initInfra creates the infrastructure tables (idempotent) and checks the
-// stored format.
+// initInfra creates the infrastructure tables (idempotent), checks the
+// stored format and upgrades an older one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
 	for _, q := range infraDDL {
 		if err := c.retry(ctx, func() error {
@@ -144,10 +144,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	if err := c.queryRow(ctx, nil, selectMeta, []any{metaFormat}, &format); err != nil {
 		return err
 	}
-	if format != formatVersion {
-		return driver.Errorf(driver.CodeUnavailable, "mysql: the store has storage format %s; this driver reads format %s", format, formatVersion)
-	}
-	return nil
+	return c.upgradeFormat(ctx, format)
 }
 
 // Close rolls back every open Tx and closes the pool. A second Close is a

@@ -16,12 +16,17 @@ import "strings"
 //	_sync_changes        (p, seq, idx) → table, row id, op, scopes JSON, values, row version
 //	_sync_change_scopes  (p, tbl, variable, value, seq, idx): the change-scope index;
 //	                     window candidates come only from it (WIN-7)
-//	_sync_push_results   (p, client_id, client_commit_id) → driver.EncodePushResult text (PR-1)
-//	_sync_clients        (p, client_id) → client record (CR-1); index (p, updated_at_ms, client_id) (ADM-1)
+//	_sync_push_results   (p, client_id, client_commit_id) → driver.EncodePushResult text (PR-1),
+//	                     recorded_at_ms; index (p, recorded_at_ms, client_id, client_commit_id) (PR-7)
+//	_sync_clients        (p, client_id) → client record (CR-1); indexes (p, updated_at_ms, client_id)
+//	                     (ADM-1, CR-4), (p, cursor_seq, updated_at_ms) (CR-5)
 //	_sync_registry       p → epoch, epoch_required, updated_at_ms (REG)
 
-// formatVersion is the version of the layout above, stored under metaFormat.
-const formatVersion = "1"
+// formatVersion is the version of the layout above, stored under
+// metaFormat. Format 2 added _sync_push_results.recorded_at_ms and the
+// retention indexes (retention.go upgrades a format-1 store when it is
+// opened).
+const formatVersion = "2"
 
 // Keys of _sync_meta.
 const (
@@ -83,7 +88,9 @@ var infraDDL = []string{
 	client_id VARBINARY(255) NOT NULL,
 	client_commit_id VARBINARY(255) NOT NULL,
 	result LONGBLOB NOT NULL,
-	PRIMARY KEY (p, client_id, client_commit_id)
+	recorded_at_ms BIGINT NULL,
+	PRIMARY KEY (p, client_id, client_commit_id),
+	KEY _sync_push_results_by_time (p, recorded_at_ms, client_id, client_commit_id)
 )` + tableOpts,
 	`CREATE TABLE IF NOT EXISTS _sync_clients (
 	p VARBINARY(255) NOT NULL,
@@ -94,7 +101,8 @@ var infraDDL = []string{
 	updated_at_ms BIGINT NOT NULL,
 	subscriptions LONGBLOB NOT NULL,
 	PRIMARY KEY (p, client_id),
-	KEY _sync_clients_by_time (p, updated_at_ms, client_id)
+	KEY _sync_clients_by_time (p, updated_at_ms, client_id),
+	KEY _sync_clients_by_cursor (p, cursor_seq, updated_at_ms)
 )` + tableOpts,
 	`CREATE TABLE IF NOT EXISTS _sync_registry (
 	p VARBINARY(255) NOT NULL PRIMARY KEY,
@@ -196,7 +204,10 @@ func qmarks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), 
 // fire on nothing else.
 const (
 	selectPushResult = `SELECT result FROM _sync_push_results WHERE p = ? AND client_id = ? AND client_commit_id = ?`
-	insertPushResult = `INSERT INTO _sync_push_results (p, client_id, client_commit_id, result) VALUES (?, ?, ?, ?)
+	// insertPushResult: the result's recordedAtMs becomes recorded_at_ms
+	// (PR-7), read from the result column set just before it in the row.
+	insertPushResult = `INSERT INTO _sync_push_results (p, client_id, client_commit_id, result, recorded_at_ms)
+VALUES (?, ?, ?, ?, CAST(JSON_UNQUOTE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) AS SIGNED))
 ON DUPLICATE KEY UPDATE p = p`
 )
 

@@ -71,8 +71,8 @@ SELECT $1, $2, u.variable, u.value, p.max_seq, u.idx
 FROM _sync_partitions AS p, unnest($3::text[], $4::text[], $5::integer[]) AS u(variable, value, idx)
 WHERE p.partition = $1`
 	// $4 || seq || $5 is the push result text (conformance.BenchCommit.ResultAround).
-	pgRawResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result)
-SELECT $1, $2, $3, $4 || max_seq || $5 FROM _sync_partitions WHERE partition = $1
+	pgRawResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+SELECT $1, $2, $3, $4 || max_seq || $5, $6 FROM _sync_partitions WHERE partition = $1
 ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 	pgRawCounts = `SELECT (SELECT count(*) FROM todos WHERE "_sync_partition" = $1),
 	(SELECT count(*) FROM _sync_commits WHERE partition = $1),
@@ -148,7 +148,7 @@ func newPGRawLoop(b *testing.B) conformance.RawLoop {
 		bt.Queue(pgRawCommit, p, cm.ClientID, cm.ClientCommitID, cm.ActorID, cm.CreatedAtMs)
 		bt.Queue(pgRawChanges, p, conformance.BenchTable, string(driver.OpUpsert), idx, ids, scopes, vals, vers)
 		bt.Queue(pgRawScopes, p, conformance.BenchTable, vars, values, sIdx)
-		bt.Queue(pgRawResult, p, cm.ClientID, cm.ClientCommitID, prefix, suffix)
+		bt.Queue(pgRawResult, p, cm.ClientID, cm.ClientCommitID, prefix, suffix, cm.CreatedAtMs)
 		bt.Queue("COMMIT")
 		if err := pc.SendBatch(ctx, bt).Close(); err != nil {
 			_, _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK", pgx.QueryExecModeSimpleProtocol)

@@ -56,7 +56,8 @@ func newPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 
 // initInfra creates the infrastructure tables (idempotent) in one
 // transaction under the infrastructure advisory lock, so concurrent
-// openers never race on CREATE TABLE, and checks the stored format.
+// openers never race on CREATE TABLE, checks the stored format and
+// upgrades an older one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
 	return c.inTx(ctx, "postgres: initialize the store", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKeyInfra); err != nil {
@@ -74,10 +75,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		if format != formatVersion {
-			return driver.Errorf(driver.CodeUnavailable, "postgres: the store has storage format %s; this driver reads format %s", format, formatVersion)
-		}
-		return nil
+		return upgradeFormat(ctx, tx, format)
 	})
 }
 

@@ -1,8 +1,10 @@
 package postgres
 
 // formatVersion is the version of the infrastructure layout below, stored
-// in _sync_meta under metaFormat.
-const formatVersion = "1"
+// in _sync_meta under metaFormat. Format 2 added
+// _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
+// store when it is opened).
+const formatVersion = "2"
 
 // Keys of _sync_meta.
 const (
@@ -70,6 +72,7 @@ var infraDDL = []string{
 	client_id ` + textC + ` NOT NULL,
 	client_commit_id ` + textC + ` NOT NULL,
 	result text NOT NULL,
+	recorded_at_ms bigint,
 	PRIMARY KEY (partition, client_id, client_commit_id))`,
 	`CREATE TABLE IF NOT EXISTS _sync_clients (
 	partition ` + textC + ` NOT NULL,
@@ -147,9 +150,11 @@ WHERE ch.partition = $1 AND ch.seq <= $2
 // Push results (PR).
 const (
 	sqlSelectPushResult = `SELECT result FROM _sync_push_results WHERE partition = $1 AND client_id = $2 AND client_commit_id = $3`
-	// sqlInsertPushResult: first writer wins (PR-3).
-	sqlInsertPushResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result)
-VALUES ($1, $2, $3, $4) ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
+	// sqlInsertPushResult: $4 is driver.EncodePushResult text; its
+	// recordedAtMs becomes recorded_at_ms (PR-7). First writer wins (PR-3).
+	sqlInsertPushResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+VALUES ($1, $2, $3, $4::text, ($4::text::json ->> 'recordedAtMs')::bigint)
+ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 )
 
 // Client records (CR).

@@ -103,7 +103,7 @@ title = excluded.title, done = excluded.done, project_id = excluded.project_id, 
 		tuples(n, 9))
 	r.scopes = prep(`INSERT INTO _sync_change_scopes (partition, tbl, variable, value, seq, idx) VALUES ` +
 		tuples(2*n, 6))
-	r.result = prep(`INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result) VALUES (?, ?, ?, ?)
+	r.result = prep(`INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`)
 	count := `SELECT (SELECT count(*) FROM todos WHERE "_sync_partition" = ?1),
 	(SELECT count(*) FROM _sync_commits WHERE partition = ?1),
@@ -159,7 +159,7 @@ func (r *rawLoop) write(ctx context.Context, c conformance.BenchCommit) (seq int
 		{r.commit1, []any{p, seq, c.ClientID, c.ClientCommitID, c.ActorID, c.CreatedAtMs}},
 		{r.changes, chArgs},
 		{r.scopes, scArgs},
-		{r.result, []any{p, c.ClientID, c.ClientCommitID, c.ResultJSON(seq)}},
+		{r.result, []any{p, c.ClientID, c.ClientCommitID, c.ResultJSON(seq), c.CreatedAtMs}},
 	} {
 		if _, err := st.s.ExecContext(ctx, st.args...); err != nil {
 			return 0, err

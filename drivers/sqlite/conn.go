@@ -89,8 +89,8 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 }
 
 // initInfra creates the infrastructure tables in one write transaction
-// (idempotent; concurrent openers serialize on BEGIN IMMEDIATE) and checks
-// the stored format.
+// (idempotent; concurrent openers serialize on BEGIN IMMEDIATE), checks
+// the stored format and upgrades an older one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
 	tx, err := c.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -109,8 +109,8 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, d.SelectMeta, d.MetaFormat).Scan(&format); err != nil {
 		return err
 	}
-	if format != d.FormatVersion {
-		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	if err := upgradeFormat(ctx, tx, format); err != nil {
+		return err
 	}
 	return tx.Commit()
 }

@@ -15,8 +15,10 @@
 //	_sync_changes        (partition, seq, idx) → table, row id, op, scopes JSON, values, row version
 //	_sync_change_scopes  (partition, tbl, variable, value, seq, idx): the change-scope index;
 //	                     window candidates come only from it (WIN-7)
-//	_sync_push_results   (partition, client_id, client_commit_id) → driver.EncodePushResult text (PR-1)
-//	_sync_clients        (partition, client_id) → client record (CR-1)
+//	_sync_push_results   (partition, client_id, client_commit_id) → driver.EncodePushResult text (PR-1),
+//	                     recorded_at_ms; index (partition, recorded_at_ms, client_id, client_commit_id) (PR-7)
+//	_sync_clients        (partition, client_id) → client record (CR-1); indexes
+//	                     (partition, updated_at_ms, client_id) (ADM-1, CR-4), (partition, cursor, updated_at_ms) (CR-5)
 //	_sync_registry       partition → epoch, epoch_required, updated_at_ms (REG)
 //
 // Every infrastructure table whose primary key is its access path is

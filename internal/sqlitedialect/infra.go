@@ -1,8 +1,10 @@
 package sqlitedialect
 
 // FormatVersion is the version of the infrastructure layout below, stored
-// in _sync_meta under MetaFormat.
-const FormatVersion = "1"
+// in _sync_meta under MetaFormat. Format 2 added
+// _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
+// store when it is opened).
+const FormatVersion = "2"
 
 // Keys of _sync_meta.
 const (
@@ -60,6 +62,7 @@ var InfraDDL = []string{
 	client_id TEXT NOT NULL,
 	client_commit_id TEXT NOT NULL,
 	result TEXT NOT NULL,
+	recorded_at_ms INTEGER,
 	PRIMARY KEY (partition, client_id, client_commit_id)
 ) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS _sync_clients (
@@ -151,9 +154,12 @@ WHERE (partition, tbl, variable, value, seq, idx) IN (
 const (
 	// SelectPushResult: ?1 partition, ?2 client_id, ?3 client_commit_id → result.
 	SelectPushResult = `SELECT result FROM _sync_push_results WHERE partition = ?1 AND client_id = ?2 AND client_commit_id = ?3`
-	// InsertPushResult: first writer wins (PR-3): a later insert is ignored.
-	InsertPushResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result)
-VALUES (?1, ?2, ?3, ?4) ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
+	// InsertPushResult: ?1 partition, ?2 client_id, ?3 client_commit_id,
+	// ?4 result (driver.EncodePushResult text, whose recordedAtMs becomes
+	// recorded_at_ms for retention, PR-7). First writer wins (PR-3): a
+	// later insert is ignored.
+	InsertPushResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+VALUES (?1, ?2, ?3, ?4, ?4 ->> '$.recordedAtMs') ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 )
 
 // Client records (CR).

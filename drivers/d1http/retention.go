@@ -1,0 +1,81 @@
+package d1http
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Retention (PR-7, CR-4, CR-5, run by sync.Store.Prune): the SQLite
+// dialect's statements (drivers/sqlite's TestPlans pins their plans, and
+// TestRetentionPlans here checks them on the D1 double), and the upgrade
+// of a format-1 store.
+
+// DeletePushResultsBefore deletes at most limit push results recorded
+// before beforeMs, oldest first, and returns how many (PR-7).
+func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+	return c.deleteBounded(ctx, "d1http: delete push results", d.DeletePushResultsBefore, partition, beforeMs, limit)
+}
+
+// DeleteClientRecordsBefore deletes at most limit client records not
+// updated since beforeMs, oldest first, and returns how many (CR-4).
+func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+	return c.deleteBounded(ctx, "d1http: delete client records", d.DeleteClientRecordsBefore, partition, beforeMs, limit)
+}
+
+// deleteBounded sends one deletion as a batch; the count also survives a
+// lost answer (the batch's changes() note).
+func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, beforeMs int64, limit int) (int64, error) {
+	a, err := c.write(ctx, what, st(q, partition, num(beforeMs), limit))
+	if err != nil {
+		return 0, err
+	}
+	if a.lost {
+		return a.n, nil
+	}
+	return a.res[0].Meta.Changes, nil
+}
+
+// MinClientCursor returns the smallest cursor ≥ atLeast of a client
+// record updated at or after updatedSinceMs (CR-5).
+func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
+	rows, err := c.rows(ctx, "d1http: min client cursor", d.D1MinClientCursor, partition, num(updatedSinceMs), num(atLeast))
+	if err != nil || len(rows) == 0 {
+		return 0, false, err
+	}
+	cur, err := rawInt(rows[0][0])
+	if err != nil {
+		return 0, false, driver.Errorf(driver.CodeInternal, "d1http: stored client cursor is malformed")
+	}
+	return cur, true, nil
+}
+
+// upgradeFormat takes the store from its stored format to
+// d.FormatVersion, then creates the retention indexes (which need format
+// 2's columns). D1 has no interactive transaction: the upgrade is one
+// atomic batch, and when a concurrent opener's batch won (this one then
+// fails on the column it already added) the stored format says so.
+func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
+	if format == "1" {
+		stmts := make([]stmt, len(d.UpgradeFormat1))
+		for i, q := range d.UpgradeFormat1 {
+			stmts[i] = st(q)
+		}
+		if _, err := c.cl.write(ctx, "d1http: upgrade the store to storage format "+d.FormatVersion, stmts); err != nil {
+			if now, ferr := c.storedFormat(ctx); ferr != nil || now != d.FormatVersion {
+				return err
+			}
+		}
+		format = d.FormatVersion
+	}
+	if format != d.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	}
+	stmts := make([]stmt, len(d.RetentionDDL))
+	for i, q := range d.RetentionDDL {
+		stmts[i] = st(q)
+	}
+	_, err := c.cl.write(ctx, "d1http: create the retention indexes", stmts)
+	return err
+}

@@ -1,0 +1,105 @@
+package d1http
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/faulttest"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// TestRetentionPlans pins, on the D1 double, the plans of the statements
+// retention sends (PR-7, CR-4, CR-5): each walks its index and stops at
+// its limit, no scan of the partition's results or clients, no sort.
+// drivers/sqlite's TestPlansRetention pins the same SQL on a loaded,
+// analyzed store.
+func TestRetentionPlans(t *testing.T) {
+	srv, _ := newDouble(t)
+	c := openOn(t, srv, "")
+	ctx := t.Context()
+	for _, pc := range []struct {
+		name string
+		q    string
+		args []any
+		want []string
+	}{
+		{"delete push results (PR-7)", d.DeletePushResultsBefore, []any{"P", 100, 10},
+			[]string{"USING COVERING INDEX _sync_push_results_by_time (partition=? AND recorded_at_ms<?)", "_sync_push_results USING PRIMARY KEY"}},
+		{"delete client records (CR-4)", d.DeleteClientRecordsBefore, []any{"P", 100, 10},
+			[]string{"USING COVERING INDEX _sync_clients_by_time (partition=? AND updated_at_ms<?)", "_sync_clients USING PRIMARY KEY"}},
+		{"min client cursor (CR-5)", d.D1MinClientCursor, []any{"P", 100, 0},
+			[]string{"USING COVERING INDEX _sync_clients_by_cursor (partition=? AND cursor>?)"}},
+	} {
+		rows, err := c.rows(ctx, "explain", "EXPLAIN QUERY PLAN "+pc.q, pc.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", pc.name, err)
+		}
+		var lines []string
+		for _, r := range rows {
+			s, _ := rawString(r[len(r)-1])
+			lines = append(lines, s)
+		}
+		plan := strings.Join(lines, "\n")
+		t.Logf("%s:\n%s", pc.name, plan)
+		for _, w := range pc.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", pc.name, w, plan)
+			}
+		}
+		for _, f := range []string{"SCAN _sync", "TEMP B-TREE"} {
+			if strings.Contains(plan, f) {
+				t.Errorf("%s: plan contains %q:\n%s", pc.name, f, plan)
+			}
+		}
+	}
+}
+
+// TestUpgradeFormat1 opens a store of storage format 1 from four Conns at
+// once, on the D1 double and, when it is on, the miniflare lane (D1's
+// real engine): the upgrade is one atomic batch, a Conn whose batch lost
+// the race (the column already added) finds the store at format 2 and
+// goes on; every result keeps its record time, an undecodable one
+// included, and the retention statements work on it (PR-7, CR-5).
+func TestUpgradeFormat1(t *testing.T) {
+	t.Run("double", func(t *testing.T) {
+		_, base := newDouble(t)
+		testUpgradeFormat1(t, base)
+	})
+	t.Run("miniflare", func(t *testing.T) { testUpgradeFormat1(t, miniflareBase(t)) })
+}
+
+func testUpgradeFormat1(t *testing.T, base string) {
+	ctx := t.Context()
+	dsn, drop, err := Driver{}.Provision(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drop(context.Background()) })
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []stmt
+	for _, q := range append(append(append([]string{}, d.Format1DDL...), d.InfraDDL...), d.D1DDL...) {
+		stmts = append(stmts, st(q))
+	}
+	stmts = append(stmts, st(d.Format1InsertMeta))
+	for _, r := range faulttest.Format1Results() {
+		stmts = append(stmts, st(d.Format1InsertPushResult, r.Partition, r.ClientID, r.ClientCommitID, r.Text))
+	}
+	for _, cl := range faulttest.Format1Clients() {
+		stmts = append(stmts, st(d.UpsertClient, cl.Partition, cl.ClientID, "u", 1, cl.Cursor, cl.UpdatedAtMs, "[]"))
+	}
+	if _, err := newClient(cfg).write(ctx, "format-1 fixture", stmts); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UnixMilli()
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
+	if f, err := conns[0].(*Conn).storedFormat(ctx); err != nil || f != d.FormatVersion {
+		t.Fatalf("storage format after the upgrade: %q, %v; want %q", f, err, d.FormatVersion)
+	}
+	faulttest.CheckUpgraded(t, conns[1], start)
+}

@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/faulttest"
+)
+
+// TestPlansRetention pins the plans of the retention statements (PR-7,
+// CR-4, CR-5) on a loaded, analyzed store, custom and generic: each walks
+// its index in order and stops at its limit — no sequential scan, no sort
+// of the partition's results or clients — and a deletion reaches its rows
+// by ctid.
+func TestPlansRetention(t *testing.T) {
+	c, _ := openTest(t)
+	ctx := t.Context()
+	for _, q := range []string{
+		`INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+SELECT p, 'c' || i, 'k', '{"status":"rejected","recordedAtMs":' || i || ',"ops":[]}', i
+FROM generate_series(1, 4000) AS i, (VALUES ('p'), ('q')) AS ps(p)`,
+		`INSERT INTO _sync_clients (partition, client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions)
+SELECT p, 'c' || i, 'u', 1, i, (i * 7) % 4000, '[]' FROM generate_series(1, 4000) AS i, (VALUES ('p'), ('q')) AS ps(p)`,
+		`ANALYZE`,
+	} {
+		if _, err := c.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ck := range []struct {
+		name, q string
+		args    []any
+		want    []string
+	}{
+		{"delete push results (PR-7)", sqlDeletePushResultsBefore, []any{"p", int64(3000), int64(100)},
+			[]string{"_sync_push_results_by_time", "Tid Scan"}},
+		{"delete client records (CR-4)", sqlDeleteClientRecordsBefore, []any{"p", int64(3000), int64(100)},
+			[]string{"_sync_clients_by_time", "Tid Scan"}},
+		{"min client cursor (CR-5)", sqlMinClientCursor, []any{"p", int64(2000), int64(0)},
+			[]string{"_sync_clients_by_cursor"}},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan := explain(t, c.pool, mode, ck.q, ck.args...)
+			t.Logf("%s (%s):\n%s", ck.name, mode, plan)
+			for _, bad := range []string{"Seq Scan", "Sort", "Bitmap"} {
+				if strings.Contains(plan, bad) {
+					t.Errorf("%s (%s): plan has a %s:\n%s", ck.name, mode, bad, plan)
+				}
+			}
+			for _, w := range ck.want {
+				if !strings.Contains(plan, w) {
+					t.Errorf("%s (%s): plan does not use %s:\n%s", ck.name, mode, w, plan)
+				}
+			}
+		}
+	}
+}
+
+// pgFormat1PushResults is _sync_push_results as storage format 1 created
+// it (no recorded_at_ms): the upgrade's starting point.
+const pgFormat1PushResults = `CREATE TABLE _sync_push_results (
+	partition text COLLATE "C" NOT NULL,
+	client_id text COLLATE "C" NOT NULL,
+	client_commit_id text COLLATE "C" NOT NULL,
+	result text NOT NULL,
+	PRIMARY KEY (partition, client_id, client_commit_id))`
+
+// TestUpgradeFormat1 opens a store of storage format 1 (push results
+// without recorded_at_ms) from four Conns at once: every open succeeds,
+// the store is at format 2, every result keeps its record time (an
+// undecodable one included: the upgrade never casts it) and the retention
+// statements work on it (PR-7). A second open changes nothing.
+func TestUpgradeFormat1(t *testing.T) {
+	ctx := t.Context()
+	dsn := testdbDSN(t)
+	admin := adminConn(t, dsn)
+	for _, q := range append([]string{pgFormat1PushResults}, infraDDL...) {
+		if _, err := admin.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("format-1 fixture: %v\n%s", err, q)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("format-1 fixture: %v\n%s", err, q)
+		}
+	}
+	exec(sqlInsertMetaIfAbsent, metaFormat, "1")
+	for _, r := range faulttest.Format1Results() {
+		exec(`INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result) VALUES ($1, $2, $3, $4)`,
+			r.Partition, r.ClientID, r.ClientCommitID, r.Text)
+	}
+	for _, cl := range faulttest.Format1Clients() {
+		exec(sqlUpsertClient, cl.Partition, cl.ClientID, "u", int64(1), cl.Cursor, cl.UpdatedAtMs, "[]")
+	}
+	start := time.Now().UnixMilli()
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
+	var format string
+	if err := admin.QueryRow(ctx, sqlSelectMeta, metaFormat).Scan(&format); err != nil || format != formatVersion {
+		t.Fatalf("storage format after the upgrade: %q, %v; want %q", format, err, formatVersion)
+	}
+	faulttest.CheckUpgraded(t, conns[2], start)
+	openDSN(t, dsn) // opening an upgraded store again changes nothing
+}

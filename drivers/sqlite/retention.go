@@ -1,0 +1,75 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/syncstore/syncstore/driver"
+	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+)
+
+// Retention (PR-7, CR-4, CR-5): the statements are
+// sqlitedialect.DeletePushResultsBefore, DeleteClientRecordsBefore and
+// MinClientCursor, each served by its index (TestPlans pins them).
+
+// DeletePushResultsBefore deletes at most limit push results recorded
+// before beforeMs, oldest first, and returns how many (PR-7).
+func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+	return c.deleteBounded(ctx, "sqlite: delete push results", d.DeletePushResultsBefore, partition, beforeMs, limit)
+}
+
+// DeleteClientRecordsBefore deletes at most limit client records not
+// updated since beforeMs, oldest first, and returns how many (CR-4).
+func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+	return c.deleteBounded(ctx, "sqlite: delete client records", d.DeleteClientRecordsBefore, partition, beforeMs, limit)
+}
+
+func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, beforeMs int64, limit int) (int64, error) {
+	var n int64
+	err := c.writeTx(ctx, what, func(t *txStmts) (err error) {
+		n, err = t.execResult(ctx, q, partition, beforeMs, limit)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// MinClientCursor returns the smallest cursor ≥ atLeast of a client
+// record updated at or after updatedSinceMs (CR-5).
+func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
+	var cur int64
+	err := c.queryRow(ctx, c.reader(), d.MinClientCursor, []any{partition, updatedSinceMs, atLeast}, &cur)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return cur, true, nil
+}
+
+// upgradeFormat takes the store from its stored format to
+// d.FormatVersion inside initInfra's transaction, then creates the
+// retention indexes (which need format 2's columns). A format it does not
+// know → CodeUnavailable, nothing changed.
+func upgradeFormat(ctx context.Context, tx *sql.Tx, format string) error {
+	if format == "1" {
+		for _, q := range d.UpgradeFormat1 {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		format = d.FormatVersion
+	}
+	if format != d.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	}
+	for _, q := range d.RetentionDDL {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
