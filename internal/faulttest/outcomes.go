@@ -53,7 +53,8 @@ type OutcomeStorm struct {
 
 // OutcomeCounts is what an OutcomeStorm saw.
 type OutcomeCounts struct {
-	Landed           int // Commit returned nil
+	Landed           int // Commit returned nil …
+	LandedLate       int // … of which after its context had ended
 	NotWritten       int // any other error than commit_outcome_unknown …
 	NotWrittenCommit int // … of which Commit's (or CommitRejected's) own
 	Unknown          int // commit_outcome_unknown …
@@ -61,8 +62,8 @@ type OutcomeCounts struct {
 }
 
 func (c OutcomeCounts) String() string {
-	return fmt.Sprintf("%d landed (nil), %d not written (%d of them at Commit), %d unknown (%d of them landed)",
-		c.Landed, c.NotWritten, c.NotWrittenCommit, c.Unknown, c.UnknownLanded)
+	return fmt.Sprintf("%d landed (nil; %d of them returned after the context ended), %d not written (%d of them at Commit), %d unknown (%d of them landed)",
+		c.Landed, c.LandedLate, c.NotWritten, c.NotWrittenCommit, c.Unknown, c.UnknownLanded)
 }
 
 // CalibrationPartition receives the pushes that measure MaxDeadline when
@@ -109,6 +110,7 @@ func (s OutcomeStorm) Run(t TB, c driver.Conn) OutcomeCounts {
 	}
 	said := make([]outcome, s.Pushes)
 	atCommit := make([]bool, s.Pushes)
+	late := make([]bool, s.Pushes)
 	var next atomic.Int64
 	var wg gosync.WaitGroup
 	for w := range max(s.Workers, 1) {
@@ -120,6 +122,7 @@ func (s OutcomeStorm) Run(t TB, c driver.Conn) OutcomeCounts {
 					ctx, cancel = context.WithTimeout(ctx, time.Duration(rng.Int64N(int64(max(s.MaxDeadline, 1)))))
 				}
 				commitErr, err := push(ctx, c, parts[i%len(parts)], i)
+				late[i] = ctx.Err() != nil
 				cancel()
 				switch {
 				case err == nil:
@@ -139,6 +142,9 @@ func (s OutcomeStorm) Run(t TB, c driver.Conn) OutcomeCounts {
 		switch o {
 		case saidLanded:
 			n.Landed++
+			if late[i] {
+				n.LandedLate++
+			}
 		case saidNotWritten:
 			n.NotWritten++
 			if atCommit[i] {
@@ -172,21 +178,26 @@ func push(ctx context.Context, c driver.Conn, partition string, i int) (commitEr
 		return false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := StagePush(ctx, tx, i); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}
+
+// StagePush writes push i into tx: Rows(i), Commit(i) and Result(i).
+func StagePush(ctx context.Context, tx driver.Tx, i int) error {
 	for _, r := range Rows(i) {
 		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
-			return false, err
+			return err
 		}
 	}
 	want := Commit(i, 0)
 	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: want.ClientID, ClientCommitID: want.ClientCommitID,
 		CreatedAtMs: want.CreatedAtMs, Changes: want.Changes})
 	if err != nil {
-		return false, err
+		return err
 	}
-	if err := tx.PutPushResult(ctx, "f", Key(i), Result(i, seq)); err != nil {
-		return false, err
-	}
-	return true, tx.Commit(ctx)
+	return tx.PutPushResult(ctx, "f", Key(i), Result(i, seq))
 }
 
 // checkOutcomes checks partition after pushes 0…n-1: every push whose

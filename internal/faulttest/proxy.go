@@ -86,7 +86,8 @@ func (f *Fault) Forwarded() <-chan struct{} { return f.forwarded }
 // Release ends a hold. Safe to call more than once.
 func (f *Fault) Release() { f.once.release.Do(func() { close(f.release) }) }
 
-// Released reports whether Release was called.
+// Released reports whether the hold has ended: Release was called, or
+// maxHold passed.
 func (f *Fault) Released() bool {
 	select {
 	case <-f.release:
@@ -96,10 +97,12 @@ func (f *Fault) Released() bool {
 	}
 }
 
+// wait waits for Release; after maxHold it releases the fault itself.
 func (f *Fault) wait() {
 	select {
 	case <-f.release:
 	case <-time.After(maxHold):
+		f.Release()
 	}
 }
 

@@ -45,15 +45,15 @@ func (mysqlFramer) next(b []byte) (int, bool) {
 
 // pgFramer frames PostgreSQL frontend messages: untyped ones (SSL and
 // GSS requests, the startup message) until the startup message, then
-// typed ones (1-byte type, 4-byte big-endian length including itself). It
-// follows Parse, Bind and Execute so it knows which pipeline executes a
-// statement whose text is COMMIT; that pipeline's Sync completes the
-// COMMIT request. A simple Query "COMMIT" completes one by itself.
+// typed ones (1-byte type, 4-byte big-endian length including itself).
+// The server executes each Execute as it arrives, so an extended-protocol
+// pipeline (Parse, Bind, Describe, Execute, Close … up to its Sync or
+// Flush) is one unit: it completes a COMMIT request when it executes a
+// statement parsed from COMMIT. A simple Query "COMMIT" is one by itself.
 type pgFramer struct {
 	startup bool
 	stmts   map[string]string // prepared statement name → text
 	portals map[string]string // portal → statement text
-	commit  bool              // the pipeline since the last Sync executes a COMMIT
 }
 
 const (
@@ -75,46 +75,56 @@ func (f *pgFramer) next(b []byte) (int, bool) {
 		}
 		return n, false
 	}
-	if len(b) < 5 {
-		return 0, false
-	}
-	n := 1 + int(binary.BigEndian.Uint32(b[1:]))
-	if len(b) < n {
-		return 0, false
-	}
-	body := b[5:n]
-	switch b[0] {
-	case 'P': // Parse: name, query, …
-		name, rest := cstring(body)
-		query, _ := cstring(rest)
-		f.stmts[name] = query
-	case 'B': // Bind: portal, statement, …
-		portal, rest := cstring(body)
-		stmt, _ := cstring(rest)
-		f.portals[portal] = f.stmts[stmt]
-	case 'E': // Execute: portal, max rows
-		portal, _ := cstring(body)
-		if isCommitSQL(f.portals[portal]) {
-			f.commit = true
+	// Replaying a unit whose end has not arrived yet repeats the same
+	// map updates, which is harmless.
+	commit := false
+	for off := 0; ; {
+		if len(b)-off < 5 {
+			return 0, false
 		}
-	case 'C': // Close: 'S' statement or 'P' portal, name
-		if len(body) > 0 {
-			name, _ := cstring(body[1:])
-			if body[0] == 'S' {
-				delete(f.stmts, name)
-			} else {
-				delete(f.portals, name)
+		n := 1 + int(binary.BigEndian.Uint32(b[off+1:]))
+		if len(b)-off < n {
+			return 0, false
+		}
+		typ, body := b[off], b[off+5:off+n]
+		off += n
+		switch typ {
+		case 'P': // Parse: name, query, …
+			name, rest := cstring(body)
+			query, _ := cstring(rest)
+			f.stmts[name] = query
+		case 'B': // Bind: portal, statement, …
+			portal, rest := cstring(body)
+			stmt, _ := cstring(rest)
+			f.portals[portal] = f.stmts[stmt]
+		case 'E': // Execute: portal, max rows
+			portal, _ := cstring(body)
+			commit = commit || isCommitSQL(f.portals[portal])
+		case 'C': // Close: 'S' statement or 'P' portal, name
+			if len(body) > 0 {
+				name, _ := cstring(body[1:])
+				if body[0] == 'S' {
+					delete(f.stmts, name)
+				} else {
+					delete(f.portals, name)
+				}
 			}
+		case 'D': // Describe
+		case 'S', 'H': // Sync, Flush: the pipeline goes out
+			return off, commit
+		case 'Q': // simple Query
+			if off == n {
+				q, _ := cstring(body)
+				return n, isCommitSQL(q)
+			}
+			return off - n, commit
+		default: // a message of its own (password, Terminate, …)
+			if off == n {
+				return n, false
+			}
+			return off - n, commit
 		}
-	case 'S': // Sync: ends the pipeline
-		commit := f.commit
-		f.commit = false
-		return n, commit
-	case 'Q': // simple Query
-		q, _ := cstring(body)
-		return n, isCommitSQL(q)
 	}
-	return n, false
 }
 
 // cstring splits a NUL-terminated string off b.
