@@ -247,6 +247,9 @@ const outcomeLookupTimeout = 10 * time.Second
 // writes. When the fence itself fails, the error is
 // CodeCommitOutcomeUnknown: the batch may have landed (TX-10).
 func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied, error) {
+	if err := ctx.Err(); err != nil {
+		return applied{}, driver.Wrap(driver.CodeUnavailable, err, "%s: context ended; nothing was sent", what)
+	}
 	p := newPacer()
 	for attempt := 1; ; attempt++ {
 		token := newToken()
