@@ -436,9 +436,12 @@ func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
 			return nil // the server said it committed; only what followed was lost
 		}
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) || pgconn.SafeToRetry(err) {
+		if (errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR") || pgconn.SafeToRetry(err) {
 			// The server answered with an error (the transaction is
-			// aborted), or nothing was sent: nothing was written.
+			// aborted), or nothing was sent: nothing was written. A FATAL
+			// (a terminated backend) is no such answer: the backend
+			// finishes a commit it has begun before it acts on the
+			// signal, so it is settled like a lost answer.
 			return err
 		}
 		return t.c.settleCommit(ctx, t.xid, t.pid, err)
