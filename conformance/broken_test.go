@@ -50,6 +50,11 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return closedIsUnavailable{connWrap{c}} }},
 		{name: "max-seq-drops-after-prune", want: []string{"HZ-2", "SEQ-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &maxFromRetained{connWrap{c}} }},
+		// Commit outcomes that lie, one way and the other (TX-10).
+		{name: "commit-lands-but-says-not-written", want: []string{"TX-10"}, match: regexp.MustCompile(`^TX-10/`),
+			wrap: func(c driver.Conn) driver.Conn { return &lyingCommit{connWrap: connWrap{c}, landed: true} }},
+		{name: "commit-says-landed-but-rolls-back", want: []string{"TX-10"}, match: regexp.MustCompile(`^TX-10/`),
+			wrap: func(c driver.Conn) driver.Conn { return &lyingCommit{connWrap: connWrap{c}} }},
 	}
 	runBroken(t, broken)
 }

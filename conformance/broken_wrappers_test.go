@@ -325,3 +325,40 @@ func (c closedIsUnavailable) Begin(ctx context.Context, p string) (driver.Tx, er
 	tx, err := c.connWrap.Begin(ctx, p)
 	return tx, unavailableIfClosed(err)
 }
+
+// ---- Commit lies about its outcome (TX-10) ----
+
+// lyingCommit's Tx lies on every fifth Commit: with landed, it commits and
+// returns an error that says nothing was written; without, it rolls back
+// and returns nil.
+type lyingCommit struct {
+	connWrap
+	landed bool
+	n      atomic.Int64
+}
+
+type lyingTx struct {
+	txWrap
+	c *lyingCommit
+}
+
+func (c *lyingCommit) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &lyingTx{txWrap: txWrap{tx}, c: c}, nil
+}
+
+func (t *lyingTx) Commit(ctx context.Context) error {
+	if t.c.n.Add(1)%5 != 0 {
+		return t.Tx.Commit(ctx)
+	}
+	if !t.c.landed {
+		return t.Tx.Rollback(ctx)
+	}
+	if err := t.Tx.Commit(ctx); err != nil {
+		return err
+	}
+	return driver.Errorf(driver.CodeUnavailable, "broken: the answer was lost; nothing was written")
+}

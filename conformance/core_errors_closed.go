@@ -120,7 +120,10 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 		})
 	}
 	if c, ok := conn.(driver.AdminConn); ok {
-		add("ListClientRecords", func(ctx context.Context) error { _, err := c.ListClientRecords(ctx, p, driver.ClientRecordQuery{Limit: 10}); return err })
+		add("ListClientRecords", func(ctx context.Context) error {
+			_, err := c.ListClientRecords(ctx, p, driver.ClientRecordQuery{Limit: 10})
+			return err
+		})
 		add("ListCommitMeta", func(ctx context.Context) error { _, err := c.ListCommitMeta(ctx, p, 0, 10); return err })
 		add("ScopeActivity", func(ctx context.Context) error {
 			_, err := c.ScopeActivity(ctx, p, tTodos, driver.ScopeFilter{"project": {"p7"}}, 0, 1)

@@ -294,7 +294,8 @@ func txUnreachable(t T, h Harness) {
 // txRejectedNoSlip: while Tx 1 (stage, then CommitRejected for key k) is
 // open, a push of the same key waits to begin. If the waiter was blocked
 // by Tx 1, it must find the rejected result (CommitRejected kept the
-// partition); an optimistic engine may let either side win, consistently.
+// partition); an optimistic engine may let either side win, consistently:
+// a CommitRejected that lost fails with write_conflict and stored nothing.
 func txRejectedNoSlip(t T, h Harness) {
 	ctx := t.Context()
 	conn := openStore(t, h)
@@ -342,12 +343,24 @@ func txRejectedNoSlip(t T, h Harness) {
 			t.Fatalf("TX-8: the waiting push did not finish within %s after CommitRejected", txGenerous)
 		}
 		wg.Wait()
-		must(t, "TX-8: CommitRejected", err)
+		rejectErr := err
+		if !early || driver.CodeOf(rejectErr) != driver.CodeWriteConflict {
+			must(t, "TX-8: CommitRejected", rejectErr)
+		}
 		must(t, "TX-8: the waiting push", waitErr)
 		stored, ok, err := conn.GetPushResult(ctx, "p1", "c1", key)
 		must(t, "GetPushResult", err)
 		if !ok {
 			t.Fatalf("TX-8: no result stored for %s", key)
+		}
+		if rejectErr == nil && stored.Status != driver.PushRejected {
+			// An optimistic engine must fail the rejection that lost the
+			// race with write_conflict, so the caller replays the stored
+			// result instead of answering "rejected" (TX-9, TX-10).
+			t.Errorf("TX-8: CommitRejected returned nil, but the racing push's %s result is stored", stored.Status)
+		}
+		if rejectErr != nil && stored.Status == driver.PushRejected {
+			t.Errorf("TX-8: CommitRejected failed with %v, but a rejected result is stored", rejectErr)
 		}
 		max, err := conn.MaxCommitSeq(ctx, "p1")
 		must(t, "MaxCommitSeq", err)

@@ -20,38 +20,40 @@ func TestTxSeqPRCasesCatchBrokenDrivers(t *testing.T) {
 		name string
 		wrap func(driver.Conn) driver.Conn
 		want []string // rule IDs that must fail, sorted
+		also []string // rules that may fail as well (brokenDriver.also)
 	}{
 		// BEGIN DEFERRED: the partition is taken at the first write, so
 		// reads before it are stale and a cancelled Begin is not noticed.
 		{"lazy-begin", func(c driver.Conn) driver.Conn { return &bwLazyBegin{bwConn{c}} },
-			[]string{"PR-6", "TX-1", "TX-6", "TX-8", "TX-9"}},
+			[]string{"PR-6", "TX-1", "TX-6", "TX-8", "TX-9"}, nil},
 		// Push results written at once, outside the Tx (in memory, where
-		// no deletion reaches them either).
+		// no deletion reaches them either). The TX-10 storm notices when
+		// one of its pushes fails after PutPushResult.
 		{"results-outside-tx", func(c driver.Conn) driver.Conn { return newBWResults(c) },
-			[]string{"PR-3", "PR-4", "PR-7", "TX-2", "TX-4", "TX-5", "TX-6", "TX-8"}},
+			[]string{"PR-3", "PR-4", "PR-7", "TX-2", "TX-4", "TX-5", "TX-6", "TX-8"}, []string{"TX-10"}},
 		// CommitRejected that commits the staged writes.
 		{"rejected-keeps-writes", func(c driver.Conn) driver.Conn { return &bwRejectKeeps{bwConn{c}} },
-			[]string{"SEQ-2", "TX-8"}},
+			[]string{"SEQ-2", "TX-8"}, nil},
 		// CommitRejected as Rollback + a second Tx: the partition is free
 		// in between.
 		{"rejected-releases-partition", func(c driver.Conn) driver.Conn { return &bwRejectReleases{bwConn{c}} },
-			[]string{"TX-5", "TX-8"}},
+			[]string{"TX-5", "TX-8"}, nil},
 		// A finished Tx that silently accepts further calls.
 		{"finished-tx-accepts-calls", func(c driver.Conn) driver.Conn { return &bwFinishedOK{bwConn{c}} },
-			[]string{"TX-5", "TX-8"}},
+			[]string{"TX-5", "TX-8"}, nil},
 		// A Tx that ignores cancellation of its context.
 		{"ignores-cancel", func(c driver.Conn) driver.Conn { return &bwIgnoreCancel{bwConn{c}} },
-			[]string{"TX-6"}},
+			[]string{"TX-6"}, nil},
 		// Reads inside a Tx that see only committed state.
 		{"tx-reads-committed-only", func(c driver.Conn) driver.Conn { return &bwBlindReads{bwConn{c}} },
-			[]string{"PR-1", "PR-3", "TX-3", "TX-5", "TX-8"}},
+			[]string{"PR-1", "PR-3", "TX-3", "TX-5", "TX-8"}, nil},
 		// A result codec that loses -0 and empty bytes.
 		{"lossy-push-results", func(c driver.Conn) driver.Conn { return &bwLossyResults{bwConn{c}} },
-			[]string{"PR-1", "TX-8"}},
+			[]string{"PR-1", "TX-8"}, nil},
 	}
 	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
-		list = append(list, brokenDriver{name: b.name, wrap: b.wrap, want: b.want, match: match})
+		list = append(list, brokenDriver{name: b.name, wrap: b.wrap, want: b.want, also: b.also, match: match})
 	}
 	runBroken(t, list)
 }

@@ -179,8 +179,8 @@ type Conn interface {
 // one goroutine at a time. Reads inside it see its own writes (TX-3);
 // nothing of it is visible outside before Commit (TX-4). After Commit or
 // Rollback every method returns CodeTxFinished, except Rollback, which is
-// then a no-op (TX-5). If ctx is cancelled the Tx fails and nothing of it
-// is written (TX-6).
+// then a no-op (TX-5). If ctx is cancelled before Commit the Tx fails and
+// nothing of it is written (TX-6); Commit's own outcome is TX-10's.
 type Tx interface {
 	// Partition returns the partition the Tx writes.
 	Partition() string
@@ -211,12 +211,28 @@ type Tx interface {
 	PutPushResult(ctx context.Context, clientID, clientCommitID string, r PushResult) error
 	// CommitRejected discards every write staged in the Tx, stores r as in
 	// PutPushResult and finishes the Tx, without releasing the partition in
-	// between (TX-8). It works after a constraint error inside the Tx.
+	// between (TX-8). It works after a constraint error inside the Tx. Its
+	// outcome is reported exactly as Commit's (TX-10); on an optimistic
+	// engine it fails with CodeWriteConflict when another Tx of the
+	// partition committed first (TX-9), so a rejection never hides a
+	// racing push's stored result.
 	CommitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error
 
-	// Commit makes every write of the Tx visible at once (TX-2). On an
-	// optimistic engine it may fail with CodeWriteConflict, and then
-	// nothing was written (TX-9). On any error nothing was written.
+	// Commit makes every write of the Tx visible at once (TX-2), and says
+	// truthfully whether it did (TX-10):
+	//   - nil: the Tx landed.
+	//   - CodeCommitOutcomeUnknown: the engine's answer was lost (ctx ended
+	//     while the commit was in flight, the connection dropped) and the
+	//     driver's own bounded look-up of its commit, made on a short
+	//     context detached from ctx, failed too. The Tx may have landed:
+	//     re-read what it wrote (a push's result) before anything else.
+	//   - any other error: nothing of the Tx was written, and nothing of it
+	//     ever will be. CodeWriteConflict on an optimistic engine that lost
+	//     a race (TX-9); CodeUnavailable when ctx ended or the engine failed
+	//     before the commit could take effect, or the look-up found it
+	//     rolled back.
+	// Commit honours ctx: it returns no later than ctx's deadline plus the
+	// driver's documented look-up bound. The Tx is finished afterwards.
 	Commit(ctx context.Context) error
 	// Rollback discards every write of the Tx (TX-2); a second call is a
 	// no-op (TX-5).

@@ -62,6 +62,13 @@
 //		return err
 //	})
 //
+// Commit tells the truth about its outcome (TX-10): nil means the Tx
+// landed; ErrCommitOutcomeUnknown means the engine's answer was lost and
+// the driver could not settle it, so the Tx may have landed — re-read what
+// it wrote (a push's result) and never apply it again blindly; any other
+// error means nothing was written. RunInTx never retries after
+// ErrCommitOutcomeUnknown.
+//
 // # Capabilities
 //
 // Optional driver capabilities are detected by type assertion

@@ -66,6 +66,13 @@ func (s *Store) retryPolicy() RetryPolicy {
 // CodeUnavailable wrapping ctx's cause. Every other error is returned
 // unchanged, without retry. A nil fn or invalid partition (V-1) →
 // CodeInvalidArgument.
+//
+// CodeCommitOutcomeUnknown (TX-10: the engine's answer to Commit was lost
+// and the driver could not learn whether the Tx landed) is returned as it
+// is and never retried, although it is retryable: the Tx may have landed,
+// and running fn again could apply it twice. The caller re-reads what the
+// Tx wrote (for a push, its push result) to learn the outcome. Every
+// other error of Commit means nothing of the Tx was written.
 func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) error {
 	const op = "RunInTx"
 	if err := checkCtx(ctx, op); err != nil {
@@ -91,6 +98,8 @@ func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx conte
 			return struct{}{}, nil
 		}
 		if driver.CodeOf(err) != driver.CodeWriteConflict {
+			// Never commit_outcome_unknown either: the Tx may have
+			// landed (TX-10).
 			return struct{}{}, backoff.Permanent(err)
 		}
 		last = err

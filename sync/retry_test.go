@@ -20,7 +20,8 @@ type faultConn struct {
 	mu            gosync.Mutex
 	failures      int
 	always        bool
-	begins, calls int // calls counts Commit calls
+	lostAnswer    bool // Commit commits, then reports commit_outcome_unknown
+	begins, calls int  // calls counts Commit calls
 	onConflict    func()
 }
 
@@ -55,7 +56,14 @@ func (t *faultTx) Commit(ctx context.Context) error {
 		c.failures--
 	}
 	hook := c.onConflict
+	lost := c.lostAnswer
 	c.mu.Unlock()
+	if lost {
+		if err := t.Tx.Commit(ctx); err != nil {
+			return err
+		}
+		return driver.Errorf(driver.CodeCommitOutcomeUnknown, "injected: the answer to COMMIT was lost (TX-10)")
+	}
 	if !fail {
 		return t.Tx.Commit(ctx)
 	}
@@ -131,6 +139,27 @@ func TestRunInTxGivesUpAfterMaxAttempts(t *testing.T) {
 	}
 	expectMaxSeq(t, s, 0)
 	expectRow(t, s, "n1", false)
+}
+
+// TestRunInTxNeverRetriesUnknownOutcome: a Commit whose outcome is unknown
+// (TX-10) may have landed, so RunInTx returns the error as it is and never
+// runs fn again; here the Tx did land, exactly once.
+func TestRunInTxNeverRetriesUnknownOutcome(t *testing.T) {
+	fc := &faultConn{lostAnswer: true}
+	s := faultStore(t, fc)
+	calls := 0
+	err := s.RunInTx(t.Context(), "p1", func(ctx context.Context, tx *sync.Tx) error {
+		calls++
+		return writeNote(ctx, tx, "n1")
+	})
+	if !errors.Is(err, sync.ErrCommitOutcomeUnknown) {
+		t.Fatalf("RunInTx after a lost COMMIT answer = %v; want commit_outcome_unknown", err)
+	}
+	if begins, commits := fc.counts(); calls != 1 || begins != 1 || commits != 1 {
+		t.Errorf("fn ran %d times, %d Begins, %d Commits; want 1 each (never a second apply)", calls, begins, commits)
+	}
+	expectMaxSeq(t, s, 1)
+	expectRow(t, s, "n1", true)
 }
 
 func TestRunInTxReturnsOtherErrorsUnchanged(t *testing.T) {

@@ -230,14 +230,26 @@ const tokenTTL = 24 * time.Hour
 // tokenTTL and tokenTTL + tokenExpireEvery while the client writes.
 const tokenExpireEvery = time.Minute
 
+// outcomeLookupTimeout bounds the fence that settles a batch whose answer
+// was lost (TX-10), beyond the caller's context: it runs on a context
+// detached from the caller's, so a batch cut off by the caller's deadline
+// is still settled.
+const outcomeLookupTimeout = 10 * time.Second
+
 // write sends stmts as one all-or-nothing batch, adding an idempotency
 // token row (and, once per tokenExpireEvery, the deletion of expired
-// tokens). A batch whose outcome is unknown (timeout, reset, 5xx) is
-// never re-sent blindly: the token is fenced (marked void unless it
-// landed), which tells for sure whether the batch landed and guarantees
-// it never lands later; only a batch known not to have landed is sent
-// again, under a new token. Zero duplicate writes, zero lost writes.
+// tokens). A batch whose outcome is unknown (timeout, reset, 5xx, the
+// caller's context ended) is never re-sent blindly: the token is fenced
+// (marked void unless it landed) on a detached context bounded by
+// outcomeLookupTimeout, which tells for sure whether the batch landed and
+// guarantees it never lands later; only a batch known not to have landed
+// is sent again, under a new token. Zero duplicate writes, zero lost
+// writes. When the fence itself fails, the error is
+// CodeCommitOutcomeUnknown: the batch may have landed (TX-10).
 func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied, error) {
+	if err := ctx.Err(); err != nil {
+		return applied{}, driver.Wrap(driver.CodeUnavailable, err, "%s: context ended; nothing was sent", what)
+	}
 	p := newPacer()
 	for attempt := 1; ; attempt++ {
 		token := newToken()
@@ -255,7 +267,11 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 			return applied{res: res[:len(stmts)]}, nil
 		}
 		if e.out == outUnknown {
-			landed, n, err := c.fence(ctx, token, what)
+			// The fence goes out on a context of its own: the caller's
+			// may be the very reason the answer was lost (TX-10).
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeLookupTimeout)
+			landed, n, err := c.fence(fctx, token, what)
+			cancel()
 			if err != nil {
 				return applied{}, err
 			}
@@ -273,7 +289,7 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 }
 
 // fence makes sure the batch of token either landed or never will, and
-// says which.
+// says which, retrying transient failures until ctx ends.
 func (c *client) fence(ctx context.Context, token, what string) (landed bool, n int64, err error) {
 	p := newPacer()
 	for attempt := 1; ; attempt++ {
@@ -288,8 +304,9 @@ func (c *client) fence(ctx context.Context, token, what string) (landed bool, n 
 			return state == "applied", n, nil
 		}
 		if e.out == outRefused || ctx.Err() != nil || !p.wait(ctx, e.retryAfter) {
-			return false, 0, driver.Wrap(driver.CodeUnavailable, e,
-				"%s: the outcome of a write is unknown (the engine did not answer and could not be asked)", what)
+			return false, 0, driver.Wrap(driver.CodeCommitOutcomeUnknown, e,
+				"%s: the outcome of a write is unknown (the engine did not answer and could not be asked within %s); re-read what it wrote before anything else (TX-10)",
+				what, outcomeLookupTimeout)
 		}
 	}
 }

@@ -246,18 +246,22 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 }
 
 // CommitRejected drops every buffered write and sends a batch holding
-// only the rejected result (first writer wins: if a racing push of the
-// same key committed first, its result stays and this one is ignored) and
-// a bump of the stamp, so every Tx of the partition begun before it —
-// e.g. a push of the same key that read "no result" — fails with
-// CodeWriteConflict and, retried, finds the stored result (TX-8, PR-6).
+// only the stamp guard, as Commit's (TX-9), and the rejected result
+// (first writer wins). The guard bumps the stamp, so every Tx of the
+// partition begun before it — e.g. a push of the same key that read "no
+// result" — fails with CodeWriteConflict and, retried, finds the stored
+// result (TX-8, PR-6); and when another Tx of the partition committed
+// since Begin — e.g. that very push, which stored "applied" — the guard
+// fails this batch instead: CodeWriteConflict, nothing written, and the
+// caller, retrying, replays the stored result rather than answering
+// "rejected". Its outcome is reported as Commit's (TX-10).
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	text, encErr := driver.EncodePushResult(r)
 	return t.finish(ctx, func() []stmt {
 		if encErr != nil {
 			return nil
 		}
-		return []stmt{st(d.D1StampBump, t.partition),
+		return []stmt{st(d.D1StampGuard, t.partition, t.stamp),
 			st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
 	}, encErr)
 }
@@ -266,6 +270,13 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // the writes in order, the partition's new max seq, then capability
 // statements. A Tx without writes sends nothing. CodeWriteConflict: another
 // Tx of the partition committed first; nothing was written (TX-9).
+//
+// Outcome (TX-10): nil only if the batch landed. When its answer is lost
+// (the context ended while it was in flight, a timeout, a reset, a 5xx),
+// the batch's idempotency token is fenced on a detached context within
+// outcomeLookupTimeout (client.write): nil if it landed,
+// CodeUnavailable if it did not (and now never will), and
+// CodeCommitOutcomeUnknown only if the fence could not be sent.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() []stmt {
 		if len(t.writes) == 0 && len(t.extra) == 0 {

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -37,6 +38,13 @@ type Conn struct {
 	closed   atomic.Bool
 	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 	aq       queryPool      // authoritative queries (query.go)
+
+	// connector makes the pool's connections; outcomes is a small pool of
+	// its own that settles lost COMMIT answers (outcome.go), opened on
+	// first use.
+	connector   sqldriver.Connector
+	outcomeOnce gosync.Once
+	outcomes    *sql.DB
 }
 
 var (
@@ -86,6 +94,7 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	if err != nil {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
+	c.connector = connector
 	c.db = sql.OpenDB(connector)
 	c.db.SetMaxIdleConns(8)
 	c.db.SetConnMaxIdleTime(time.Minute)
@@ -137,6 +146,9 @@ func (c *Conn) initInfra(ctx context.Context) error {
 			return c.mapErr(ctx, err, "mysql: initialize the store")
 		}
 	}
+	if err := c.upgradeOutcomes(ctx); err != nil {
+		return err
+	}
 	if err := c.execRetry(ctx, "mysql: initialize the store", insertMetaIfAbsent, metaFormat, formatVersion); err != nil {
 		return err
 	}
@@ -160,6 +172,10 @@ func (c *Conn) Close() error {
 		c.stmts.close()
 	}
 	_ = c.aq.close()
+	c.outcomeOnce.Do(func() {}) // no outcomes pool after Close
+	if c.outcomes != nil {
+		_ = c.outcomes.Close()
+	}
 	if c.db != nil {
 		if err := c.db.Close(); err != nil {
 			return driver.Wrap(driver.CodeInternal, err, "mysql: close")

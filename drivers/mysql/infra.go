@@ -10,7 +10,8 @@ import "strings"
 // bytes).
 //
 //	_sync_meta           k → v: format version, schema version, canonical layout JSON
-//	_sync_partitions     p → max_seq (never drops, SEQ-5); its row is the partition's lock (TX-1)
+//	_sync_partitions     p → max_seq (never drops, SEQ-5); its row is the partition's lock (TX-1);
+//	                     outcomes: the last Tx tokens, which settle lost COMMIT answers (TX-10, outcome.go)
 //	_sync_horizons       p → horizon_seq (HZ-1); apart, so raising it never waits for a push
 //	_sync_commits        (p, seq) → commit metadata; index (p, created_at_ms, seq) (HZ-3)
 //	_sync_changes        (p, seq, idx) → table, row id, op, scopes JSON, values, row version
@@ -46,7 +47,8 @@ var infraDDL = []string{
 )` + tableOpts,
 	`CREATE TABLE IF NOT EXISTS _sync_partitions (
 	p VARBINARY(255) NOT NULL PRIMARY KEY,
-	max_seq BIGINT NOT NULL
+	max_seq BIGINT NOT NULL,
+	outcomes VARBINARY(` + outcomeRingBytes + `) NOT NULL DEFAULT ''
 )` + tableOpts,
 	`CREATE TABLE IF NOT EXISTS _sync_horizons (
 	p VARBINARY(255) NOT NULL PRIMARY KEY,
@@ -126,9 +128,18 @@ const (
 	// Tx's first seq in the same statement: max_seq + 1 is written and
 	// comes back as the OK packet's insert id (LAST_INSERT_ID(expr)), so
 	// no SELECT … FOR UPDATE is needed. Commit puts max_seq right when the
-	// Tx appended no commit or several; Rollback undoes it (SEQ-2).
-	reservePartition = `INSERT INTO _sync_partitions (p, max_seq) VALUES (?, LAST_INSERT_ID(1))
-ON DUPLICATE KEY UPDATE max_seq = LAST_INSERT_ID(max_seq + 1)`
+	// Tx appended no commit or several. The same statement appends the
+	// Tx's outcome entry to the row's ring (outcome.go): ?2 = ?3 the Tx's
+	// token, then max_seq before the Tx and CONNECTION_ID(), 8 bytes each,
+	// big-endian; the ring keeps the last outcomeRingEntries entries. It
+	// is assigned before max_seq, so it reads the old value (MySQL assigns
+	// left to right, MariaDB too unless SIMULTANEOUS_ASSIGNMENT is set,
+	// when every assignment reads old values anyway).
+	reservePartition = `INSERT INTO _sync_partitions (p, max_seq, outcomes)
+VALUES (?, LAST_INSERT_ID(1), CONCAT(?, UNHEX('0000000000000000'), UNHEX(LPAD(HEX(CONNECTION_ID()), 16, '0'))))
+ON DUPLICATE KEY UPDATE
+outcomes = RIGHT(CONCAT(outcomes, ?, UNHEX(LPAD(HEX(max_seq), 16, '0')), UNHEX(LPAD(HEX(CONNECTION_ID()), 16, '0'))), ` + outcomeRingBytes + `),
+max_seq = LAST_INSERT_ID(max_seq + 1)`
 	setMaxSeq     = `UPDATE _sync_partitions SET max_seq = ? WHERE p = ?`
 	selectMaxSeq  = `SELECT max_seq FROM _sync_partitions WHERE p = ?`
 	selectHorizon = `SELECT horizon_seq FROM _sync_horizons WHERE p = ?`

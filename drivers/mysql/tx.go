@@ -17,8 +17,13 @@ import (
 type Tx struct {
 	c         *Conn
 	partition string
-	tx        *sql.Tx
-	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
+	// sc holds the Tx's connection, and with it its server session, until
+	// the Tx's outcome is settled (TX-10): no other Tx may use the session
+	// a settle look-up may KILL.
+	sc       *sql.Conn
+	tx       *sql.Tx
+	token    []byte          // the Tx's entry in the partition's outcomes ring (outcome.go)
+	beginCtx context.Context // Begin's: when it ends, database/sql rolls the Tx back
 	// baseSeq is max_seq when the Tx began; seq the last one it allocated.
 	// Begin stored baseSeq + 1 (reservePartition); Commit writes max_seq
 	// only when seq differs from that.
@@ -46,40 +51,21 @@ var _ driver.Tx = (*Tx)(nil)
 
 // Begin starts a write transaction on partition (TX-1): START
 // TRANSACTION, then one INSERT … ON DUPLICATE KEY UPDATE that locks the
-// partition's row (creating it for a new partition) and reserves the
-// Tx's first seq (reservePartition), then a SAVEPOINT for CommitRejected
-// (TX-8). It waits while another Tx of the partition holds the row —
-// lock-wait timeouts and deadlocks are retried — until ctx ends
-// (CodeUnavailable). If ctx ends later, the Tx is rolled back and fails
-// (TX-6).
+// partition's row (creating it for a new partition), reserves the Tx's
+// first seq and records the Tx's outcome token (reservePartition,
+// outcome.go), then a SAVEPOINT for CommitRejected (TX-8). It waits while
+// another Tx of the partition holds the row — lock-wait timeouts and
+// deadlocks are retried — until ctx ends (CodeUnavailable). If ctx ends
+// later, the Tx is rolled back and fails (TX-6).
 func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
-		tx, err := c.db.BeginTx(ctx, nil)
-		if err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: begin")
-		}
-		var first int64
-		res, err := c.exec(ctx, tx, reservePartition, partition)
+		t, err := c.begin(ctx, partition)
 		if err == nil {
-			first, err = res.LastInsertId()
+			return t, nil
 		}
-		if err == nil && first < 1 {
-			err = driver.Errorf(driver.CodeInternal, "mysql: begin: the engine returned no reserved seq")
-		}
-		if err == nil {
-			if _, err = tx.ExecContext(ctx, savepoint); err == nil {
-				t := &Tx{c: c, partition: partition, tx: tx, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
-				if !c.txs.Add(t) { // Close ran meanwhile
-					_ = tx.Rollback()
-					return nil, errClosed()
-				}
-				return t, nil
-			}
-		}
-		_ = tx.Rollback()
 		if !isLockRetry(err) || ctx.Err() != nil {
 			return nil, c.mapErr(ctx, err, "mysql: begin")
 		}
@@ -88,6 +74,40 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// begin is one attempt of Begin.
+func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
+	sc, err := c.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := sc.BeginTx(ctx, nil)
+	if err != nil {
+		_ = sc.Close()
+		return nil, err
+	}
+	token := newOutcomeToken()
+	var first int64
+	res, err := c.exec(ctx, tx, reservePartition, partition, token, token)
+	if err == nil {
+		first, err = res.LastInsertId()
+	}
+	if err == nil && first < 1 {
+		err = driver.Errorf(driver.CodeInternal, "mysql: begin: the engine returned no reserved seq")
+	}
+	if err == nil {
+		if _, err = tx.ExecContext(ctx, savepoint); err == nil {
+			t := &Tx{c: c, partition: partition, sc: sc, tx: tx, token: token, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
+			if c.txs.Add(t) {
+				return t, nil
+			}
+			err = errClosed() // Close ran meanwhile (ERR-4)
+		}
+	}
+	_ = tx.Rollback()
+	_ = sc.Close()
+	return nil, err
 }
 
 // Partition returns the partition the Tx writes.
@@ -327,7 +347,7 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 // every write of the Tx, staged or run, also after a failed statement,
 // while InnoDB keeps the partition's row lock), puts back the max_seq
 // Begin reserved (SEQ-2), stores r as PutPushResult does and commits
-// (TX-8). On any error the Tx is rolled back.
+// (TX-8). Its outcome is reported as Commit's (TX-10).
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	text, encErr := driver.EncodePushResult(r)
 	return t.finish(ctx, func() error {
@@ -342,18 +362,26 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if _, err := t.exec(ctx, setMaxSeq, t.baseSeq, t.partition); err != nil {
 			return err
 		}
-		if _, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text); err != nil {
-			return err
-		}
-		return t.tx.Commit()
+		_, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text)
+		return err
 	})
 }
 
 // Commit writes the staged upserts and commits: every write of the Tx
 // becomes visible at once (TX-2). max_seq holds the seq Begin reserved;
 // it is written again only when the Tx appended no commit (back to the
-// base: SEQ-2) or several (SEQ-3). On any error nothing was written and
-// the Tx is finished.
+// base: SEQ-2) or several (SEQ-3). It returns when the server answers or
+// ctx ends, whichever is first.
+//
+// Outcome (TX-10): nil only if the Tx committed. When ctx ends while the
+// COMMIT is in flight, or the connection breaks before its answer, Commit
+// settles the outcome from the partition's outcomes ring within
+// outcomeLookupTimeout (outcome.go: the Tx's session is killed and gone
+// before the decision, so a COMMIT still in flight can never land later):
+// nil if it committed, CodeUnavailable if it did not (nothing written),
+// CodeCommitOutcomeUnknown if the look-up failed. An error the server
+// answers to COMMIT, and every error before it, means nothing was
+// written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		if err := t.flushStaged(ctx); err != nil {
@@ -364,21 +392,21 @@ func (t *Tx) Commit(ctx context.Context) error {
 				return err
 			}
 		}
-		return t.tx.Commit()
+		return nil
 	})
 }
 
-// finish runs fn (which ends the engine transaction on success) once; on
-// failure it rolls back. Afterwards the Tx is finished (TX-5).
-func (t *Tx) finish(ctx context.Context, fn func() error) error {
+// finish ends the Tx once: it runs prepare (the statements before
+// COMMIT), then commits; on any failure before COMMIT it rolls back.
+// Afterwards the Tx is finished (TX-5).
+func (t *Tx) finish(ctx context.Context, prepare func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	defer t.c.txs.Remove(t)
 	if t.c.closed.Load() {
 		if !t.finished {
 			t.finished = true
-			t.dropStaged()
-			_ = t.tx.Rollback()
+			_ = t.rollback()
 		}
 		return errClosed() // Close rolled the Tx back (ERR-4)
 	}
@@ -387,19 +415,74 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 	}
 	t.finished = true
 	if t.aborted || ctx.Err() != nil {
-		t.dropStaged()
-		_ = t.tx.Rollback()
+		t.rollback()
 		return errAborted()
 	}
-	if err := fn(); err != nil {
-		t.dropStaged()
-		_ = t.tx.Rollback()
+	if err := prepare(); err != nil {
+		t.rollback()
 		if errors.Is(err, sql.ErrTxDone) {
 			return driver.Wrap(driver.CodeUnavailable, err, "mysql: transaction aborted: its context ended; nothing was written (TX-6)")
 		}
 		return t.c.mapErr(ctx, err, "mysql: commit")
 	}
-	return nil
+	if err := ctx.Err(); err != nil {
+		t.rollback()
+		return driver.Wrap(driver.CodeUnavailable, err, "mysql: commit: context ended; the transaction was rolled back (TX-6)")
+	}
+	return t.commit(ctx)
+}
+
+// commit sends COMMIT on a goroutine of its own (go-sql-driver's COMMIT
+// takes no context) and waits for its answer or ctx's end. An answer lost
+// either way is settled (TX-10); the connection goes back to the pool
+// only once COMMIT has returned and the outcome is settled.
+func (t *Tx) commit(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- t.tx.Commit() }()
+	var err error
+	answered := true
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done: // it answered just as ctx ended
+		default:
+			err, answered = ctx.Err(), false
+		}
+	}
+	if answered && (err == nil || !commitAnswerLost(err)) {
+		_ = t.sc.Close()
+		return t.c.mapErr(ctx, err, "mysql: commit")
+	}
+	err = t.c.settleCommit(ctx, t.partition, t.token, t.baseSeq, err)
+	if answered {
+		_ = t.sc.Close()
+	} else {
+		go func() {
+			<-done
+			_ = t.sc.Close()
+		}()
+	}
+	return err
+}
+
+// commitAnswerLost reports whether a failed COMMIT may have reached the
+// server without its answer reaching us: not when the server answered
+// with an error (the COMMIT failed, the transaction is rolled back), nor
+// when database/sql never sent it (Begin's context had ended: it rolled
+// the transaction back instead).
+func commitAnswerLost(err error) bool {
+	return errNumber(err) == 0 && !errors.Is(err, sql.ErrTxDone) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// rollback rolls the engine transaction back and returns the connection
+// to the pool.
+func (t *Tx) rollback() error {
+	t.dropStaged()
+	err := t.tx.Rollback()
+	_ = t.sc.Close()
+	return err
 }
 
 // Rollback discards every write of the Tx (TX-2); a second call, or one
@@ -413,8 +496,7 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	}
 	t.finished = true
 	t.c.txs.Remove(t)
-	t.dropStaged()
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) && !t.c.closed.Load() {
+	if err := t.rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) && !t.c.closed.Load() {
 		return t.c.mapErr(ctx, err, "mysql: rollback")
 	}
 	return nil

@@ -105,8 +105,11 @@ const (
 	// transaction on.
 	sqlEnsurePartition = `INSERT INTO _sync_partitions (partition, max_seq, horizon_seq) VALUES ($1, 0, 0) ON CONFLICT (partition) DO NOTHING`
 	// sqlLockPartition takes the partition's row lock for the rest of the
-	// transaction and reads its committed max seq (TX-1, SEQ-1).
-	sqlLockPartition     = `SELECT max_seq FROM _sync_partitions WHERE partition = $1 FOR UPDATE`
+	// transaction and reads its committed max seq (TX-1, SEQ-1) and the
+	// transaction's id, which settles a commit whose answer was lost
+	// (TX-10; the row lock has assigned the id already, so reading it
+	// costs nothing).
+	sqlLockPartition     = `SELECT max_seq, pg_current_xact_id()::text::bigint FROM _sync_partitions WHERE partition = $1 FOR UPDATE`
 	sqlSetMaxSeq         = `UPDATE _sync_partitions SET max_seq = $2 WHERE partition = $1`
 	sqlSelectSeqs        = `SELECT max_seq, horizon_seq FROM _sync_partitions WHERE partition = $1`
 	sqlSetHorizon        = `UPDATE _sync_partitions SET horizon_seq = $2 WHERE partition = $1`

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	gosync "sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Tx struct {
 	pending  []stmt
 	baseSeq  int64   // the partition's committed max seq, read under the lock
 	seqs     []int64 // seqs appended by this Tx
+	// xid (pg_current_xact_id) and pid (its backend) identify the engine
+	// transaction when the answer to its COMMIT is lost (TX-10).
+	xid int64
+	pid uint32
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -81,11 +86,11 @@ func (c *Conn) begin(ctx context.Context, partition string) (_ *Tx, retry bool, 
 	if err != nil {
 		return nil, false, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
 	}
-	t := &Tx{c: c, partition: partition, pc: pc}
+	t := &Tx{c: c, partition: partition, pc: pc, pid: pc.Conn().PgConn().PID()}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(sqlEnsurePartition, partition)
-	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq) })
+	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq, &t.xid) })
 	b.Queue(sqlSavepointTx)
 	if err := pc.SendBatch(ctx, b).Close(); err != nil {
 		dead := pc.Conn().IsClosed()
@@ -374,7 +379,7 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 // CommitRejected drops the buffered writes, rolls back to the savepoint
 // opened at Begin (after the partition lock, so the partition is never
 // released), stores r as PutPushResult does and commits — one round trip
-// (TX-8). On any error the Tx is rolled back.
+// (TX-8). Its outcome is reported as Commit's (TX-10).
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	text, encErr := driver.EncodePushResult(r)
 	return t.finish(ctx, func() error {
@@ -389,8 +394,19 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 
 // Commit sends the buffered writes, the partition's new max seq, the
 // fanout NOTIFY of each appended commit (delivered by the server only if
-// the transaction commits, FAN-1) and COMMIT in one round trip (TX-2). On
-// any error nothing was written and the Tx is finished.
+// the transaction commits, FAN-1) and COMMIT in one round trip (TX-2).
+// It returns when the server answers or ctx ends, whichever is first.
+//
+// Outcome (TX-10): nil only if the transaction committed. When the answer
+// was lost after the pipeline went out (ctx ended, the connection broke),
+// Commit asks the server on a connection of its own, outside the pool and
+// within outcomeLookupTimeout, for the transaction's status
+// (pg_xact_status of the id read at Begin); a transaction still in
+// progress has its backend ended (pg_terminate_backend: a commit already
+// in its critical section still completes) and is asked about again. Then
+// nil if it committed, CodeUnavailable if it was rolled back (nothing
+// written), CodeCommitOutcomeUnknown if the look-up failed. Every other
+// error means nothing was written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		var extra []stmt
@@ -418,7 +434,19 @@ func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
 	var tag string
 	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag = ct.String(); return nil })
 	if err := t.pc.SendBatch(ctx, b).Close(); err != nil {
-		return err
+		if tag == "COMMIT" {
+			return nil // the server said it committed; only what followed was lost
+		}
+		var pe *pgconn.PgError
+		if (errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR") || pgconn.SafeToRetry(err) {
+			// The server answered with an error (the transaction is
+			// aborted), or nothing was sent: nothing was written. A FATAL
+			// (a terminated backend) is no such answer: the backend
+			// finishes a commit it has begun before it acts on the
+			// signal, so it is settled like a lost answer.
+			return err
+		}
+		return t.c.settleCommit(ctx, t.xid, t.pid, err)
 	}
 	if tag != "COMMIT" {
 		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")

@@ -255,6 +255,15 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 
 // Commit makes every write of the Tx visible at once (TX-2). On any error
 // nothing was written and the Tx is finished.
+//
+// Outcome (TX-10): SQLite runs in the process, so no answer is ever lost
+// and Commit never returns CodeCommitOutcomeUnknown. A COMMIT that
+// SQLite reports as failed did not commit: it either left the transaction
+// open (SQLITE_BUSY), which modernc's Tx.Commit then rolls back, or
+// rolled it back itself; an interrupt (Begin's context ending) cannot
+// stop a COMMIT once the commit has started, which then returns nil
+// (outcome_test.go puts both inside the COMMIT). In WAL mode a COMMIT
+// waits for no lock, so it returns within the time of its own write.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		if err := t.flushStaged(ctx); err != nil {

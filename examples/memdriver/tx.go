@@ -244,7 +244,9 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 }
 
 // Commit publishes every staged write at once (TX-2). With ctx ended, the
-// Tx is rolled back instead and Commit fails (TX-6).
+// Tx is rolled back instead and Commit fails (TX-6). Publishing is one
+// in-memory step, so the outcome is never in doubt: nil means published,
+// an error means nothing was (TX-10).
 func (tx *Tx) Commit(ctx context.Context) error {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()

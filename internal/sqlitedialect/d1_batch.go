@@ -60,18 +60,13 @@ const (
 	// D1StampGuard: ?1 partition, ?2 the stamp the transaction began on.
 	// It bumps the stamp when it still is ?2 and otherwise fails the whole
 	// batch on the CHECK constraint ConflictConstraint (TX-9). It is the
-	// first statement of every transaction batch. (SQLite checks the
+	// first statement of every transaction batch, a rejected push's
+	// (CommitRejected) included. (SQLite checks the
 	// CHECK constraint on the candidate row before the upsert, so the
 	// candidate is always valid; ?2 = 0 with no row is the first stamp,
 	// and ?2 <> 0 with no row cannot happen: stamps are never deleted.)
 	D1StampGuard = `INSERT INTO _sync_d1_stamps (partition, stamp) VALUES (?1, 1)
 ON CONFLICT (partition) DO UPDATE SET stamp = CASE WHEN stamp = ?2 THEN stamp + 1 ELSE -1 END`
-	// D1StampBump: ?1 partition. Bumps the stamp unconditionally, so every
-	// transaction of the partition that began before fails its guard (a
-	// rejected push's batch: its first-writer-wins result must invalidate
-	// pushes of the same key that read "no result").
-	D1StampBump = `INSERT INTO _sync_d1_stamps (partition, stamp) VALUES (?1, 1)
-ON CONFLICT (partition) DO UPDATE SET stamp = stamp + 1`
 	// D1SchemaGuard: ?1 the schema layout text read before deciding (""
 	// when none was stored). Fails the batch on ConflictConstraint when
 	// another process changed the stored layout meanwhile (SCH-7).

@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// outcomeLookupTimeout bounds how long Commit and CommitRejected spend
+// learning the outcome of a COMMIT whose answer was lost (TX-10), beyond
+// the caller's context: a fresh connection, the transaction's status, and
+// while it is still in progress, ending its backend and asking again.
+const outcomeLookupTimeout = 2 * time.Second
+
+const (
+	// sqlXactStatus: ?1 the transaction id (xid8 as bigint) →
+	// 'committed', 'aborted', 'in progress', or NULL when it is too old
+	// to be known.
+	sqlXactStatus = `SELECT pg_xact_status($1::bigint::text::xid8)`
+	// sqlEndXactBackend: ?1 the backend's pid, ?2 the transaction's
+	// 32-bit xid: ends the backend only while it still runs that
+	// transaction, so a pid reused by a later backend is never hit.
+	sqlEndXactBackend = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2`
+)
+
+// settleCommit decides the outcome of transaction xid, run by backend
+// pid, whose COMMIT went out but whose answer was lost (cause), on a
+// context detached from ctx and bounded by outcomeLookupTimeout (TX-10).
+// It returns nil when the transaction committed, CodeUnavailable when it
+// was rolled back (nothing written; ending its backend makes sure a held
+// COMMIT never lands later), and CodeCommitOutcomeUnknown when the server
+// could not tell within the bound.
+func (c *Conn) settleCommit(ctx context.Context, xid int64, pid uint32, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeLookupTimeout)
+	defer cancel()
+	status, err := c.xactStatus(ctx, xid, pid)
+	switch {
+	case status == "committed":
+		return nil
+	case status == "aborted":
+		return driver.Wrap(driver.CodeUnavailable, cause,
+			"postgres: commit: the engine's answer was lost; the transaction was rolled back and nothing was written (TX-10)")
+	}
+	if err == nil {
+		err = cause
+	}
+	return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
+		Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
+			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+}
+
+// xactStatus returns "committed" or "aborted" for transaction xid once it
+// has ended, ending its backend while it is still in progress. It uses a
+// connection of its own, outside the pool: the pool may be full of
+// callers waiting for the partition the transaction still holds.
+func (c *Conn) xactStatus(ctx context.Context, xid int64, pid uint32) (string, error) {
+	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	low := strconv.FormatUint(uint64(xid)&0xFFFFFFFF, 10)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var status *string
+		if err := conn.QueryRow(ctx, sqlXactStatus, xid).Scan(&status); err != nil {
+			return "", err
+		}
+		if status == nil {
+			return "", driver.Errorf(driver.CodeInternal, "postgres: the transaction's status is no longer kept")
+		}
+		if *status != "in progress" {
+			return *status, nil
+		}
+		// A commit in its critical section completes before the backend
+		// acts on the signal; anything else is rolled back.
+		if _, err := conn.Exec(ctx, sqlEndXactBackend, pid, low); err != nil {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
