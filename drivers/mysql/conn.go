@@ -30,6 +30,10 @@ type Conn struct {
 	// a statement packet always fits. A single row larger than it is sent
 	// alone, as before batching.
 	stmtBytes int
+	// maxPacket is the server's max_allowed_packet, or the DSN's when
+	// smaller (bytes): the most one statement's bound values may take
+	// (fitsPacket).
+	maxPacket int
 	stmts     *stmtCache
 	state     atomic.Pointer[schemaState]
 	// ensureMu serializes this Conn's EnsureSchema calls; other processes
@@ -67,7 +71,7 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 		maxPacket = int64(cfg.MaxAllowedPacket)
 	}
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
-		stmtBytes: int(max(maxPacket/2, minStmtBytes))}
+		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket)}
 	c.coll = "utf8mb4_0900_bin"
 	isolationVar := "transaction_isolation"
 	if c.maria {
@@ -127,10 +131,7 @@ func probeVersion(ctx context.Context, cfg *mysql.Config) (string, int64, error)
 	var v string
 	var maxPacket int64
 	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet").Scan(&v, &maxPacket); err != nil {
-		if errNumber(err) != 0 {
-			return "", 0, driver.Wrap(driver.CodeUnavailable, err, "mysql: connect")
-		}
-		return "", 0, mapErr(ctx, err, "mysql: connect")
+		return "", 0, connectErr(ctx, err)
 	}
 	return v, maxPacket, nil
 }

@@ -226,6 +226,9 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err != nil {
 			return err
 		}
+		if err := t.c.fitsPacket(args, "mysql: upsert row"); err != nil {
+			return err
+		}
 		if x.upsert != "" && !x.nullInRequired(args) {
 			return t.stage(ctx, x, args)
 		}
@@ -293,7 +296,11 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			vals, version = b, ch.RowVersion
 		}
 		// p and seq are set below, once the seq is known.
-		chRows = append(chRows, []any{nil, nil, i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version})
+		r := []any{t.partition, int64(0), i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version}
+		if err := t.c.fitsPacket(r, "mysql: append commit"); err != nil {
+			return 0, err
+		}
+		chRows = append(chRows, r)
 		vars = vars[:0]
 		for k := range scopes {
 			vars = append(vars, k)

@@ -59,7 +59,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()
-		return nil, mapErr(ctx, err, what)
+		return nil, openErr(ctx, err, t.path, what)
 	}
 	if c.w, err = openDB(t.dsnFor(true), 1); err != nil {
 		return fail(err, "sqlite: open the writer")
