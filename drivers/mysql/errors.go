@@ -25,6 +25,7 @@ const (
 	erBadDB           = 1049 // ER_BAD_DB_ERROR: unknown database
 	erNoPassword      = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
 	erPacketTooLarge  = 1153 // ER_NET_PACKET_TOO_LARGE: a packet over max_allowed_packet
+	erUnknownCom      = 1047 // ER_UNKNOWN_COM_ERROR; Galera: "WSREP has not yet prepared node for application use"
 )
 
 // connectErr classifies a failure of the first connection made with the
@@ -68,7 +69,9 @@ func isLockRetry(err error) bool {
 //	context ended                        CodeUnavailable
 //	1062 duplicate key                   CodeConstraintViolation (SCH-10)
 //	1406 data too long                   CodeInvalidValue (a key-length limit, docs/mysql.md)
-//	1205 / 1213 lock timeout / deadlock  CodeUnavailable (retryable)
+//	1213 deadlock, Galera certification  CodeWriteConflict (the whole transaction was rolled back; TX-9)
+//	1205 lock wait timeout               CodeUnavailable (retryable)
+//	1047 Galera node not ready           CodeUnavailable (retryable: it is joining or lost quorum)
 //	1153, ErrPktTooLarge                 CodeInvalidValue (over max_allowed_packet; permanent)
 //	network, bad connection, closed      CodeUnavailable
 //	anything else                        CodeInternal
@@ -94,7 +97,17 @@ func mapErr(ctx context.Context, err error, what string) error {
 			Message: what + ": a value is longer than its column allows on MySQL (see docs/mysql.md)"}
 	case erPacketTooLarge:
 		return errPacket(what)
-	case erLockWaitTimeout, erLockDeadlock, erQueryInterrupt, erLockAborted:
+	case erLockDeadlock:
+		// InnoDB rolls the whole transaction back on a deadlock; Galera
+		// reports a failed certification (at COMMIT) or a brute-force
+		// abort by a replicated write set the same way. Nothing of the
+		// transaction was written, and running it again may succeed:
+		// exactly TX-9's write conflict, which sync.RunInTx retries.
+		return driver.Wrap(driver.CodeWriteConflict, errors.New("deadlock or certification conflict"),
+			"%s: another transaction of the partition won (deadlock, or a Galera certification conflict); nothing was written (TX-9)", what)
+	case erUnknownCom:
+		return driver.Wrap(driver.CodeUnavailable, err, "%s: the node is not ready (Galera: joining, or not in the primary component)", what)
+	case erLockWaitTimeout, erQueryInterrupt, erLockAborted:
 		return driver.Wrap(driver.CodeUnavailable, errors.New("lock conflict"), "%s: lock wait timeout or deadlock", what)
 	default:
 		// The server's message can quote a value (e.g. a failed CAST):

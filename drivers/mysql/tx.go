@@ -156,7 +156,10 @@ func isAbort(ctx context.Context, err error) bool {
 		return true
 	}
 	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, "":
+	case driver.CodeInternal, driver.CodeUnavailable, driver.CodeWriteConflict, "":
+		// A write conflict is a deadlock or a Galera abort: the engine
+		// rolled the whole transaction back, and a later statement
+		// would run outside it.
 		return true
 	}
 	return false
@@ -319,13 +322,26 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		for _, r := range csRows {
 			r[0], r[4] = t.partition, seq
 		}
-		if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
-			return err
+		err := func() error {
+			if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
+				return err
+			}
+			if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
+				return err
+			}
+			return t.insertBatches(ctx, &insertChangeScopesSQL, csRows)
+		}()
+		if driver.CodeOf(err) == driver.CodeConstraintViolation {
+			// The seq this Tx reserved is taken: impossible on one server
+			// (the partition row's lock serializes Begin), but on a Galera
+			// node a concurrent commit of the partition certified on
+			// another node is applied here before this Tx is aborted for
+			// it. A lost race: nothing of this Tx will be written (the
+			// error aborts it) and it may be run again (TX-9).
+			return driver.Errorf(driver.CodeWriteConflict,
+				"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
 		}
-		if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
-			return err
-		}
-		if err := t.insertBatches(ctx, &insertChangeScopesSQL, csRows); err != nil {
+		if err != nil {
 			return err
 		}
 		t.seq = seq
