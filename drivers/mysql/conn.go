@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -42,6 +43,7 @@ type Conn struct {
 	closed   atomic.Bool
 	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 	aq       queryPool      // authoritative queries (query.go)
+	fan      fanpoll.Hub    // commit fanout by polling (fanout.go)
 
 	// connector makes the pool's connections; outcomes is a small pool of
 	// its own that settles lost COMMIT answers (outcome.go), opened on
@@ -72,6 +74,7 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	}
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
 		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket)}
+	c.fan.Heads = c.commitHeads
 	c.coll = "utf8mb4_0900_bin"
 	isolationVar := "transaction_isolation"
 	if c.maria {
@@ -166,6 +169,7 @@ func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.fan.Close()
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}

@@ -452,7 +452,11 @@ func (t *Tx) finish(ctx context.Context, prepare func() error) error {
 		t.rollback()
 		return driver.Wrap(driver.CodeUnavailable, err, "mysql: commit: context ended; the transaction was rolled back (TX-6)")
 	}
-	return t.commit(ctx)
+	err := t.commit(ctx)
+	if err == nil && t.seq > t.baseSeq {
+		t.c.fan.Publish(driver.CommitWake{Partition: t.partition, CommitSeq: t.seq}) // FAN-1, this process at once
+	}
+	return err
 }
 
 // commit sends COMMIT on a goroutine of its own (go-sql-driver's COMMIT

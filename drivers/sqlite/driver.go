@@ -205,6 +205,16 @@ func busyTimeout(params url.Values) (int, error) {
 	return int(ms), nil
 }
 
+// fanKey names the store's file for the in-process fanout hub: its
+// absolute path when known, else the URI without parameters.
+func (t target) fanKey() string {
+	if t.path != "" {
+		return t.path
+	}
+	base, _, _ := strings.Cut(t.uri, "?")
+	return base
+}
+
 // fileURI turns an absolute path into a SQLite file URI, escaping '?',
 // '#' and '%' so they stay part of the path.
 func fileURI(abs string) string {
