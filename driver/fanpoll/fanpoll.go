@@ -132,7 +132,9 @@ func (h *Hub) Close() {
 	}
 }
 
-func errClosed() error { return driver.Errorf(driver.CodeClosed, "subscribe to commits: the store is closed") }
+func errClosed() error {
+	return driver.Errorf(driver.CodeClosed, "subscribe to commits: the store is closed")
+}
 
 // Publish wakes the subscribers for a commit this process made, at once
 // (no poll needed); the driver calls it after a successful Commit.
