@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
@@ -57,4 +58,49 @@ func Example() {
 	// Output:
 	// commit 1 <nil>
 	// rejected column body
+}
+
+// A host pushes a client's commit through the engine: the first push
+// applies it, a retry of the same commit replays the stored result, and
+// an edit based on a stale version is rejected with the server's row.
+func ExampleStore_Push() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "syncstore-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := sync.Open("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
+		panic(err)
+	}
+	store.SetPushOptions(sync.PushOptions{Now: func() time.Time { return time.UnixMilli(1700000000000) }})
+
+	create := sync.PushRequest{ClientID: "phone-1", ClientCommitID: "commit-1", ActorID: "alice", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0), // 0: a new row
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hello"},
+	}}}
+	resp, err := store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "version", resp.Ops[0].ServerVersion, "replayed", resp.Replayed, err)
+
+	// The client did not get the answer and sends the same commit again.
+	resp, err = store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "replayed", resp.Replayed, err)
+
+	// Another client edits the note from version 0: it has not seen n1.
+	stale := sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "commit-1", ActorID: "bob", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0),
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hi"},
+	}}}
+	resp, err = store.Push(ctx, "tenant-1", stale)
+	c := resp.Ops[0]
+	fmt.Println(resp.Status, c.Status, c.Code, "server version", c.ServerVersion, "server body", c.ServerRow["body"], err)
+	// Output:
+	// applied 1 version 1 replayed false <nil>
+	// applied 1 replayed true <nil>
+	// rejected conflict sync.version_conflict server version 1 server body hello <nil>
 }
