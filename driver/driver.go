@@ -239,6 +239,41 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 }
 
+// RowKey names one row of a partition: its table and id.
+type RowKey struct {
+	Table string
+	ID    string
+}
+
+// PushRead is what PushReader.ReadForPush returns: the push result of a
+// key and whether one is stored, and the current rows of the keys asked
+// for — Rows[i] and Found[i] for keys[i], Rows[i] the zero Row when
+// Found[i] is false.
+type PushRead struct {
+	Result    PushResult
+	HasResult bool
+	Rows      []Row
+	Found     []bool
+}
+
+// PushReader is implemented by a Tx that can make the reads a push starts
+// with in one round trip to its engine, or in fewer than one per row.
+// Optional, and not a capability (no rule needs it, the suite checks it
+// when present): without it sync.Store.Push calls GetPushResult, then
+// GetRow once per op, with the same outcome at a higher cost — on an
+// engine across a network each of those reads is a round trip (an HTTP
+// request on D1).
+//
+// ReadForPush returns exactly what GetPushResult(clientID,
+// clientCommitID) and GetRow(key.Table, key.ID) for each key would return
+// at that point of the Tx, its own staged writes included (TX-3, PR-3).
+// Input is valid: ids per V-2 and V-7, known tables, distinct keys, at
+// most 1,000 of them. Errors: those of GetPushResult and GetRow
+// (CodeIdempotencyCacheMiss for a result that cannot be decoded, PR-5).
+type PushReader interface {
+	ReadForPush(ctx context.Context, clientID, clientCommitID string, keys []RowKey) (PushRead, error)
+}
+
 // EngineVersioner is implemented by a Conn that can report the version of
 // the engine it talks to (e.g. "SQLite 3.50.4"). Optional; reports use it.
 type EngineVersioner interface {

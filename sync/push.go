@@ -142,25 +142,19 @@ type pushPlan struct {
 func (p *pushPlan) apply(ctx context.Context, tx *Tx, resp *PushResponse) error {
 	dtx := tx.tx
 	req := &p.req
-	stored, found, err := dtx.GetPushResult(ctx, req.ClientID, req.ClientCommitID)
+	read, err := p.read(ctx, dtx)
 	if err != nil {
 		return err
 	}
-	if found {
+	if read.HasResult {
 		if err := tx.Rollback(ctx); err != nil {
 			return err
 		}
-		*resp, err = p.replay(stored)
+		*resp, err = p.replay(read.Result)
 		return err
 	}
 	n := len(req.Ops)
-	cur := make([]driver.Row, n)
-	exists := make([]bool, n)
-	for i, o := range req.Ops {
-		if cur[i], exists[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {
-			return err
-		}
-	}
+	cur, exists := read.Rows, read.Found
 	nowMs := p.opts.Now().UnixMilli()
 	results := make([]driver.OpResult, 0, n)
 	for i, o := range req.Ops {
@@ -253,6 +247,38 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, resp *PushResponse) error 
 	}
 	*resp = PushResponse{PushResult: res, Changes: changes}
 	return nil
+}
+
+// read reads the stored result of the push's key and the current row of
+// each op: in one call when the driver's Tx is a driver.PushReader, else
+// one read each.
+func (p *pushPlan) read(ctx context.Context, dtx driver.Tx) (driver.PushRead, error) {
+	req := &p.req
+	n := len(req.Ops)
+	if pr, ok := dtx.(driver.PushReader); ok {
+		keys := make([]driver.RowKey, n)
+		for i, o := range req.Ops {
+			keys[i] = driver.RowKey{Table: o.Table, ID: o.RowID}
+		}
+		read, err := pr.ReadForPush(ctx, req.ClientID, req.ClientCommitID, keys)
+		if err == nil && !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
+			err = driver.Errorf(driver.CodeInternal, "Push: the driver's ReadForPush answered %d rows for %d keys", len(read.Rows), n)
+		}
+		return read, err
+	}
+	var read driver.PushRead
+	var err error
+	read.Result, read.HasResult, err = dtx.GetPushResult(ctx, req.ClientID, req.ClientCommitID)
+	if err != nil || read.HasResult {
+		return read, err
+	}
+	read.Rows, read.Found = make([]driver.Row, n), make([]bool, n)
+	for i, o := range req.Ops {
+		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {
+			return read, err
+		}
+	}
+	return read, nil
 }
 
 // reject stores the rejected result with the per-op results so far and
