@@ -23,7 +23,7 @@ func init() {
 		Case{Name: "PUSH-3/stale-base-is-a-conflict-with-the-server-row", Run: pushStaleBase},
 		Case{Name: "PUSH-3/create-over-existing-and-update-of-missing-conflict", Run: pushCreateUpdateConflicts},
 		Case{Name: "PUSH-3/no-base-version-applies-over-anything", Run: pushNoBase},
-		Case{Name: "PUSH-3/batched-push-reads-see-the-tx-view", Run: pushReaderMatches},
+		Case{Name: "PUSH-3/batched-push-reads-match-single-reads", Run: pushBeginnerMatches},
 		Case{Name: "PUSH-4/versions-scopes-and-changes-from-the-rows-written", Run: pushAppliedShape},
 		Case{Name: "PUSH-4/delete-logs-the-last-scopes", Run: pushDelete},
 		Case{Name: "PUSH-5/conflict-rejects-the-whole-commit", Run: pushAllOrNothing},
@@ -482,53 +482,51 @@ func pushBadInput(t T, h Harness) {
 	expectEqual(t, "PUSH-8: a result stored for a bad push", false, found)
 }
 
-// Catches: a driver.PushReader that reads committed data only (missing
-// the Tx's staged rows, deletes or result), loses rows past a batch
-// bound, or puts rows at the wrong key.
-func pushReaderMatches(t T, h Harness) {
+// Catches: a driver.PushBeginner whose reads disagree with GetRow and
+// GetPushResult in the Tx it began (rows at the wrong key, another
+// table's or partition's rows, rows lost past a batch bound, a result
+// missed), or whose Tx does not work as Begin's.
+func pushBeginnerMatches(t T, h Harness) {
 	conn := openStore(t, h)
 	ctx := t.Context()
-	tx0 := begin(t, conn, "p1")
-	if _, ok := tx0.(driver.PushReader); !ok {
-		_ = tx0.Rollback(ctx)
-		t.Skipf("the driver's Tx is not a driver.PushReader (optional): Push reads row by row")
+	pb, ok := conn.(driver.PushBeginner)
+	if !ok {
+		t.Skipf("the driver is not a driver.PushBeginner (optional): Push reads row by row")
 	}
-	must(t, "Rollback", tx0.Rollback(ctx))
 	push(t, conn, "p1", tTodos, todo("t1", "p7", "o1"), todo("t2", "p7", "o1"), todo("t5", "p1", "o2"))
 	push(t, conn, "p1", tUsers, user("u1", "o1", "a@x"))
+	push(t, conn, "p2", tTodos, todo("t3", "p7", "o1"))
+	stored := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 5, Ops: []driver.OpResult{{Status: driver.OpError, Code: "app.x"}}}
 	tx := begin(t, conn, "p1")
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "staged", driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 5,
-		Ops: []driver.OpResult{{Status: driver.OpError, Code: "app.x"}}}))
-	moved := todo("t2", "p1", "o2")
-	moved.ServerVersion = 7
-	must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, moved))
-	must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, todo("t3", "p7", "o1")))
-	must(t, "DeleteRow", tx.DeleteRow(ctx, tTodos, "t1"))
-	must(t, "UpsertRow", tx.UpsertRow(ctx, tUsers, user("u2", "o1", "b@x")))
-	keys := []driver.RowKey{{Table: tUsers, ID: "u2"}, {Table: tTodos, ID: "t1"}, {Table: tTodos, ID: "t2"},
-		{Table: tTodos, ID: "t3"}, {Table: tUsers, ID: "u1"}, {Table: tTodos, ID: "t-missing"}, {Table: tUsers, ID: "t5"}}
+	must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "stored", stored))
+	commit(t, tx)
+	keys := []driver.RowKey{{Table: tUsers, ID: "u1"}, {Table: tTodos, ID: "t2"}, {Table: tTodos, ID: "t3"},
+		{Table: tTodos, ID: "t-missing"}, {Table: tUsers, ID: "t5"}, {Table: tTodos, ID: "t1"}}
 	for i := range 700 { // past any batch bound of the driver's
 		keys = append(keys, driver.RowKey{Table: tTodos, ID: fmt.Sprintf("m%03d", i)})
 	}
 	keys = append(keys, driver.RowKey{Table: tTodos, ID: "t5"})
-	want := driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
-	for i, k := range keys {
-		var err error
-		want.Rows[i], want.Found[i], err = tx.GetRow(ctx, k.Table, k.ID)
-		must(t, "GetRow", err)
-	}
-	got, err := tx.(driver.PushReader).ReadForPush(ctx, "c1", "none", keys)
-	must(t, "ReadForPush", err)
-	expectEqual(t, "PUSH-3: ReadForPush against GetRow per key", want, got)
-	for _, key := range []string{"staged", "none"} {
+	for _, key := range []string{"none", "stored"} {
+		tx, got, err := pb.BeginPush(ctx, "p1", "c1", key, keys)
+		must(t, "BeginPush", err)
 		var want driver.PushRead
-		var err error
 		want.Result, want.HasResult, err = tx.GetPushResult(ctx, "c1", key)
 		must(t, "GetPushResult", err)
-		got, err := tx.(driver.PushReader).ReadForPush(ctx, "c1", key, nil)
-		must(t, "ReadForPush", err)
-		got.Rows, got.Found = nil, nil
-		expectEqual(t, "PUSH-3: ReadForPush's result of key "+key, want, got)
+		if want.HasResult {
+			got.Rows, got.Found = nil, nil
+		} else {
+			want.Rows, want.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+			for i, k := range keys {
+				want.Rows[i], want.Found[i], err = tx.GetRow(ctx, k.Table, k.ID)
+				must(t, "GetRow", err)
+			}
+		}
+		expectEqual(t, "PUSH-3: BeginPush's reads against GetPushResult and GetRow of key "+key, want, got)
+		// The Tx is Begin's: it writes and commits.
+		must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, todo("t-"+key, "p7", "o1")))
+		commit(t, tx)
+		_, found, err := conn.GetRow(ctx, "p1", tTodos, "t-"+key)
+		must(t, "GetRow", err)
+		expectEqual(t, "PUSH-3: a row written in BeginPush's Tx, after its commit", true, found)
 	}
 }

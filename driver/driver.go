@@ -245,10 +245,11 @@ type RowKey struct {
 	ID    string
 }
 
-// PushRead is what PushReader.ReadForPush returns: the push result of a
-// key and whether one is stored, and the current rows of the keys asked
-// for — Rows[i] and Found[i] for keys[i], Rows[i] the zero Row when
-// Found[i] is false.
+// PushRead is the reads a push starts with (PushBeginner.BeginPush): the
+// push result of its key and whether one is stored, and the current rows
+// of the keys asked for — Rows[i] and Found[i] for keys[i], Rows[i] the
+// zero Row when Found[i] is false. When HasResult is true, Rows and Found
+// may be nil (a replay reads no rows).
 type PushRead struct {
 	Result    PushResult
 	HasResult bool
@@ -256,22 +257,23 @@ type PushRead struct {
 	Found     []bool
 }
 
-// PushReader is implemented by a Tx that can make the reads a push starts
-// with in one round trip to its engine, or in fewer than one per row.
-// Optional, and not a capability (no rule needs it, the suite checks it
-// when present): without it sync.Store.Push calls GetPushResult, then
-// GetRow once per op, with the same outcome at a higher cost — on an
-// engine across a network each of those reads is a round trip (an HTTP
-// request on D1).
+// PushBeginner is implemented by a Conn that can begin a push's Tx and make
+// the reads the push starts with — its stored result, the current rows of
+// its ops — in one round trip to the engine, or in fewer than one per
+// row. Optional, and not a capability (no rule needs it; the suite checks
+// it when present): without it sync.Store.Push calls Begin, GetPushResult,
+// then GetRow once per op, with the same outcome at a higher cost — on an
+// engine across a network each of those is a round trip (an HTTP request
+// on D1).
 //
-// ReadForPush returns exactly what GetPushResult(clientID,
-// clientCommitID) and GetRow(key.Table, key.ID) for each key would return
-// at that point of the Tx, its own staged writes included (TX-3, PR-3).
-// Input is valid: ids per V-2 and V-7, known tables, distinct keys, at
-// most 1,000 of them. Errors: those of GetPushResult and GetRow
-// (CodeIdempotencyCacheMiss for a result that cannot be decoded, PR-5).
-type PushReader interface {
-	ReadForPush(ctx context.Context, clientID, clientCommitID string, keys []RowKey) (PushRead, error)
+// BeginPush returns exactly what Begin(ctx, partition) returns, and what
+// GetPushResult(clientID, clientCommitID) and GetRow(key.Table, key.ID)
+// for each key would return first thing in that Tx. Input is valid: V-1,
+// V-2 and V-7, known tables, distinct keys, at most 1,000 of them. Errors:
+// those of Begin, GetPushResult and GetRow (CodeIdempotencyCacheMiss for a
+// result that cannot be decoded, PR-5); on an error no Tx is left open.
+type PushBeginner interface {
+	BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []RowKey) (Tx, PushRead, error)
 }
 
 // EngineVersioner is implemented by a Conn that can report the version of

@@ -86,9 +86,16 @@ func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (Pu
 	}
 	for settle := 0; ; settle++ {
 		var resp PushResponse
-		err := s.RunInTx(ctx, partition, func(ctx context.Context, tx *Tx) error {
+		var read driver.PushRead
+		begin := func(ctx context.Context) (*Tx, error) {
+			var tx *Tx
+			var err error
+			tx, read, err = p.begin(ctx, s)
+			return tx, err
+		}
+		err := s.runInTx(ctx, partition, begin, func(ctx context.Context, tx *Tx) error {
 			resp = PushResponse{}
-			return p.apply(ctx, tx, &resp)
+			return p.apply(ctx, tx, read, &resp)
 		})
 		if err == nil {
 			return resp, nil
@@ -139,13 +146,10 @@ type pushPlan struct {
 // apply is one attempt of a push inside tx; it fills resp with the
 // result it stores (RunInTx commits the Tx when apply returns nil and has
 // not ended it).
-func (p *pushPlan) apply(ctx context.Context, tx *Tx, resp *PushResponse) error {
+func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp *PushResponse) error {
 	dtx := tx.tx
 	req := &p.req
-	read, err := p.read(ctx, dtx)
-	if err != nil {
-		return err
-	}
+	var err error
 	if read.HasResult {
 		if err := tx.Rollback(ctx); err != nil {
 			return err
@@ -249,29 +253,49 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, resp *PushResponse) error 
 	return nil
 }
 
-// read reads the stored result of the push's key and the current row of
-// each op: in one call when the driver's Tx is a driver.PushReader, else
-// one read each.
-func (p *pushPlan) read(ctx context.Context, dtx driver.Tx) (driver.PushRead, error) {
+// begin starts a Tx on the push's partition and reads the stored result
+// of its key and the current row of each op: in one call when the driver
+// is a driver.PushBeginner, else Begin, GetPushResult and GetRow per op.
+func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, error) {
 	req := &p.req
 	n := len(req.Ops)
-	if pr, ok := dtx.(driver.PushReader); ok {
+	if pb, ok := s.conn.(driver.PushBeginner); ok {
 		keys := make([]driver.RowKey, n)
 		for i, o := range req.Ops {
 			keys[i] = driver.RowKey{Table: o.Table, ID: o.RowID}
 		}
-		read, err := pr.ReadForPush(ctx, req.ClientID, req.ClientCommitID, keys)
-		if err == nil && !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
-			err = driver.Errorf(driver.CodeInternal, "Push: the driver's ReadForPush answered %d rows for %d keys", len(read.Rows), n)
+		dtx, read, err := pb.BeginPush(ctx, p.partition, req.ClientID, req.ClientCommitID, keys)
+		if err != nil {
+			return nil, read, err
 		}
-		return read, err
+		tx := &Tx{tx: dtx, schema: s.schema.Load(), store: s}
+		if !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, read, driver.Errorf(driver.CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
+		}
+		return tx, read, nil
 	}
+	tx, err := s.Begin(ctx, p.partition)
+	if err != nil {
+		return nil, driver.PushRead{}, err
+	}
+	read, err := readForPush(ctx, tx.tx, req)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, read, err
+	}
+	return tx, read, nil
+}
+
+// readForPush makes a push's first reads one by one.
+func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.PushRead, error) {
 	var read driver.PushRead
 	var err error
 	read.Result, read.HasResult, err = dtx.GetPushResult(ctx, req.ClientID, req.ClientCommitID)
 	if err != nil || read.HasResult {
 		return read, err
 	}
+	n := len(req.Ops)
 	read.Rows, read.Found = make([]driver.Row, n), make([]bool, n)
 	for i, o := range req.Ops {
 		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {

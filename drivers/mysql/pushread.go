@@ -6,20 +6,25 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-var _ driver.PushReader = (*Tx)(nil)
+var _ driver.PushBeginner = (*Conn)(nil)
 
-// pushReadChunk bounds the ids of one IN list of ReadForPush.
+// pushReadChunk bounds the ids of one IN list of BeginPush.
 const pushReadChunk = 500
 
-// ReadForPush reads a push's stored result and the current rows of keys
-// (driver.PushReader) in 1 + one statement per table (per 500 ids),
-// instead of 1 + one per row: each statement is a round trip, and a push
-// of 10 rows would otherwise make 11. It sees the Tx's own writes (TX-3):
-// staged upserts are written first, as for every read.
-func (t *Tx) ReadForPush(ctx context.Context, clientID, clientCommitID string, keys []driver.RowKey) (out driver.PushRead, err error) {
+// BeginPush begins a push's Tx (Begin) and reads its stored result and
+// the current rows of keys (driver.PushBeginner) in 1 + one statement per
+// table (per 500 ids), instead of 1 + one per row: each statement is a
+// round trip, and a push of 10 rows would otherwise make 11.
+func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
+	dtx, err := c.Begin(ctx, partition)
+	if err != nil {
+		return nil, driver.PushRead{}, err
+	}
+	t := dtx.(*Tx)
+	var out driver.PushRead
 	err = t.op(ctx, func() error {
 		var err error
-		out.Result, out.HasResult, err = t.c.getPushResult(ctx, t.tx, t.partition, clientID, clientCommitID)
+		out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
 		if err != nil || out.HasResult {
 			return err
 		}
@@ -36,7 +41,7 @@ func (t *Tx) ReadForPush(ctx context.Context, clientID, clientCommitID string, k
 			m[k.ID] = i
 		}
 		for _, name := range tables {
-			x, err := t.c.table(name)
+			x, err := c.table(name)
 			if err != nil {
 				return err
 			}
@@ -56,7 +61,11 @@ func (t *Tx) ReadForPush(ctx context.Context, clientID, clientCommitID string, k
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		_ = t.Rollback(context.WithoutCancel(ctx))
+		return nil, driver.PushRead{}, err
+	}
+	return t, out, nil
 }
 
 // readRowsIn reads the rows of x whose ids are in ids, into out at the
