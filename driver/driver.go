@@ -272,6 +272,7 @@ type PushRead struct {
 // V-2 and V-7, known tables, distinct keys, at most 1,000 of them. Errors:
 // those of Begin, GetPushResult and GetRow (CodeIdempotencyCacheMiss for a
 // result that cannot be decoded, PR-5); on an error no Tx is left open.
+// WrapConn does not forward it: a wrapped Conn pushes row by row.
 type PushBeginner interface {
 	BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []RowKey) (Tx, PushRead, error)
 }
