@@ -19,8 +19,11 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		{name: "leaky-scan", want: []string{"P-1", "P-2", "V-1"}, wrap: func(c driver.Conn) driver.Conn {
 			return &leakyScan{connWrap: connWrap{c}, parts: map[string]bool{}}
 		}},
-		// Every case that counts commits after a rollback notices.
+		// Every case that counts commits after a rollback notices; Push
+		// rolls back every replay and ends every rejection through
+		// CommitRejected, so its cases that count commits notice too.
 		{name: "burn-seq-on-rollback", want: []string{"SEQ-2", "TX-2", "TX-8", "V-9"},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-5", "PUSH-7"},
 			wrap: func(c driver.Conn) driver.Conn { return &burnOnRollback{connWrap{c}} }},
 		{name: "split-commit-at-limit", want: []string{"WIN-4"},
 			wrap: func(c driver.Conn) driver.Conn { return &splitAtLimit{connWrap{c}} }},
@@ -36,7 +39,8 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &halfCapability{connWrap{c}} }},
 		{name: "capability-lost-by-wrapper", caps: []driver.Capability{driver.CapAdmin}, want: []string{"ERR-3"},
 			wrap: func(c driver.Conn) driver.Conn { return &connWrap{c} }},
-		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"},
+		// Push's deletes keep the row too.
+		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4"},
 			wrap: func(c driver.Conn) driver.Conn { return &deleteIsNoop{connWrap{c}} }},
 		{name: "descending-scan", want: []string{"SCAN-1"},
 			wrap: func(c driver.Conn) driver.Conn { return &descendingScan{connWrap{c}} }},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
@@ -59,11 +60,11 @@ func Example() {
 	// rejected column body
 }
 
-// A host wakes its waiting pullers when a commit lands — in this process
-// or any other instance of the store (FAN-1).
-func ExampleStore_SubscribeCommits() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// A host pushes a client's commit through the engine: the first push
+// applies it, a retry of the same commit replays the stored result, and
+// an edit based on a stale version is rejected with the server's row.
+func ExampleStore_Push() {
+	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "syncstore-example")
 	if err != nil {
 		panic(err)
@@ -74,28 +75,32 @@ func ExampleStore_SubscribeCommits() {
 		panic(err)
 	}
 	defer store.Close()
-	schema := notesSchema()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
 		panic(err)
 	}
-	wakes, err := store.SubscribeCommits(ctx)
-	if err != nil {
-		panic(err)
-	}
-	table, _ := schema.Table("notes")
-	values := driver.Values{"id": "n1", "proj": "p7", "body": "hello"}
-	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		if err := tx.UpsertRow(ctx, "notes", driver.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}); err != nil {
-			return err
-		}
-		_, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-			Table: "notes", RowID: "n1", Op: driver.OpUpsert, Scopes: sync.ScopesOf(table, values), Values: values, RowVersion: 1}}})
-		return err
-	})
-	if err != nil {
-		panic(err)
-	}
-	w := <-wakes // pull tenant-1 from your cursor now
-	fmt.Println(w.Partition, w.CommitSeq)
-	// Output: tenant-1 1
+	store.SetPushOptions(sync.PushOptions{Now: func() time.Time { return time.UnixMilli(1700000000000) }})
+
+	create := sync.PushRequest{ClientID: "phone-1", ClientCommitID: "commit-1", ActorID: "alice", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0), // 0: a new row
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hello"},
+	}}}
+	resp, err := store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "version", resp.Ops[0].ServerVersion, "replayed", resp.Replayed, err)
+
+	// The client did not get the answer and sends the same commit again.
+	resp, err = store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "replayed", resp.Replayed, err)
+
+	// Another client edits the note from version 0: it has not seen n1.
+	stale := sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "commit-1", ActorID: "bob", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0),
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hi"},
+	}}}
+	resp, err = store.Push(ctx, "tenant-1", stale)
+	c := resp.Ops[0]
+	fmt.Println(resp.Status, c.Status, c.Code, "server version", c.ServerVersion, "server body", c.ServerRow["body"], err)
+	// Output:
+	// applied 1 version 1 replayed false <nil>
+	// applied 1 replayed true <nil>
+	// rejected conflict sync.version_conflict server version 1 server body hello <nil>
 }

@@ -2,6 +2,7 @@ package d1http
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	gosync "sync"
 
@@ -48,10 +49,16 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.newTx(ctx, partition, rows)
+}
+
+// newTx returns the Tx whose Begin read (D1BeginRead) answered rows.
+func (c *Conn) newTx(ctx context.Context, partition string, rows [][]json.RawMessage) (*Tx, error) {
 	if len(rows) != 1 || len(rows[0]) != 2 {
 		return nil, driver.Errorf(driver.CodeInternal, "d1http: begin: malformed answer")
 	}
 	t := &Tx{c: c, partition: partition, beginCtx: ctx, ov: newOverlay()}
+	var err error
 	if t.stamp, err = rawInt(rows[0][0]); err == nil {
 		t.baseMax, err = rawInt(rows[0][1])
 	}
