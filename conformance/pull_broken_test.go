@@ -60,4 +60,6 @@ func (c *pullWindowShort) ReadCommitWindow(ctx context.Context, p string, q driv
 
 type pullRecordsLost struct{ connWrap }
 
-func (c *pullRecordsLost) PutClientRecord(context.Context, string, driver.ClientRecord) error { return nil }
+func (c *pullRecordsLost) PutClientRecord(context.Context, string, driver.ClientRecord) error {
+	return nil
+}
