@@ -34,7 +34,7 @@ const (
 	maxPullTokenBytes = 512
 )
 
-var pullTokenEncoding = base64.RawURLEncoding
+var pullTokenEncoding = base64.RawURLEncoding.Strict()
 
 // pullToken is a decoded bootstrap token.
 type pullToken struct {
