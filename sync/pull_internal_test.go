@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
@@ -55,6 +56,24 @@ func TestPullBindingIsTheFilterAsASet(t *testing.T) {
 	} {
 		if other == base {
 			t.Errorf("another %s, same binding", name)
+		}
+	}
+}
+
+// TestPullTokenLastCharacterStrict alters the last character of tokens of
+// every length modulo 3: where it carries unused bits, only a strict
+// decoding refuses a token spelled differently (PULL-4).
+func TestPullTokenLastCharacterStrict(t *testing.T) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	binding := pullBinding("p", "notes", driver.ScopeFilter{"project": {"p7"}})
+	for _, id := range []string{"a", "ab", "abc"} {
+		tok := encodePullToken(binding, pullToken{asOf: 9, lastRowID: id})
+		last := tok[len(tok)-1]
+		for d := 1; d < 4; d++ {
+			altered := tok[:len(tok)-1] + string(alphabet[(strings.IndexByte(alphabet, last)+d)%64])
+			if _, err := decodePullToken("Pull", altered, binding); driver.CodeOf(err) != driver.CodeInvalidArgument {
+				t.Errorf("row id %q: last character +%d accepted (err %v)", id, d, err)
+			}
 		}
 	}
 }
