@@ -69,9 +69,10 @@ func pullTodos(t T, conn driver.Conn, p, prefix, project string, n int) []driver
 // pullReplica is a client's copy of one subscription's rows, built only
 // from what Pull returned: bootstrap pages, then commits applied in order.
 type pullReplica struct {
-	rows  map[string]driver.Row
-	sub   syncstore.PullSubscription
-	pulls int
+	rows   map[string]driver.Row
+	sub    syncstore.PullSubscription
+	pulls  int
+	resets int
 }
 
 func newPullReplica(sub syncstore.PullSubscription) *pullReplica {
@@ -85,6 +86,7 @@ func (r *pullReplica) apply(t T, res syncstore.PullResult) {
 	r.pulls++
 	switch {
 	case res.Status == syncstore.PullReset:
+		r.resets++
 		r.rows = map[string]driver.Row{}
 	case res.Bootstrap:
 		if r.sub.BootstrapToken == "" {

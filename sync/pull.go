@@ -52,6 +52,10 @@ import (
 // written — harmless, the next pull writes it again — and no response is
 // returned, so the client pulls again from the cursors it has.
 //
+// The actor check reads the stored record and has no compare-and-set
+// behind it: two first pulls of one new client id by two actors that race
+// each other may both pass, and the record written last binds the id.
+//
 // A pull costs 4 + N round trips for N subscriptions (client record, head,
 // one read per subscription, record write, registry touch), plus one
 // horizon read when a bootstrap is resumed.
