@@ -2,6 +2,8 @@ package sync_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -218,5 +220,62 @@ func TestPullStampsNow(t *testing.T) {
 	}
 	if len(resp.Epoch) != 32 {
 		t.Errorf("epoch %q, want 32 hex digits", resp.Epoch)
+	}
+}
+
+// BenchmarkPull measures one pull on SQLite (a file store) of a partition
+// holding 2,000 commits, one row each: half in the subscription's scope
+// (p7), half in another (p8).
+//   - quiet: a caught-up client (cursor at the head): the fixed cost.
+//   - window: 100 commits of the scope after the cursor (LimitChanges 100).
+//   - bootstrap: the first page of 1,000 rows.
+func BenchmarkPull(b *testing.B) {
+	ctx := context.Background()
+	s, err := sync.Open("sqlite", filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.EnsureSchema(ctx, notesSchema()); err != nil {
+		b.Fatal(err)
+	}
+	t, _ := notesSchema().Table("notes")
+	err = s.RunInTx(ctx, "p", func(ctx context.Context, tx *sync.Tx) error {
+		for i := range 2000 {
+			v := driver.Values{"id": fmt.Sprintf("n%04d", i), "proj": []string{"p7", "p8"}[i%2], "body": "body"}
+			r := driver.Row{ID: v["id"].(string), ServerVersion: 1, Values: v, Scopes: sync.ScopesOf(t, v)}
+			if err := tx.UpsertRow(ctx, "notes", r); err != nil {
+				return err
+			}
+			if _, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1, Changes: []driver.Change{{Table: "notes",
+				RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: v, RowVersion: 1}}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		cursor int64
+		want   func(sync.PullResult) bool
+	}{
+		{"quiet", 2000, func(r sync.PullResult) bool { return len(r.Commits) == 0 && r.NextCursor == 2000 }},
+		{"window", 1800, func(r sync.PullResult) bool { return len(r.Commits) == 100 }},
+		{"bootstrap", sync.PullBootstrap, func(r sync.PullResult) bool { return len(r.Rows) == 1000 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sub := notesSub("s", c.cursor)
+			sub.LimitChanges = 100
+			req := sync.PullRequest{ClientID: "c", ActorID: "a", AtMs: 1, Subscriptions: []sync.PullSubscription{sub}}
+			for b.Loop() {
+				resp, err := s.Pull(ctx, "p", req)
+				if err != nil || !c.want(resp.Subscriptions[0]) {
+					b.Fatalf("pull: %v %+v", err, resp)
+				}
+			}
+		})
 	}
 }
