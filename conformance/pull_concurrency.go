@@ -19,8 +19,7 @@ func init() {
 }
 
 // pullRaceWrite is commit i of the racing writer: an upsert or a delete
-// of one of 24 todos (ids fixed to project p7 or p8 by their number), with
-// retries of a lost optimistic race (TX-9).
+// of one of 24 todos (ids fixed to project p7 or p8 by their number).
 func pullRaceWrite(ctx context.Context, conn driver.Conn, i int) error {
 	n := (i * 7) % 24
 	project := "p7"
@@ -30,11 +29,16 @@ func pullRaceWrite(ctx context.Context, conn driver.Conn, i int) error {
 	row := todo(fmt.Sprintf("w%02d", n), project, "u1")
 	row.ServerVersion = int64(i)
 	row.Values["title"] = fmt.Sprintf("write %d", i)
-	del := i%5 == 0
+	return pullWriteOne(ctx, conn, row, i%5 == 0, int64(1000*i))
+}
+
+// pullWriteOne commits an upsert (or, with del, a delete) of one todo on
+// p1 without a T, for goroutines, retrying a lost optimistic race (TX-9).
+func pullWriteOne(ctx context.Context, conn driver.Conn, row driver.Row, del bool, createdAtMs int64) error {
 	for attempt := 0; ; attempt++ {
 		tx, err := conn.Begin(ctx, "p1")
 		if err == nil {
-			meta := winMeta(int64(1000 * i))
+			meta := winMeta(createdAtMs)
 			if del {
 				err = tx.DeleteRow(ctx, tTodos, row.ID)
 				meta.Changes = []driver.Change{deleteChange(tTodos, row)}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 	syncstore "github.com/syncstore/syncstore/sync"
@@ -125,16 +126,17 @@ func pullQuietScope(t T, h Harness) {
 
 // pullCommitDuring is a Conn whose first window read lands a commit of
 // project p7 on p1 before it reads: a push racing the pull.
+// Pull may read its subscriptions concurrently.
 type pullCommitDuring struct {
 	driver.Conn
-	t    T
-	done bool
+	once gosync.Once
+	err  error
 }
 
 func (c *pullCommitDuring) ReadCommitWindow(ctx context.Context, p string, q driver.WindowQuery) ([]driver.Commit, error) {
-	if !c.done {
-		c.done = true
-		winWrite(c.t, c.Conn, "p1", winMeta(9000), winUp(tTodos, todo("late", "p7", "u1")))
+	c.once.Do(func() { c.err = pullWriteOne(ctx, c.Conn, todo("late", "p7", "u1"), false, 9000) })
+	if c.err != nil {
+		return nil, c.err
 	}
 	return c.Conn.ReadCommitWindow(ctx, p, q)
 }
@@ -147,7 +149,7 @@ func pullOneHead(t T, h Harness) {
 	conn, _ := pullStore(t, h)
 	pullTodos(t, conn, "p1", "a", "p7", 3)
 	pullTodos(t, conn, "p1", "b", "p8", 2)
-	s := syncstore.OpenConn(&pullCommitDuring{Conn: conn, t: t})
+	s := syncstore.OpenConn(&pullCommitDuring{Conn: conn})
 	must(t, "setup: Store.EnsureSchema", s.EnsureSchema(t.Context(), TestSchema()))
 	boot := pullSub("boot", "p9", syncstore.PullBootstrap)
 	resp := pullDo(t, s, "p1", pullReq(pullSub("a", "p7", 0), pullSub("b", "p7", 1), boot))

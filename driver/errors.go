@@ -76,7 +76,7 @@ const (
 	CodeCursorAhead Code = "sync.cursor_ahead"
 	// CodeClientActorMismatch: a pull (sync.Store.Pull) names a client id
 	// whose stored record is bound to another actor id (PULL-9). Nothing
-	// is read or written. Not retryable: a client id belongs to one actor.
+	// is written. Not retryable: a client id belongs to one actor.
 	CodeClientActorMismatch Code = "sync.client_actor_mismatch"
 	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
 	CodeClosed Code = "sync.storage.closed"
