@@ -85,6 +85,10 @@ const (
 	// WIN-8): a cursor this store never issued (a restored backup, a
 	// replica behind the primary). Nothing is returned. Not retryable.
 	CodeCursorAhead Code = "sync.cursor_ahead"
+	// CodeClientActorMismatch: a pull (sync.Store.Pull) names a client id
+	// whose stored record is bound to another actor id (PULL-9). Nothing
+	// is written. Not retryable: a client id belongs to one actor.
+	CodeClientActorMismatch Code = "sync.client_actor_mismatch"
 	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
 	CodeClosed Code = "sync.storage.closed"
 	// CodeInternal: an engine failure the driver could not classify. Not
@@ -212,6 +216,7 @@ var (
 	ErrCommitOutcomeUnknown       = &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1}
 	ErrCursorExpired              = &Error{Code: CodeCursorExpired, OpIndex: -1}
 	ErrCursorAhead                = &Error{Code: CodeCursorAhead, OpIndex: -1}
+	ErrClientActorMismatch        = &Error{Code: CodeClientActorMismatch, OpIndex: -1}
 	ErrClosed                     = &Error{Code: CodeClosed, OpIndex: -1}
 	ErrInternal                   = &Error{Code: CodeInternal, OpIndex: -1}
 )
@@ -223,5 +228,6 @@ func Codes() []Code {
 		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
 		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeIdempotencyKeyReused, CodePushTooLarge, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
 		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
-		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClosed, CodeInternal}
+		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClientActorMismatch, CodeClosed,
+		CodeInternal}
 }

@@ -92,6 +92,26 @@
 // op (a *Refusal rejects the commit with an application code) and
 // PlanReactions per applied commit (reactions enqueued with it).
 //
+// # Pulling
+//
+// Store.Pull serves one client's subscriptions (rule group PULL): a
+// subscription with cursor PullBootstrap gets its scope's rows in pages
+// pinned at one commit seq, with a BootstrapToken for the next page; one
+// with a cursor gets the whole commits after it that touched its scope,
+// and a NextCursor that moves past the commits that did not. A
+// subscription whose cursor fell below the horizon is reset
+// (ErrCursorExpired as its Reason): the client drops its rows and
+// bootstraps again. The client sends back NextCursor and BootstrapToken:
+//
+//	resp, err := store.Pull(ctx, partition, sync.PullRequest{ClientID: c, ActorID: a,
+//		Subscriptions: []sync.PullSubscription{{ID: "mine", Table: "todos",
+//			Scopes: driver.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
+//
+// Pull writes the client record that Prune's active-cursor floor reads
+// (RET-1), so run Prune beside it. The host authorizes the scopes before
+// calling Pull; a client id stays bound to the actor that first pulled
+// with it (ErrClientActorMismatch).
+//
 // # Capabilities
 //
 // Optional driver capabilities are detected by type assertion

@@ -41,6 +41,7 @@ const (
 	CodeCommitOutcomeUnknown       = driver.CodeCommitOutcomeUnknown
 	CodeCursorExpired              = driver.CodeCursorExpired
 	CodeCursorAhead                = driver.CodeCursorAhead
+	CodeClientActorMismatch        = driver.CodeClientActorMismatch
 	CodeClosed                     = driver.CodeClosed
 	CodeInternal                   = driver.CodeInternal
 )
@@ -74,6 +75,7 @@ var (
 	ErrCommitOutcomeUnknown       = driver.ErrCommitOutcomeUnknown
 	ErrCursorExpired              = driver.ErrCursorExpired
 	ErrCursorAhead                = driver.ErrCursorAhead
+	ErrClientActorMismatch        = driver.ErrClientActorMismatch
 	ErrClosed                     = driver.ErrClosed
 	ErrInternal                   = driver.ErrInternal
 )
