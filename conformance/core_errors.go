@@ -46,6 +46,7 @@ var errCodes = []struct {
 	{driver.CodeCommitOutcomeUnknown, driver.ErrCommitOutcomeUnknown, true},
 	{driver.CodeCursorExpired, driver.ErrCursorExpired, false},
 	{driver.CodeCursorAhead, driver.ErrCursorAhead, false},
+	{driver.CodeClientActorMismatch, driver.ErrClientActorMismatch, false},
 	{driver.CodeClosed, driver.ErrClosed, false},
 	{driver.CodeInternal, driver.ErrInternal, false},
 }

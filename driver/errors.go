@@ -40,6 +40,17 @@ const (
 	CodeWriteConflict Code = "sync.storage.write_conflict"
 	// CodeIdempotencyCacheMiss: a stored push result cannot be decoded (PR-5). Retryable.
 	CodeIdempotencyCacheMiss Code = "sync.idempotency_cache_miss"
+	// CodeIdempotencyKeyReused: a push whose (client id, client commit
+	// id) already has a stored result recorded for a different request
+	// (other ops, values, base versions or actor): the key was reused,
+	// and answering the stored result would lie about the new request
+	// (PUSH-2). Nothing was written. Not retryable: push the new ops
+	// under a new client commit id.
+	CodeIdempotencyKeyReused Code = "sync.idempotency_key_reused"
+	// CodePushTooLarge: a push over the engine's bounds on one commit
+	// (sync.MaxPushOps operations, sync.MaxPushBytes bytes of values;
+	// PUSH-8). Nothing was written. Not retryable: split the commit.
+	CodePushTooLarge Code = "sync.push_too_large"
 	// CodeInvalidHorizon: a horizon or prune bound outside HZ-1/HZ-2.
 	CodeInvalidHorizon Code = "sync.storage.invalid_horizon"
 	// CodeUnavailable: the engine could not be reached or answered with a
@@ -74,6 +85,10 @@ const (
 	// WIN-8): a cursor this store never issued (a restored backup, a
 	// replica behind the primary). Nothing is returned. Not retryable.
 	CodeCursorAhead Code = "sync.cursor_ahead"
+	// CodeClientActorMismatch: a pull (sync.Store.Pull) names a client id
+	// whose stored record is bound to another actor id (PULL-9). Nothing
+	// is read or written. Not retryable: a client id belongs to one actor.
+	CodeClientActorMismatch Code = "sync.client_actor_mismatch"
 	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
 	CodeClosed Code = "sync.storage.closed"
 	// CodeInternal: an engine failure the driver could not classify. Not
@@ -189,6 +204,8 @@ var (
 	ErrTxFinished                 = &Error{Code: CodeTxFinished, OpIndex: -1}
 	ErrWriteConflict              = &Error{Code: CodeWriteConflict, OpIndex: -1}
 	ErrIdempotencyCacheMiss       = &Error{Code: CodeIdempotencyCacheMiss, OpIndex: -1}
+	ErrIdempotencyKeyReused       = &Error{Code: CodeIdempotencyKeyReused, OpIndex: -1}
+	ErrPushTooLarge               = &Error{Code: CodePushTooLarge, OpIndex: -1}
 	ErrInvalidHorizon             = &Error{Code: CodeInvalidHorizon, OpIndex: -1}
 	ErrUnavailable                = &Error{Code: CodeUnavailable, OpIndex: -1}
 	ErrUnsupported                = &Error{Code: CodeUnsupported, OpIndex: -1}
@@ -199,6 +216,7 @@ var (
 	ErrCommitOutcomeUnknown       = &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1}
 	ErrCursorExpired              = &Error{Code: CodeCursorExpired, OpIndex: -1}
 	ErrCursorAhead                = &Error{Code: CodeCursorAhead, OpIndex: -1}
+	ErrClientActorMismatch        = &Error{Code: CodeClientActorMismatch, OpIndex: -1}
 	ErrClosed                     = &Error{Code: CodeClosed, OpIndex: -1}
 	ErrInternal                   = &Error{Code: CodeInternal, OpIndex: -1}
 )
@@ -208,7 +226,8 @@ func Codes() []Code {
 	return []Code{CodeInvalidArgument, CodeInvalidValue, CodeInvalidLimit, CodeScanRequiresScope,
 		CodeInvalidClientID, CodeSchemaInvalid, CodeSchemaMismatch, CodeSchemaNewer,
 		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
-		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
+		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeIdempotencyKeyReused, CodePushTooLarge, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
 		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
-		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClosed, CodeInternal}
+		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClientActorMismatch, CodeClosed,
+		CodeInternal}
 }

@@ -29,6 +29,8 @@ const (
 	CodeTxFinished                 = driver.CodeTxFinished
 	CodeWriteConflict              = driver.CodeWriteConflict
 	CodeIdempotencyCacheMiss       = driver.CodeIdempotencyCacheMiss
+	CodeIdempotencyKeyReused       = driver.CodeIdempotencyKeyReused
+	CodePushTooLarge               = driver.CodePushTooLarge
 	CodeInvalidHorizon             = driver.CodeInvalidHorizon
 	CodeUnavailable                = driver.CodeUnavailable
 	CodeUnsupported                = driver.CodeUnsupported
@@ -39,6 +41,7 @@ const (
 	CodeCommitOutcomeUnknown       = driver.CodeCommitOutcomeUnknown
 	CodeCursorExpired              = driver.CodeCursorExpired
 	CodeCursorAhead                = driver.CodeCursorAhead
+	CodeClientActorMismatch        = driver.CodeClientActorMismatch
 	CodeClosed                     = driver.CodeClosed
 	CodeInternal                   = driver.CodeInternal
 )
@@ -60,6 +63,8 @@ var (
 	ErrTxFinished                 = driver.ErrTxFinished
 	ErrWriteConflict              = driver.ErrWriteConflict
 	ErrIdempotencyCacheMiss       = driver.ErrIdempotencyCacheMiss
+	ErrIdempotencyKeyReused       = driver.ErrIdempotencyKeyReused
+	ErrPushTooLarge               = driver.ErrPushTooLarge
 	ErrInvalidHorizon             = driver.ErrInvalidHorizon
 	ErrUnavailable                = driver.ErrUnavailable
 	ErrUnsupported                = driver.ErrUnsupported
@@ -70,6 +75,7 @@ var (
 	ErrCommitOutcomeUnknown       = driver.ErrCommitOutcomeUnknown
 	ErrCursorExpired              = driver.ErrCursorExpired
 	ErrCursorAhead                = driver.ErrCursorAhead
+	ErrClientActorMismatch        = driver.ErrClientActorMismatch
 	ErrClosed                     = driver.ErrClosed
 	ErrInternal                   = driver.ErrInternal
 )

@@ -21,6 +21,7 @@ type Store struct {
 	name   string
 	schema atomic.Pointer[compiledSchema]
 	retry  atomic.Pointer[RetryPolicy]
+	push   atomic.Pointer[PushOptions]
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and
