@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/sync"
+)
+
+// maxBody bounds a request body (bytes): above sync.MaxPushBytes of
+// values plus their JSON framing.
+const maxBody = 8 << 20
+
+// pushBody is a push request on the wire. Values are plain JSON, typed
+// by the schema's columns (valuesFromJSON).
+type pushBody struct {
+	ClientID       string `json:"clientId"`
+	ClientCommitID string `json:"clientCommitId"`
+	Ops            []struct {
+		Table       string         `json:"table"`
+		RowID       string         `json:"rowId"`
+		Op          driver.Op      `json:"op"`
+		Values      map[string]any `json:"values"`
+		BaseVersion *int64         `json:"baseVersion"`
+	} `json:"ops"`
+}
+
+// pullBody is a pull request on the wire.
+type pullBody struct {
+	ClientID      string `json:"clientId"`
+	Subscriptions []struct {
+		ID             string             `json:"id"`
+		Table          string             `json:"table"`
+		Scopes         driver.ScopeFilter `json:"scopes"`
+		Cursor         int64              `json:"cursor"`
+		BootstrapToken string             `json:"bootstrapToken"`
+		LimitChanges   int                `json:"limitChanges"`
+		LimitRows      int                `json:"limitRows"`
+	} `json:"subscriptions"`
+}
+
+// newHandler serves push and pull for store, whose schema is schema.
+func newHandler(store *sync.Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/{partition}/push", func(w http.ResponseWriter, r *http.Request) {
+		var in pushBody
+		if !decode(w, r, &in) {
+			return
+		}
+		req := sync.PushRequest{ClientID: in.ClientID, ClientCommitID: in.ClientCommitID, ActorID: r.Header.Get("X-Actor")}
+		for _, op := range in.Ops {
+			vals, err := valuesFromJSON(op.Table, op.Values)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			req.Ops = append(req.Ops, sync.PushOp{Table: op.Table, RowID: op.RowID, Op: op.Op, Values: vals, BaseVersion: op.BaseVersion})
+		}
+		res, err := store.Push(r.Context(), r.PathValue("partition"), req)
+		reply(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/{partition}/pull", func(w http.ResponseWriter, r *http.Request) {
+		var in pullBody
+		if !decode(w, r, &in) {
+			return
+		}
+		req := sync.PullRequest{ClientID: in.ClientID, ActorID: r.Header.Get("X-Actor")}
+		for _, s := range in.Subscriptions {
+			// A real host checks here that the actor may read s.Scopes.
+			req.Subscriptions = append(req.Subscriptions, sync.PullSubscription{ID: s.ID, Table: s.Table, Scopes: s.Scopes,
+				Cursor: s.Cursor, BootstrapToken: s.BootstrapToken, LimitChanges: s.LimitChanges, LimitRows: s.LimitRows})
+		}
+		res, err := store.Pull(r.Context(), r.PathValue("partition"), req)
+		reply(w, res, err)
+	})
+	return mux
+}
+
+// valuesFromJSON types a row's JSON values by its table's columns: JSON
+// numbers become int64 for integer columns (exact: the body is decoded
+// with UseNumber), float64 for float columns.
+func valuesFromJSON(table string, in map[string]any) (driver.Values, error) {
+	if in == nil {
+		return nil, nil
+	}
+	var cols []driver.Column
+	for _, t := range schema.Tables {
+		if t.Name == table {
+			cols = t.Columns
+		}
+	}
+	out := make(driver.Values, len(in))
+	for k, v := range in {
+		out[k] = v
+		n, ok := v.(json.Number)
+		if !ok {
+			continue
+		}
+		var err error
+		for _, c := range cols {
+			switch {
+			case c.Name != k:
+			case c.Type == driver.TypeInteger:
+				out[k], err = n.Int64()
+			default:
+				out[k], err = n.Float64()
+			}
+		}
+		if err != nil {
+			return nil, driver.Errorf(driver.CodeInvalidValue, "column %q: not a number of its type", k)
+		}
+	}
+	return out, nil
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, driver.Errorf(driver.CodeInvalidArgument, "the body is not a valid request: %v", err))
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeErr answers err as {"code","message","retryable"}: the code and
+// retryability are the error's own (ERR-1), the status follows them.
+func writeErr(w http.ResponseWriter, err error) {
+	code := driver.CodeOf(err)
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || code.Retryable():
+		status = http.StatusServiceUnavailable
+	case code == driver.CodeIdempotencyKeyReused || code == driver.CodeClientActorMismatch:
+		status = http.StatusConflict
+	case code != "" && code != driver.CodeInternal:
+		status = http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": fmt.Sprint(err), "retryable": code.Retryable()})
+}
