@@ -26,6 +26,7 @@ import (
 //	57014 query_canceled, 55P03 lock timeout  CodeUnavailable
 //	3D000 unknown database, 28xxx bad login   CodeInvalidArgument (the DSN; permanent), with the server's reason
 //	54xxx program limit exceeded              CodeInvalidValue (a value over an engine limit; permanent)
+//	25006 read-only transaction               CodeInvalidArgument (a write on a standby, REP-1)
 //	network errors, closed connection         CodeUnavailable
 //	anything else                             CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
@@ -54,6 +55,8 @@ func mapErr(ctx context.Context, err error, what string) error {
 			// the DSN, never a row value: keep it.
 			return driver.Wrap(driver.CodeInvalidArgument, errors.New(pe.Message+" (SQLSTATE "+pe.Code+")"),
 				"%s: the DSN's database or login is refused; retrying will not help", what)
+		case pe.Code == "25006":
+			return errReplica(what) // read_only_sql_transaction: a write reached a standby
 		case strings.HasPrefix(pe.Code, "54"):
 			return driver.Wrap(driver.CodeInvalidValue, errors.New("SQLSTATE "+pe.Code),
 				"%s: a value or statement is over an engine limit of PostgreSQL; nothing was written", what)
