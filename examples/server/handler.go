@@ -117,10 +117,22 @@ func valuesFromJSON(table string, in map[string]any) (driver.Values, error) {
 	return out, nil
 }
 
+// decode reads one JSON request into v: unknown fields and anything after
+// the object are refused (400), a body over maxBody is 413.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the request object")
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeStatus(w, http.StatusRequestEntityTooLarge, driver.Errorf(driver.CodeInvalidArgument, "the body is over %d bytes", maxBody))
+		return false
+	case err != nil:
 		writeErr(w, driver.Errorf(driver.CodeInvalidArgument, "the body is not a valid request: %v", err))
 		return false
 	}
@@ -146,10 +158,23 @@ func writeErr(w http.ResponseWriter, err error) {
 		status = http.StatusServiceUnavailable
 	case code == driver.CodeIdempotencyKeyReused || code == driver.CodeClientActorMismatch:
 		status = http.StatusConflict
+	case code == driver.CodePushTooLarge:
+		status = http.StatusRequestEntityTooLarge
 	case code != "" && code != driver.CodeInternal:
 		status = http.StatusBadRequest
 	}
+	writeStatus(w, status, err)
+}
+
+// writeStatus answers err with status as {"code","message","retryable"};
+// the message is the error's own text without its code.
+func writeStatus(w http.ResponseWriter, status int, err error) {
+	code, msg := driver.CodeOf(err), fmt.Sprint(err)
+	var e *driver.Error
+	if errors.As(err, &e) && e.Message != "" {
+		msg = e.Message
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": fmt.Sprint(err), "retryable": code.Retryable()})
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "retryable": code.Retryable()})
 }

@@ -209,3 +209,41 @@ func TestTwoClientsSync(t *testing.T) {
 		t.Fatalf("replicas are not the server's rows:\nserver %v\nclients %v", fresh.rows, a.rows)
 	}
 }
+
+// TestBadRequests: malformed, unknown-field, trailing and oversized bodies
+// are refused with a typed error and the right status, nothing written.
+func TestBadRequests(t *testing.T) {
+	store, err := sync.Open("sqlite", filepath.Join(t.TempDir(), "server.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.EnsureSchema(context.Background(), schema); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(newHandler(store))
+	defer srv.Close()
+	for _, c := range []struct {
+		name, body string
+		status     int
+	}{
+		{"malformed", `{"clientId":`, http.StatusBadRequest},
+		{"unknown field", `{"clientId":"c","clientCommitId":"x","opz":[]}`, http.StatusBadRequest},
+		{"trailing data", `{"clientId":"c","clientCommitId":"x","ops":[]} {"x":1}`, http.StatusBadRequest},
+		{"over 8 MiB", `{"clientId":"` + string(bytes.Repeat([]byte("a"), maxBody)) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		resp, err := http.Post(srv.URL+"/v1/t1/push", "application/json", bytes.NewReader([]byte(c.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || out["code"] != "sync.storage.invalid_argument" {
+			t.Errorf("%s: HTTP %d %v, want %d invalid_argument", c.name, resp.StatusCode, out, c.status)
+		}
+	}
+	if seq, err := store.MaxCommitSeq(context.Background(), "t1"); err != nil || seq != 0 {
+		t.Errorf("after refused requests MaxCommitSeq = %d, %v; want 0", seq, err)
+	}
+}
