@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
 	"github.com/syncstore/syncstore/sync"
 )
@@ -18,21 +17,21 @@ func main() {
 	store, err := sync.Open("sqlite", "app.db") // a path, a file: URI, or :memory:
 	check(err)
 	defer store.Close()
-	check(store.EnsureSchema(ctx, driver.Schema{Version: 1, Tables: []driver.Table{{Name: "todos", PrimaryKey: "id",
-		Columns: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "project_id", Type: driver.TypeString}},
-		Scopes:  []driver.Scope{{Variable: "project", Column: "project_id"}}}}}))
+	check(store.EnsureSchema(ctx, sync.Schema{Version: 1, Tables: []sync.Table{{Name: "todos", PrimaryKey: "id",
+		Columns: []sync.Column{{Name: "id", Type: sync.TypeString}, {Name: "project_id", Type: sync.TypeString}},
+		Scopes:  []sync.Scope{{Variable: "project", Column: "project_id"}}}}}))
 
 	// Push: one client commit, all or nothing. Sent again (a retry), it
 	// answers the stored result and writes nothing.
 	res, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "client-1", ClientCommitID: "commit-1",
-		ActorID: "user-1", Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: driver.OpUpsert,
-			Values: driver.Values{"id": "t1", "project_id": "p7"}, BaseVersion: sync.Version(0)}}}) // 0: a create
+		ActorID: "user-1", Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: sync.OpUpsert,
+			Values: sync.Values{"id": "t1", "project_id": "p7"}, BaseVersion: sync.Version(0)}}}) // 0: a create
 	check(err)
 	fmt.Printf("push: %s at commit %d (replayed %v)\n", res.Status, res.CommitSeq, res.Replayed)
 
 	// Pull: another client bootstraps project p7's todos, then follows
 	// the log from the cursor it was given.
-	sub := sync.PullSubscription{ID: "p7", Table: "todos", Scopes: driver.ScopeFilter{"project": {"p7"}},
+	sub := sync.PullSubscription{ID: "p7", Table: "todos", Scopes: sync.ScopeFilter{"project": {"p7"}},
 		Cursor: sync.PullBootstrap}
 	pull, err := store.Pull(ctx, "tenant-1", sync.PullRequest{ClientID: "client-2", ActorID: "user-2",
 		Subscriptions: []sync.PullSubscription{sub}})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -23,7 +22,7 @@ type pushBody struct {
 	Ops            []struct {
 		Table       string         `json:"table"`
 		RowID       string         `json:"rowId"`
-		Op          driver.Op      `json:"op"`
+		Op          sync.Op      `json:"op"`
 		Values      map[string]any `json:"values"`
 		BaseVersion *int64         `json:"baseVersion"`
 	} `json:"ops"`
@@ -35,7 +34,7 @@ type pullBody struct {
 	Subscriptions []struct {
 		ID             string             `json:"id"`
 		Table          string             `json:"table"`
-		Scopes         driver.ScopeFilter `json:"scopes"`
+		Scopes         sync.ScopeFilter `json:"scopes"`
 		Cursor         int64              `json:"cursor"`
 		BootstrapToken string             `json:"bootstrapToken"`
 		LimitChanges   int                `json:"limitChanges"`
@@ -83,17 +82,17 @@ func newHandler(store *sync.Store) http.Handler {
 // valuesFromJSON types a row's JSON values by its table's columns: JSON
 // numbers become int64 for integer columns (exact: the body is decoded
 // with UseNumber), float64 for float columns.
-func valuesFromJSON(table string, in map[string]any) (driver.Values, error) {
+func valuesFromJSON(table string, in map[string]any) (sync.Values, error) {
 	if in == nil {
 		return nil, nil
 	}
-	var cols []driver.Column
+	var cols []sync.Column
 	for _, t := range schema.Tables {
 		if t.Name == table {
 			cols = t.Columns
 		}
 	}
-	out := make(driver.Values, len(in))
+	out := make(sync.Values, len(in))
 	for k, v := range in {
 		out[k] = v
 		n, ok := v.(json.Number)
@@ -104,14 +103,14 @@ func valuesFromJSON(table string, in map[string]any) (driver.Values, error) {
 		for _, c := range cols {
 			switch {
 			case c.Name != k:
-			case c.Type == driver.TypeInteger:
+			case c.Type == sync.TypeInteger:
 				out[k], err = n.Int64()
 			default:
 				out[k], err = n.Float64()
 			}
 		}
 		if err != nil {
-			return nil, driver.Errorf(driver.CodeInvalidValue, "column %q: not a number of its type", k)
+			return nil, typedErr(sync.CodeInvalidValue, "column %q: not a number of its type", k)
 		}
 	}
 	return out, nil
@@ -130,10 +129,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeStatus(w, http.StatusRequestEntityTooLarge, driver.Errorf(driver.CodeInvalidArgument, "the body is over %d bytes", maxBody))
+		writeStatus(w, http.StatusRequestEntityTooLarge, typedErr(sync.CodeInvalidArgument, "the body is over %d bytes", maxBody))
 		return false
 	case err != nil:
-		writeErr(w, driver.Errorf(driver.CodeInvalidArgument, "the body is not a valid request: %v", err))
+		writeErr(w, typedErr(sync.CodeInvalidArgument, "the body is not a valid request: %v", err))
 		return false
 	}
 	return true
@@ -151,16 +150,16 @@ func reply(w http.ResponseWriter, v any, err error) {
 // writeErr answers err as {"code","message","retryable"}: the code and
 // retryability are the error's own (ERR-1), the status follows them.
 func writeErr(w http.ResponseWriter, err error) {
-	code := driver.CodeOf(err)
+	code := sync.CodeOf(err)
 	status := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || code.Retryable():
 		status = http.StatusServiceUnavailable
-	case code == driver.CodeIdempotencyKeyReused || code == driver.CodeClientActorMismatch:
+	case code == sync.CodeIdempotencyKeyReused || code == sync.CodeClientActorMismatch:
 		status = http.StatusConflict
-	case code == driver.CodePushTooLarge:
+	case code == sync.CodePushTooLarge:
 		status = http.StatusRequestEntityTooLarge
-	case code != "" && code != driver.CodeInternal:
+	case code != "" && code != sync.CodeInternal:
 		status = http.StatusBadRequest
 	}
 	writeStatus(w, status, err)
@@ -169,12 +168,17 @@ func writeErr(w http.ResponseWriter, err error) {
 // writeStatus answers err with status as {"code","message","retryable"};
 // the message is the error's own text without its code.
 func writeStatus(w http.ResponseWriter, status int, err error) {
-	code, msg := driver.CodeOf(err), fmt.Sprint(err)
-	var e *driver.Error
+	code, msg := sync.CodeOf(err), fmt.Sprint(err)
+	var e *sync.Error
 	if errors.As(err, &e) && e.Message != "" {
 		msg = e.Message
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "retryable": code.Retryable()})
+}
+
+// typedErr is an error of the given code, as the store's own are.
+func typedErr(code sync.Code, format string, args ...any) error {
+	return &sync.Error{Code: code, OpIndex: -1, Message: fmt.Sprintf(format, args...)}
 }

@@ -24,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/d1http"
 	_ "github.com/syncstore/syncstore/drivers/mysql"
 	_ "github.com/syncstore/syncstore/drivers/postgres"
@@ -33,10 +32,10 @@ import (
 )
 
 // schema is the example's: todos, scoped by project.
-var schema = driver.Schema{Version: 1, Tables: []driver.Table{{Name: "todos", PrimaryKey: "id",
-	Columns: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "title", Type: driver.TypeString},
-		{Name: "done", Type: driver.TypeBoolean}, {Name: "project_id", Type: driver.TypeString}},
-	Scopes: []driver.Scope{{Variable: "project", Column: "project_id"}}}}}
+var schema = sync.Schema{Version: 1, Tables: []sync.Table{{Name: "todos", PrimaryKey: "id",
+	Columns: []sync.Column{{Name: "id", Type: sync.TypeString}, {Name: "title", Type: sync.TypeString},
+		{Name: "done", Type: sync.TypeBoolean}, {Name: "project_id", Type: sync.TypeString}},
+	Scopes: []sync.Scope{{Variable: "project", Column: "project_id"}}}}}
 
 func main() {
 	drv := flag.String("driver", "sqlite", "driver name: sqlite, postgres, mysql, d1http")
