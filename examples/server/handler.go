@@ -22,7 +22,7 @@ type pushBody struct {
 	Ops            []struct {
 		Table       string         `json:"table"`
 		RowID       string         `json:"rowId"`
-		Op          sync.Op      `json:"op"`
+		Op          sync.Op        `json:"op"`
 		Values      map[string]any `json:"values"`
 		BaseVersion *int64         `json:"baseVersion"`
 	} `json:"ops"`
@@ -32,13 +32,13 @@ type pushBody struct {
 type pullBody struct {
 	ClientID      string `json:"clientId"`
 	Subscriptions []struct {
-		ID             string             `json:"id"`
-		Table          string             `json:"table"`
+		ID             string           `json:"id"`
+		Table          string           `json:"table"`
 		Scopes         sync.ScopeFilter `json:"scopes"`
-		Cursor         int64              `json:"cursor"`
-		BootstrapToken string             `json:"bootstrapToken"`
-		LimitChanges   int                `json:"limitChanges"`
-		LimitRows      int                `json:"limitRows"`
+		Cursor         int64            `json:"cursor"`
+		BootstrapToken string           `json:"bootstrapToken"`
+		LimitChanges   int              `json:"limitChanges"`
+		LimitRows      int              `json:"limitRows"`
 	} `json:"subscriptions"`
 }
 
