@@ -71,6 +71,7 @@ func isLockRetry(err error) bool {
 //	1406 data too long                   CodeInvalidValue (a key-length limit, docs/mysql.md)
 //	1213 deadlock, Galera certification  CodeWriteConflict (the whole transaction was rolled back; TX-9)
 //	1205 lock wait timeout               CodeUnavailable (retryable)
+//	1792 read-only transaction           CodeInvalidArgument (a write on a replica, REP-1)
 //	1047 Galera node not ready           CodeUnavailable (retryable: it is joining or lost quorum)
 //	1153, ErrPktTooLarge                 CodeInvalidValue (over max_allowed_packet; permanent)
 //	network, bad connection, closed      CodeUnavailable
@@ -97,6 +98,8 @@ func mapErr(ctx context.Context, err error, what string) error {
 			Message: what + ": a value is longer than its column allows on MySQL (see docs/mysql.md)"}
 	case erPacketTooLarge:
 		return errPacket(what)
+	case erReadOnlyTx:
+		return errReplica(what)
 	case erLockDeadlock:
 		// InnoDB rolls the whole transaction back on a deadlock; Galera
 		// reports a failed certification (at COMMIT) or a brute-force

@@ -61,6 +61,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.replica {
+		return nil, errReplica("mysql: begin")
+	}
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
 		t, err := c.begin(ctx, partition)
 		if err == nil {
