@@ -28,7 +28,7 @@ import (
 const galeraScript = "../../.ci/galera.sh"
 
 // galeraNodes returns the three nodes' server DSNs, or skips.
-func galeraNodes(t *testing.T) []string {
+func galeraNodes(t testing.TB) []string {
 	t.Helper()
 	env := os.Getenv("SYNCSTORE_TEST_GALERA_DSNS")
 	if env == "" {
@@ -47,7 +47,7 @@ func galeraNodes(t *testing.T) []string {
 // galeraDatabase creates a fresh database through node 1 (DDL replicates
 // to every node in total order) and returns its DSN on each node; the
 // database is dropped when t ends.
-func galeraDatabase(t *testing.T, nodes []string) []string {
+func galeraDatabase(t testing.TB, nodes []string) []string {
 	t.Helper()
 	name := "syncstore_t_" + testdb.RandomName()
 	admin, err := sql.Open("mysql", nodes[0])
@@ -228,4 +228,36 @@ func waitApplied(t *testing.T, c driver.Conn, p string, n int64, node int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("node %d: partition %s at commit %d (%v), want %d", node, p, got, err, n)
+}
+
+// BenchmarkGaleraW6a: W6a (8 goroutines, each pushing 500 commits to its
+// own partition) through one node of the cluster, then spread over all
+// three (docs/scaling.md). Run with -benchtime 1x; commits/s.
+func BenchmarkGaleraW6a(b *testing.B) {
+	nodes := galeraNodes(b)
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			dsns := galeraDatabase(b, nodes)
+			ctx := context.Background()
+			conns := make([]driver.Conn, n)
+			for i := range conns {
+				c, err := Driver{}.Open(ctx, dsns[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				if err := c.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+					b.Fatal(err)
+				}
+				conns[i] = c
+			}
+			for range b.N {
+				rate, err := conformance.BenchW6aAcross(ctx, conns)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(rate, "commits/s")
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/replicatest"
 	"github.com/syncstore/syncstore/internal/testdb"
 	"github.com/syncstore/syncstore/sync"
@@ -18,7 +19,7 @@ import (
 // SYNCSTORE_TEST_PG_REPLICA holds ("PRIMARY STANDBY"). Without it the test
 // skips, loudly; SYNCSTORE_TEST_REQUIRE_REPLICA=1 (set by .ci/run) makes
 // that a failure.
-func replicaLane(t *testing.T) (primary, standby string) {
+func replicaLane(t testing.TB) (primary, standby string) {
 	t.Helper()
 	env := strings.Fields(os.Getenv("SYNCSTORE_TEST_PG_REPLICA"))
 	if len(env) != 2 {
@@ -62,4 +63,25 @@ func TestReadReplica(t *testing.T) {
 	replicatest.Run(t, replicatest.Lane{Primary: primary,
 		OpenReplica: func() (*sync.Store, error) { return sync.Open("postgres", testdb.PostgresDSNFor(standbyServer, name)) },
 		Pause:       replay("pg_wal_replay_pause"), Resume: replay("pg_wal_replay_resume")})
+}
+
+// BenchmarkReplicaReads: W2 and W3 on the primary and on the hot standby
+// after W1 (docs/scaling.md). Run with -benchtime 1x.
+func BenchmarkReplicaReads(b *testing.B) {
+	primaryServer, standbyServer := replicaLane(b)
+	ctx := context.Background()
+	dsn, drop, err := Driver{}.Provision(ctx, primaryServer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = drop(context.Background()) })
+	primary, err := Driver{}.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer primary.Close()
+	name := dsn[strings.LastIndex(dsn, "/")+1:]
+	replicatest.Bench(b, primary, func() (driver.Conn, error) {
+		return Driver{}.Open(ctx, testdb.PostgresDSNFor(standbyServer, name))
+	})
 }

@@ -132,3 +132,46 @@ func waitApplied(t *testing.T, replica *sync.Store, seq int64) {
 	}
 	t.Fatalf("the replica did not apply p1 to %d (at %d, %v)", seq, got, err)
 }
+
+// Bench measures W2 and W3 on the primary and on the replica after W1
+// (conformance.BenchReadsFromReplica) and reports them as metrics; run
+// with -benchtime 1x. primary is a fresh store's Conn; openReplica opens
+// the same store on the replica.
+func Bench(b *testing.B, primary driver.Conn, openReplica func() (driver.Conn, error)) {
+	ctx := context.Background()
+	if err := primary.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		b.Fatal(err)
+	}
+	// The replica needs the infrastructure the primary just made.
+	var replica driver.Conn
+	var err error
+	for range 400 {
+		if replica, err = openReplica(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatalf("open the replica: %v", err)
+	}
+	defer replica.Close()
+	for range 400 {
+		if err = replica.EnsureSchema(ctx, conformance.TestSchema()); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatalf("EnsureSchema on the replica: %v", err)
+	}
+	for range b.N {
+		r, err := conformance.BenchReadsFromReplica(ctx, primary, replica, 5000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.W2Primary, "W2-primary-changes/s")
+		b.ReportMetric(r.W2Replica, "W2-replica-changes/s")
+		b.ReportMetric(r.W3Primary, "W3-primary-rows/s")
+		b.ReportMetric(r.W3Replica, "W3-replica-rows/s")
+	}
+}
