@@ -61,8 +61,8 @@ func TestRetryableCodes(t *testing.T) {
 			t.Errorf("%s.Retryable() = %v, want %v", c, got, retryable[c])
 		}
 	}
-	if len(seen) != 26 {
-		t.Errorf("Codes lists %d codes, want 26", len(seen))
+	if len(seen) != 27 {
+		t.Errorf("Codes lists %d codes, want 27", len(seen))
 	}
 }
 
