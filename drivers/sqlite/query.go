@@ -258,9 +258,10 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 	}
 	qctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	cols, rows, err := readQueryRows(qctx, conn, stmt, args, limits.Meter(what))
+	expired := errors.Is(qctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		return driver.QueryResult{}, queryErr(ctx, qctx, limits, policy, err)
+		return driver.QueryResult{}, queryErr(ctx, expired, limits, policy, err)
 	}
 	// 5
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, oldLength); err != nil {
@@ -404,8 +405,8 @@ func (e *runErr) Error() string { return e.err.Error() }
 func (e *runErr) Unwrap() error { return e.err }
 
 // queryErr classifies an error of the host's statement (ctx is the
-// caller's, qctx the statement's, ending at limits.Timeout): a bound hit
-// (the statement's own deadline while ctx lives, SQLITE_TOOBIG,
+// caller's; expired says the statement's own deadline, limits.Timeout,
+// passed): a bound hit (that deadline while ctx lives, SQLITE_TOOBIG,
 // SQLITE_NOMEM) → CodeQueryLimit (AQ-6); refused by the policy or
 // rejected by the engine as SQL (a syntax error, an unknown table or
 // column, a bind range, a runtime error of the statement's own making) →
@@ -413,7 +414,7 @@ func (e *runErr) Unwrap() error { return e.err }
 // CodeUnavailable; anything else → CodeInternal. The engine's text of an
 // error raised while the statement ran is replaced by its result code: it
 // may quote a row value (V-10).
-func queryErr(ctx, qctx context.Context, limits driver.QueryLimits, p *queryPolicy, err error) error {
+func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, p *queryPolicy, err error) error {
 	const what = "sqlite: authoritative query"
 	var de *driver.Error
 	if errors.As(err, &de) {
@@ -432,7 +433,7 @@ func queryErr(ctx, qctx context.Context, limits driver.QueryLimits, p *queryPoli
 		err = fmt.Errorf("SQLite result code %d", code) // never the engine's text (V-10)
 	}
 	switch {
-	case qctx.Err() != nil:
+	case expired:
 		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), err, what)
 	case code&0xff == sqlite3.SQLITE_TOOBIG:
 		return driver.NewQueryLimitError(driver.BoundValueBytes, limits.MaxValueBytes, err, what)
