@@ -1,6 +1,7 @@
 package sqlitedialect
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
@@ -80,6 +81,22 @@ func TestTokenizeSpans(t *testing.T) {
 	for i := range kinds {
 		if kinds[i] != wantKinds[i] || texts[i] != wantTexts[i] {
 			t.Errorf("token %d = %d %q, want %d %q", i, kinds[i], texts[i], wantKinds[i], wantTexts[i])
+		}
+	}
+}
+
+func TestCheckQueryTextRefusesDeepNesting(t *testing.T) {
+	ok := "SELECT " + strings.Repeat("(", MaxQueryDepth) + "1" + strings.Repeat(")", MaxQueryDepth) + " FROM todos"
+	if _, err := CheckQueryText(ok); err != nil {
+		t.Fatalf("depth %d: %v", MaxQueryDepth, err)
+	}
+	deep := "SELECT " + strings.Repeat("(", MaxQueryDepth+1) + "1" + strings.Repeat(")", MaxQueryDepth+1) + " FROM todos"
+	if _, err := CheckQueryText(deep); driver.CodeOf(err) != driver.CodeQueryInvalid {
+		t.Fatalf("depth %d: %v, want query_invalid", MaxQueryDepth+1, err)
+	}
+	for _, name := range []string{"nested-cast-attack", "nested-division-attack"} {
+		if _, err := CheckQueryText(CostlyQueries()[name]); driver.CodeOf(err) != driver.CodeQueryInvalid {
+			t.Errorf("%s: %v, want query_invalid (AQ-6 depth)", name, err)
 		}
 	}
 }
