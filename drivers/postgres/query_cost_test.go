@@ -18,7 +18,7 @@ func TestRewriteCostIsBounded(t *testing.T) {
 		start := time.Now()
 		text, err := sd.CheckQueryText(sql)
 		if err == nil {
-			_, err = rewriteQuery(text.SQL, nil, "s", []string{"todos"}, cols, "p1")
+			_, err = rewriteQuery(text.SQL, nil, "s", []string{"todos"}, cols, "p1", nil)
 		}
 		took := time.Since(start)
 		t.Logf("%s: %d bytes: %v (%v)", name, len(sql), took, driver.CodeOf(err))
