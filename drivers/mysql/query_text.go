@@ -249,6 +249,9 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	if err := sd.CheckCalls(ps, callAllowList); err != nil {
 		return myQuery{}, err
 	}
+	if sd.CallNesting(ps, "replace") > maxReplaceNesting {
+		return myQuery{}, queryInvalid("query nests replace() more than %d deep: MariaDB builds such values past its statement time limit and KILL (AQ-6)", maxReplaceNesting)
+	}
 	if err := checkCTENames(ps, canon); err != nil {
 		return myQuery{}, err
 	}
@@ -298,6 +301,11 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	}
 	return q, nil
 }
+
+// maxReplaceNesting bounds replace() inside replace() (AQ-6): each level
+// can multiply a value's length, and MariaDB has run a 9-deep nest for
+// over 43 minutes, ignoring max_statement_time and KILL QUERY.
+const maxReplaceNesting = 3
 
 // callAllowList is what CheckCalls admits before "(".
 var callAllowList = func() map[string]bool {

@@ -100,3 +100,26 @@ func TestCheckQueryTextRefusesDeepNesting(t *testing.T) {
 		}
 	}
 }
+
+func TestCallNesting(t *testing.T) {
+	for sql, want := range map[string]int{
+		"SELECT 1":                    0,
+		"SELECT replace(a, 'x', 'y')": 1,
+		"SELECT replace(replace(a, 'x', 'y'), 'b', replace(c, 'd', 'e'))": 2,
+		"SELECT REPLACE ( replace(replace(a,'1','2'),'3','4'), '5', '6')": 3,
+		"SELECT replace(a, 'x', (upper(replace(b, 'y', 'z'))))":           2,
+		"SELECT (replace)(a), replace(b, 'c', 'd')":                       1,
+	} {
+		toks, err := Tokenize(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []Piece
+		for _, tk := range toks {
+			ps = append(ps, Piece{Kind: tk.Kind, Text: sql[tk.Start:tk.End], Name: strings.ToLower(sql[tk.Start:tk.End])})
+		}
+		if got := CallNesting(ps, "replace"); got != want {
+			t.Errorf("CallNesting(%q) = %d, want %d", sql, got, want)
+		}
+	}
+}
