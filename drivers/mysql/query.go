@@ -43,9 +43,9 @@ import (
 
 var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
 
-// queryStatementTimeout bounds one authoritative query on the server
-// (max_statement_time on MariaDB, max_execution_time on MySQL); the
-// context's deadline bounds it on the client.
+// queryStatementTimeout is the query pool's session default for the
+// statement time limit (max_statement_time on MariaDB, max_execution_time
+// on MySQL); runQuery sets each query's own Timeout (AQ-6) before it runs.
 const queryStatementTimeout = 60 * time.Second
 
 // queryConns bounds the open connections of the query pool.
