@@ -41,6 +41,7 @@ var errCodes = []struct {
 	{driver.CodeUnsupported, driver.ErrUnsupported, false},
 	{driver.CodeDuplicateReactionKey, driver.ErrDuplicateReactionKey, false},
 	{driver.CodeQueryInvalid, driver.ErrQueryInvalid, false},
+	{driver.CodeQueryLimit, driver.ErrQueryLimit, false},
 	{driver.CodeIndexNotFound, driver.ErrIndexNotFound, false},
 	{driver.CodeIndexValueCountMismatch, driver.ErrIndexValueCountMismatch, false},
 	{driver.CodeCommitOutcomeUnknown, driver.ErrCommitOutcomeUnknown, true},

@@ -62,6 +62,12 @@ const (
 	CodeDuplicateReactionKey Code = "sync.storage.duplicate_reaction_key"
 	// CodeQueryInvalid: an authoritative query outside AQ-1/AQ-2.
 	CodeQueryInvalid Code = "sync.storage.query_invalid"
+	// CodeQueryLimit: an authoritative query hit one of its bounds
+	// (QueryLimits: rows, result bytes, value size, time on the engine,
+	// engine memory, rewrite cost; AQ-6). The error is (or wraps) a
+	// *QueryLimitError naming the bound. Nothing was written; not
+	// retryable: the same query fails the same way.
+	CodeQueryLimit Code = "sync.storage.query_limit"
 	// CodeIndexNotFound: an index lookup on an undeclared index (IXL-2).
 	CodeIndexNotFound Code = "sync.storage.index_not_found"
 	// CodeIndexValueCountMismatch: an index lookup with the wrong number of values (IXL-2).
@@ -211,6 +217,7 @@ var (
 	ErrUnsupported                = &Error{Code: CodeUnsupported, OpIndex: -1}
 	ErrDuplicateReactionKey       = &Error{Code: CodeDuplicateReactionKey, OpIndex: -1}
 	ErrQueryInvalid               = &Error{Code: CodeQueryInvalid, OpIndex: -1}
+	ErrQueryLimit                 = &Error{Code: CodeQueryLimit, OpIndex: -1}
 	ErrIndexNotFound              = &Error{Code: CodeIndexNotFound, OpIndex: -1}
 	ErrIndexValueCountMismatch    = &Error{Code: CodeIndexValueCountMismatch, OpIndex: -1}
 	ErrCommitOutcomeUnknown       = &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1}
@@ -227,7 +234,7 @@ func Codes() []Code {
 		CodeInvalidClientID, CodeSchemaInvalid, CodeSchemaMismatch, CodeSchemaNewer,
 		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
 		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeIdempotencyKeyReused, CodePushTooLarge, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
-		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
+		CodeDuplicateReactionKey, CodeQueryInvalid, CodeQueryLimit, CodeIndexNotFound, CodeIndexValueCountMismatch,
 		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClientActorMismatch, CodeClosed,
 		CodeInternal}
 }

@@ -36,6 +36,7 @@ const (
 	CodeUnsupported                = driver.CodeUnsupported
 	CodeDuplicateReactionKey       = driver.CodeDuplicateReactionKey
 	CodeQueryInvalid               = driver.CodeQueryInvalid
+	CodeQueryLimit                 = driver.CodeQueryLimit
 	CodeIndexNotFound              = driver.CodeIndexNotFound
 	CodeIndexValueCountMismatch    = driver.CodeIndexValueCountMismatch
 	CodeCommitOutcomeUnknown       = driver.CodeCommitOutcomeUnknown
@@ -70,6 +71,7 @@ var (
 	ErrUnsupported                = driver.ErrUnsupported
 	ErrDuplicateReactionKey       = driver.ErrDuplicateReactionKey
 	ErrQueryInvalid               = driver.ErrQueryInvalid
+	ErrQueryLimit                 = driver.ErrQueryLimit
 	ErrIndexNotFound              = driver.ErrIndexNotFound
 	ErrIndexValueCountMismatch    = driver.ErrIndexValueCountMismatch
 	ErrCommitOutcomeUnknown       = driver.ErrCommitOutcomeUnknown

@@ -26,7 +26,8 @@ type Conn struct {
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
 
-	schemaName atomic.Pointer[string] // current_schema, read once (authoritative queries)
+	schemaName atomic.Pointer[string]          // current_schema, read once (authoritative queries)
+	procNames  atomic.Pointer[map[string]bool] // lower-case names of the server's functions, read once (field notation)
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 
