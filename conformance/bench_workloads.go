@@ -12,14 +12,14 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The workloads of BENCH.md (W1–W6), written against driver.Conn only, so
+// The workloads of docs/performance.md (W1–W6), written against driver.Conn only, so
 // every driver — bundled or third-party — is measured on the same work.
 // Each returns what it did (counts) and how long its timed part took;
 // setup is never timed. Each also checks that the work really happened
 // (counts read back, sequences dense) and fails otherwise: a fast wrong
 // answer is not a rate.
 
-// The shape of the standard workload (BENCH.md).
+// The shape of the standard workload (docs/performance.md).
 const (
 	// BenchPartition is the partition W1–W5 write and read.
 	BenchPartition = "bench"

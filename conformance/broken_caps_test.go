@@ -11,7 +11,7 @@ import (
 
 // TestSuiteCatchesBrokenCapabilities runs the cases of one capability
 // group against a wrapper of the SQLite driver that breaks one rule of
-// that group, and checks that exactly that rule fails (STYLE pitfall 9):
+// that group, and checks that exactly that rule fails:
 // one wrapper per group of index-lookup, blob-refs, admin and
 // authoritative-query. Each wrapper declares only the capability it
 // breaks; the unbroken SQLite driver passing the same cases is checked by

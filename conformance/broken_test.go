@@ -93,7 +93,7 @@ func (c connWrap) unwrap() driver.Conn { return c.Conn }
 // runBroken runs the suite (or b.match of it) against each broken driver in
 // parallel and checks that every rule of b.want fails and nothing fails
 // outside b.want and b.also — the suite can fail, and its failures point at
-// the rule that was broken (STYLE pitfall 9).
+// the rule that was broken.
 func runBroken(t *testing.T, broken []brokenDriver) {
 	t.Helper()
 	if testing.Short() {

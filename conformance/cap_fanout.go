@@ -7,7 +7,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the commit-fanout capability (CONTRACT.md FAN-1): after a
+// Cases of the commit-fanout capability (docs/contract.md FAN-1): after a
 // commit lands, every subscriber of every Conn of the same store receives
 // a wake (partition, commitSeq). Wakes may repeat or coalesce (a
 // subscriber reads from its cursor on any wake), so cases assert what

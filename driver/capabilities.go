@@ -7,7 +7,7 @@ import "context"
 // by driver name.
 type Capability string
 
-// The optional capabilities of CONTRACT.md.
+// The optional capabilities of docs/contract.md.
 const (
 	CapReactions          Capability = "reactions"
 	CapAuthoritativeQuery Capability = "authoritative-query"

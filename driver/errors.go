@@ -9,7 +9,7 @@ import (
 // never change meaning between releases; messages may.
 type Code string
 
-// The error codes of CONTRACT.md. Each has a sentinel below for errors.Is.
+// The error codes of docs/contract.md. Each has a sentinel below for errors.Is.
 const (
 	// CodeInvalidArgument: an argument breaks a V rule (V-1, V-2, V-8, REG-1).
 	CodeInvalidArgument Code = "sync.storage.invalid_argument"

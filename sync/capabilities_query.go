@@ -10,7 +10,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Typed access to the authoritative-query capability (CONTRACT.md
+// Typed access to the authoritative-query capability (docs/contract.md
 // AQ-1…AQ-5). What the SQL may say — one SELECT, reading only its
 // declared tables — is judged by the driver against its engine; what can
 // be checked without an engine is checked here first.

@@ -28,7 +28,7 @@
 //
 // # Validation
 //
-// Every Store and Tx method checks its input against CONTRACT.md group V
+// Every Store and Tx method checks its input against docs/contract.md group V
 // before the driver is called, in one place (validate.go): partitions
 // (V-1), ids (V-2), values against the ensured schema's column types
 // (V-3), row ids and scopes against the primary-key and scope columns

@@ -13,7 +13,7 @@ type Code = driver.Code
 // Capability names an optional group of rules a driver may implement.
 type Capability = driver.Capability
 
-// The error codes of CONTRACT.md, re-exported from driver.
+// The error codes of docs/contract.md, re-exported from driver.
 const (
 	CodeInvalidArgument            = driver.CodeInvalidArgument
 	CodeInvalidValue               = driver.CodeInvalidValue

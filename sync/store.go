@@ -8,7 +8,7 @@ import (
 )
 
 // Store is an open store: a driver.Conn behind the validation of
-// CONTRACT.md group V. It has the methods of driver.Conn with the same
+// docs/contract.md group V. It has the methods of driver.Conn with the same
 // signatures; each checks its input first, in argument order (partition,
 // then table, then the rest), and calls the driver only when the input is
 // valid, so bad input writes nothing (V-9) and every engine rejects it the
