@@ -187,7 +187,13 @@ func (m *model) edit(c *client) {
 			if m.rng.IntN(3) > 0 {
 				note = fmt.Sprintf("%s wrote %d", c.id, m.rng.IntN(1000))
 			}
-			op.Values = driver.Values{"id": id, "project_id": s.project, "n": int64(m.rng.IntN(1 << 20)), "note": note}
+			project := s.project
+			if base > 0 && m.rng.IntN(8) == 0 {
+				// The row moves to another project: its old scope's
+				// subscribers must drop it (PUSH-4), the new one's get it.
+				project = Projects[m.rng.IntN(len(Projects))]
+			}
+			op.Values = driver.Values{"id": id, "project_id": project, "n": int64(m.rng.IntN(1 << 20)), "note": note}
 		}
 		if m.rng.IntN(10) == 0 {
 			op.BaseVersion = nil // last writer wins
@@ -238,8 +244,8 @@ func (m *model) ownWrites(s *sub, req sync.PushRequest, res sync.PushResponse) {
 		m.fatalf("applied push %s has %d op results for %d ops", req.ClientCommitID, len(res.Ops), len(req.Ops))
 	}
 	for i, op := range req.Ops {
-		if op.Op == driver.OpDelete {
-			delete(s.rows, op.RowID)
+		if op.Op == driver.OpDelete || op.Values["project_id"] != s.project {
+			delete(s.rows, op.RowID) // deleted, or moved out of this scope
 			continue
 		}
 		s.rows[op.RowID] = driver.Row{ID: op.RowID, ServerVersion: res.Ops[i].ServerVersion,
