@@ -104,7 +104,7 @@ type PullResult struct {
 	Status PullStatus
 	// Reason is the code of a reset: CodeCursorExpired (the cursor or the
 	// bootstrap's asOfCommitSeq is below the horizon: commits after it
-	// are pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
+	// may be pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
 	// a cursor this store never issued); "" when active.
 	Reason Code
 	// Bootstrap reports a bootstrap page: Rows hold current rows of the
@@ -119,12 +119,12 @@ type PullResult struct {
 	Rows []driver.Row
 	// BootstrapToken is non-empty while the bootstrap has more pages:
 	// send it back (with the same table and scopes) for the next one
-	// (PULL-4). Opaque; at most a few hundred bytes.
+	// (PULL-4). Opaque text of at most 512 bytes (base64url).
 	BootstrapToken string
 	// Commits are the whole commits after the cursor that touched the
-	// scope, oldest first, each with only its matching changes (WIN-2);
-	// their changes reach LimitChanges at most by the last commit, which
-	// is never split (PULL-6).
+	// scope, oldest first, each with only its matching changes (WIN-2).
+	// Reading stops once their changes reach LimitChanges; the commit
+	// that reaches it comes whole, never split (PULL-6).
 	Commits []driver.Commit
 	// NextCursor is the cursor to send next: after a bootstrap page,
 	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
