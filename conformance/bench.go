@@ -101,6 +101,9 @@ type BenchReport struct {
 	// StoreBytesAfterW1 is the store's size after W1 (median over runs),
 	// 0 when the Conn is not a SizeReporter.
 	StoreBytesAfterW1 int64 `json:"storeBytesAfterW1,omitempty"`
+	// W7OverW1 is W7's time over W1's — W1's median commits/s over W7's —
+	// the engine's own cost (BENCH.md: goal ≤ 1.25); 0 unless both ran.
+	W7OverW1 float64 `json:"w7OverW1,omitempty"`
 	// PeakRSSBytes is the largest of the workloads' peaks.
 	PeakRSSBytes int64 `json:"peakRssBytes"`
 	// MemorySource says how peak memory was measured: "VmHWM" (the
@@ -130,6 +133,7 @@ var workloadSpecs = []workloadSpec{
 	{"W5", "index lookup", driver.CapIndexLookup, []string{"lookups/s"}},
 	{"W6a", "concurrent push, own partitions", "", []string{"commits/s"}},
 	{"W6b", "concurrent push, one partition", "", []string{"commits/s"}},
+	{"W7", "push through the engine", "", []string{"commits/s", "changes/s"}},
 }
 
 // RunWorkloads runs BENCH.md's W1–W6 against h, opts.Runs times each on

@@ -167,6 +167,14 @@ func (b *benchRun) runOnce(run int) error {
 			b.add("W6b", "commits/s", n, d)
 			return err
 		}},
+		{"W7", func(conn driver.Conn) error {
+			r, err := runW7(ctx, conn, commits)
+			if err == nil {
+				b.add("W7", "commits/s", commits, r.total)
+				b.add("W7", "changes/s", commits*BenchRowsPerCommit, r.total)
+			}
+			return err
+		}},
 	} {
 		if !b.selected(w.id) || specOf(w.id).cap != "" && !b.declared[specOf(w.id).cap] {
 			continue
@@ -239,6 +247,10 @@ func (b *benchRun) finish(rep *BenchReport) {
 	}
 	if len(b.sizes) > 0 {
 		rep.StoreBytesAfterW1 = int64(median(b.sizes))
+	}
+	w1, w7 := median(b.samples["W1"]["commits/s"]), median(b.samples["W7"]["commits/s"])
+	if w1 > 0 && w7 > 0 && b.selected("W1") && b.selected("W7") {
+		rep.W7OverW1 = w1 / w7
 	}
 }
 

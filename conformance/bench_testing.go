@@ -29,6 +29,8 @@ import (
 //	                    cpu-rate-last/first (first/last CPU per commit:
 //	                    last/first as CPU-time rates),
 //	                    and store-bytes when the Conn is a SizeReporter
+//	W7-engine-push      W1's commits through sync.Store.Push, base version 0
+//	                    on every op; the same figures as W1-push
 //	W1x10-push          the same at 50,000 commits (skipped with -short)
 //	W2-pull             ReadCommitWindow of project p7 over W1's store
 //	W3-bootstrap        ScanRows of project p7 over W1's store
@@ -55,7 +57,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	benchW1 := func(n int) func(b *testing.B) {
+	benchW1 := func(n int, run func(context.Context, driver.Conn, int) (w1Result, error)) func(b *testing.B) {
 		return func(b *testing.B) {
 			var sum w1Sum
 			var peak, size int64
@@ -64,7 +66,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 				err := withStore(ctx, h, "bench/W1", func(conn driver.Conn) error {
 					mem := startMem()
 					b.StartTimer()
-					r, err := runW1(ctx, conn, n)
+					r, err := run(ctx, conn, n)
 					b.StopTimer()
 					peak = max(peak, mem.stop())
 					if err != nil {
@@ -87,12 +89,13 @@ func RunBenchmarks(b *testing.B, h Harness) {
 			}
 		}
 	}
-	b.Run("W1-push", benchW1(commits))
+	b.Run("W1-push", benchW1(commits, runW1))
+	b.Run("W7-engine-push", benchW1(commits, runW7))
 	b.Run("W1x10-push", func(b *testing.B) {
 		if testing.Short() {
 			b.Skip("the 10× W1 run is skipped with -short")
 		}
-		benchW1(10 * commits)(b)
+		benchW1(10*commits, runW1)(b)
 	})
 
 	// W2, W3 and W5 read one W1 store, filled once (untimed) and kept

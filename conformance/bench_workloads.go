@@ -266,6 +266,13 @@ func runW5(ctx context.Context, conn driver.Conn, commits int) (int, time.Durati
 // (SEQ-1, SEQ-4), both from the seqs AppendCommit returned and from
 // MaxCommitSeq.
 func runW6(ctx context.Context, conn driver.Conn, shared bool) (int, time.Duration, error) {
+	return runW6Across(ctx, []driver.Conn{conn}, shared)
+}
+
+// runW6Across is runW6 with goroutine g pushing through conns[g mod
+// len(conns)]: instances of one store on different nodes of a cluster.
+func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, time.Duration, error) {
+	conn := conns[0]
 	partition := func(g int) string {
 		if shared {
 			return BenchPartition
@@ -282,7 +289,7 @@ func runW6(ctx context.Context, conn driver.Conn, shared bool) (int, time.Durati
 			defer wg.Done()
 			for j := 0; j < w6CommitsEach; j++ {
 				first := (g*w6CommitsEach + j) * BenchRowsPerCommit
-				seq, err := pushCommit(ctx, conn, partition(g), first, "g"+strconv.Itoa(g)+"-c"+strconv.Itoa(j))
+				seq, err := pushCommit(ctx, conns[g%len(conns)], partition(g), first, "g"+strconv.Itoa(g)+"-c"+strconv.Itoa(j))
 				if err != nil {
 					errs[g] = fmt.Errorf("W6 goroutine %d commit %d: %w", g, j, err)
 					return

@@ -19,8 +19,11 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		{name: "leaky-scan", want: []string{"P-1", "P-2", "V-1"}, also: []string{"PULL-3"}, wrap: func(c driver.Conn) driver.Conn {
 			return &leakyScan{connWrap: connWrap{c}, parts: map[string]bool{}}
 		}},
-		// Every case that counts commits after a rollback notices.
+		// Every case that counts commits after a rollback notices; Push
+		// rolls back every replay and ends every rejection through
+		// CommitRejected, so its cases that count commits notice too.
 		{name: "burn-seq-on-rollback", want: []string{"SEQ-2", "TX-2", "TX-8", "V-9"},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-5", "PUSH-7"},
 			wrap: func(c driver.Conn) driver.Conn { return &burnOnRollback{connWrap{c}} }},
 		// Pull returns the windows it reads (PULL-6).
 		{name: "split-commit-at-limit", want: []string{"WIN-4"}, also: []string{"PULL-6"},
@@ -37,8 +40,9 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &halfCapability{connWrap{c}} }},
 		{name: "capability-lost-by-wrapper", caps: []driver.Capability{driver.CapAdmin}, want: []string{"ERR-3"},
 			wrap: func(c driver.Conn) driver.Conn { return &connWrap{c} }},
-		// A bootstrap page then holds a deleted row (PULL-5).
-		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PULL-5"},
+		// Push's deletes keep the row too; a bootstrap page then holds a
+		// deleted row (PULL-5).
+		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4", "PULL-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &deleteIsNoop{connWrap{c}} }},
 		// Bootstrap pages are scans (PULL-2…PULL-5, PULL-8).
 		{name: "descending-scan", want: []string{"SCAN-1"}, also: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8"},

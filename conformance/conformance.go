@@ -97,7 +97,7 @@ var registry []Case
 func register(cs ...Case) { registry = append(registry, cs...) }
 
 // groupOrder fixes the report order of rule groups (CONTRACT.md order).
-var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "SCAN", "PR", "CR", "REG", "HZ", "PULL", "RET", "ERR",
+var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "SCAN", "PR", "CR", "REG", "HZ", "PUSH", "PULL", "RET", "ERR",
 	"RX", "AQ", "IXL", "BLOB", "ADM", "FAN"}
 
 func ruleKey(rule string) (int, int) {

@@ -239,6 +239,44 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 }
 
+// RowKey names one row of a partition: its table and id.
+type RowKey struct {
+	Table string
+	ID    string
+}
+
+// PushRead is the reads a push starts with (PushBeginner.BeginPush): the
+// push result of its key and whether one is stored, and the current rows
+// of the keys asked for — Rows[i] and Found[i] for keys[i], Rows[i] the
+// zero Row when Found[i] is false. When HasResult is true, Rows and Found
+// may be nil (a replay reads no rows).
+type PushRead struct {
+	Result    PushResult
+	HasResult bool
+	Rows      []Row
+	Found     []bool
+}
+
+// PushBeginner is implemented by a Conn that can begin a push's Tx and make
+// the reads the push starts with — its stored result, the current rows of
+// its ops — in one round trip to the engine, or in fewer than one per
+// row. Optional, and not a capability (no rule needs it; the suite checks
+// it when present): without it sync.Store.Push calls Begin, GetPushResult,
+// then GetRow once per op, with the same outcome at a higher cost — on an
+// engine across a network each of those is a round trip (an HTTP request
+// on D1).
+//
+// BeginPush returns exactly what Begin(ctx, partition) returns, and what
+// GetPushResult(clientID, clientCommitID) and GetRow(key.Table, key.ID)
+// for each key would return first thing in that Tx. Input is valid: V-1,
+// V-2 and V-7, known tables, distinct keys, at most 1,000 of them. Errors:
+// those of Begin, GetPushResult and GetRow (CodeIdempotencyCacheMiss for a
+// result that cannot be decoded, PR-5); on an error no Tx is left open.
+// WrapConn does not forward it: a wrapped Conn pushes row by row.
+type PushBeginner interface {
+	BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []RowKey) (Tx, PushRead, error)
+}
+
 // EngineVersioner is implemented by a Conn that can report the version of
 // the engine it talks to (e.g. "SQLite 3.50.4"). Optional; reports use it.
 type EngineVersioner interface {

@@ -40,6 +40,17 @@ const (
 	CodeWriteConflict Code = "sync.storage.write_conflict"
 	// CodeIdempotencyCacheMiss: a stored push result cannot be decoded (PR-5). Retryable.
 	CodeIdempotencyCacheMiss Code = "sync.idempotency_cache_miss"
+	// CodeIdempotencyKeyReused: a push whose (client id, client commit
+	// id) already has a stored result recorded for a different request
+	// (other ops, values, base versions or actor): the key was reused,
+	// and answering the stored result would lie about the new request
+	// (PUSH-2). Nothing was written. Not retryable: push the new ops
+	// under a new client commit id.
+	CodeIdempotencyKeyReused Code = "sync.idempotency_key_reused"
+	// CodePushTooLarge: a push over the engine's bounds on one commit
+	// (sync.MaxPushOps operations, sync.MaxPushBytes bytes of values;
+	// PUSH-8). Nothing was written. Not retryable: split the commit.
+	CodePushTooLarge Code = "sync.push_too_large"
 	// CodeInvalidHorizon: a horizon or prune bound outside HZ-1/HZ-2.
 	CodeInvalidHorizon Code = "sync.storage.invalid_horizon"
 	// CodeUnavailable: the engine could not be reached or answered with a
@@ -193,6 +204,8 @@ var (
 	ErrTxFinished                 = &Error{Code: CodeTxFinished, OpIndex: -1}
 	ErrWriteConflict              = &Error{Code: CodeWriteConflict, OpIndex: -1}
 	ErrIdempotencyCacheMiss       = &Error{Code: CodeIdempotencyCacheMiss, OpIndex: -1}
+	ErrIdempotencyKeyReused       = &Error{Code: CodeIdempotencyKeyReused, OpIndex: -1}
+	ErrPushTooLarge               = &Error{Code: CodePushTooLarge, OpIndex: -1}
 	ErrInvalidHorizon             = &Error{Code: CodeInvalidHorizon, OpIndex: -1}
 	ErrUnavailable                = &Error{Code: CodeUnavailable, OpIndex: -1}
 	ErrUnsupported                = &Error{Code: CodeUnsupported, OpIndex: -1}
@@ -213,7 +226,7 @@ func Codes() []Code {
 	return []Code{CodeInvalidArgument, CodeInvalidValue, CodeInvalidLimit, CodeScanRequiresScope,
 		CodeInvalidClientID, CodeSchemaInvalid, CodeSchemaMismatch, CodeSchemaNewer,
 		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
-		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
+		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeIdempotencyKeyReused, CodePushTooLarge, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
 		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
 		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClientActorMismatch, CodeClosed,
 		CodeInternal}

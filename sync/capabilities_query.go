@@ -41,7 +41,7 @@ func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driv
 		return *new(driver.QueryResult), err
 	}
 	const op = "AuthoritativeQuery"
-	aq, ok := s.conn.(driver.AuthoritativeQueryConn)
+	aq, ok := s.reader(ctx).(driver.AuthoritativeQueryConn)
 	if !ok {
 		return driver.QueryResult{}, s.unsupported(op, driver.CapAuthoritativeQuery)
 	}

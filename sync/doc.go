@@ -69,6 +69,29 @@
 // error means nothing was written. RunInTx never retries after
 // ErrCommitOutcomeUnknown.
 //
+// # Pushing client commits
+//
+// Store.Push is the engine's write path (rule group PUSH): one client
+// commit, all or nothing, with idempotent replay, base-version conflicts
+// that carry the server's row, server versions and scopes computed, and
+// the log built from the rows written. Hosts push through it and keep Tx
+// for special cases:
+//
+//	resp, err := store.Push(ctx, partition, sync.PushRequest{
+//		ClientID: "phone-1", ClientCommitID: "c-42", ActorID: user,
+//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: driver.OpUpsert,
+//			Values: values, BaseVersion: sync.Version(3)}},
+//	})
+//	switch {
+//	case err != nil: // bad input (typed, nothing written) or the engine failed
+//	case resp.Status == driver.PushRejected: // resp.Ops says which op and why
+//	default: // applied at resp.CommitSeq; resp.Changes for live delivery
+//	}
+//
+// SetPushOptions adds host hooks run inside the push's Tx: Authorize per
+// op (a *Refusal rejects the commit with an application code) and
+// PlanReactions per applied commit (reactions enqueued with it).
+//
 // # Pulling
 //
 // Store.Pull serves one client's subscriptions (rule group PULL): a

@@ -29,6 +29,8 @@ const (
 	CodeTxFinished                 = driver.CodeTxFinished
 	CodeWriteConflict              = driver.CodeWriteConflict
 	CodeIdempotencyCacheMiss       = driver.CodeIdempotencyCacheMiss
+	CodeIdempotencyKeyReused       = driver.CodeIdempotencyKeyReused
+	CodePushTooLarge               = driver.CodePushTooLarge
 	CodeInvalidHorizon             = driver.CodeInvalidHorizon
 	CodeUnavailable                = driver.CodeUnavailable
 	CodeUnsupported                = driver.CodeUnsupported
@@ -61,6 +63,8 @@ var (
 	ErrTxFinished                 = driver.ErrTxFinished
 	ErrWriteConflict              = driver.ErrWriteConflict
 	ErrIdempotencyCacheMiss       = driver.ErrIdempotencyCacheMiss
+	ErrIdempotencyKeyReused       = driver.ErrIdempotencyKeyReused
+	ErrPushTooLarge               = driver.ErrPushTooLarge
 	ErrInvalidHorizon             = driver.ErrInvalidHorizon
 	ErrUnavailable                = driver.ErrUnavailable
 	ErrUnsupported                = driver.ErrUnsupported

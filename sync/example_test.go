@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
@@ -59,75 +60,47 @@ func Example() {
 	// rejected column body
 }
 
-// A host serves a client's pull loop: the client bootstraps a
-// subscription in pages (sending back each page's BootstrapToken), then
-// pulls incrementally from the NextCursor it was given. A reset means:
-// drop the subscription's rows and bootstrap again.
-func ExampleStore_Pull() {
+// A host pushes a client's commit through the engine: the first push
+// applies it, a retry of the same commit replays the stored result, and
+// an edit based on a stale version is rejected with the server's row.
+func ExampleStore_Push() {
 	ctx := context.Background()
-	store, err := sync.Open("sqlite", ":memory:")
+	dir, err := os.MkdirTemp("", "syncstore-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := sync.Open("sqlite", filepath.Join(dir, "app.db"))
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	schema := notesSchema()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
 		panic(err)
 	}
-	table, _ := schema.Table("notes")
-	write := func(id, proj string) { // a commit written with the primitives (hosts use Push)
-		values := driver.Values{"id": id, "proj": proj, "body": "body " + id}
-		row := driver.Row{ID: id, ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
-		err := store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-			if err := tx.UpsertRow(ctx, "notes", row); err != nil {
-				return err
-			}
-			_, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-				Table: "notes", RowID: id, Op: driver.OpUpsert, Scopes: row.Scopes, Values: values, RowVersion: 1}}})
-			return err
-		})
-		if err != nil {
-			panic(err)
-		}
-	}
-	write("n1", "p7")
-	write("n2", "p7")
-	write("n3", "p8")
+	store.SetPushOptions(sync.PushOptions{Now: func() time.Time { return time.UnixMilli(1700000000000) }})
 
-	// The host authorizes the scopes for the actor, then pulls for it.
-	sub := sync.PullSubscription{ID: "my-notes", Table: "notes", Scopes: driver.ScopeFilter{"project": {"p7"}},
-		Cursor: sync.PullBootstrap, LimitRows: 1}
-	for range 4 {
-		resp, err := store.Pull(ctx, "tenant-1", sync.PullRequest{ClientID: "phone-1", ActorID: "user-1",
-			Subscriptions: []sync.PullSubscription{sub}})
-		if err != nil {
-			panic(err)
-		}
-		r := resp.Subscriptions[0]
-		switch {
-		case r.Status == sync.PullReset:
-			fmt.Println("reset:", r.Reason)
-		case r.Bootstrap:
-			fmt.Printf("bootstrap page as of %d: %v, more: %v\n", r.AsOfCommitSeq, rowIDs(r.Rows), r.BootstrapToken != "")
-		default:
-			fmt.Printf("%d commits, next cursor %d\n", len(r.Commits), r.NextCursor)
-		}
-		sub.Cursor, sub.BootstrapToken = r.NextCursor, r.BootstrapToken
-		if r.Bootstrap && r.BootstrapToken == "" {
-			write("n4", "p7") // a change after the bootstrap's pin
-		}
-	}
+	create := sync.PushRequest{ClientID: "phone-1", ClientCommitID: "commit-1", ActorID: "alice", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0), // 0: a new row
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hello"},
+	}}}
+	resp, err := store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "version", resp.Ops[0].ServerVersion, "replayed", resp.Replayed, err)
+
+	// The client did not get the answer and sends the same commit again.
+	resp, err = store.Push(ctx, "tenant-1", create)
+	fmt.Println(resp.Status, resp.CommitSeq, "replayed", resp.Replayed, err)
+
+	// Another client edits the note from version 0: it has not seen n1.
+	stale := sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "commit-1", ActorID: "bob", Ops: []sync.PushOp{{
+		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0),
+		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hi"},
+	}}}
+	resp, err = store.Push(ctx, "tenant-1", stale)
+	c := resp.Ops[0]
+	fmt.Println(resp.Status, c.Status, c.Code, "server version", c.ServerVersion, "server body", c.ServerRow["body"], err)
 	// Output:
-	// bootstrap page as of 3: [n1], more: true
-	// bootstrap page as of 3: [n2], more: false
-	// 1 commits, next cursor 4
-	// 0 commits, next cursor 4
-}
-
-func rowIDs(rows []driver.Row) []string {
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	return ids
+	// applied 1 version 1 replayed false <nil>
+	// applied 1 replayed true <nil>
+	// rejected conflict sync.version_conflict server version 1 server body hello <nil>
 }

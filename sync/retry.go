@@ -84,6 +84,16 @@ func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx conte
 	if err := idPartition.check(op, partition); err != nil {
 		return err
 	}
+	return s.runInTx(ctx, partition, nil, fn)
+}
+
+// runInTx is RunInTx on a valid partition with begin (nil: Store.Begin)
+// starting each attempt's Tx.
+func (s *Store) runInTx(ctx context.Context, partition string, begin func(ctx context.Context) (*Tx, error),
+	fn func(ctx context.Context, tx *Tx) error) error {
+	if begin == nil {
+		begin = func(ctx context.Context) (*Tx, error) { return s.Begin(ctx, partition) }
+	}
 	pol := s.retryPolicy()
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     pol.InitialInterval,
@@ -93,7 +103,7 @@ func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx conte
 	}
 	var last error
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		err := s.runOnce(ctx, partition, fn)
+		err := s.runOnce(ctx, begin, fn)
 		if err == nil {
 			return struct{}{}, nil
 		}
@@ -118,8 +128,8 @@ func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx conte
 }
 
 // runOnce is one attempt of RunInTx.
-func (s *Store) runOnce(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) (err error) {
-	tx, err := s.Begin(ctx, partition)
+func (s *Store) runOnce(ctx context.Context, begin func(ctx context.Context) (*Tx, error), fn func(ctx context.Context, tx *Tx) error) (err error) {
+	tx, err := begin(ctx)
 	if err != nil {
 		return err
 	}

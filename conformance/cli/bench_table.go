@@ -74,6 +74,12 @@ func writeBenchTable(w io.Writer, reps []conformance.BenchReport) error {
 		}
 		return thousands(r.Scale10.Rate)
 	})
+	row("W7 / W1", "time (goal ≤ 1.25)", func(r conformance.BenchReport) string {
+		if r.W7OverW1 == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", r.W7OverW1)
+	})
 	row("store after W1", "size", func(r conformance.BenchReport) string { return megabytes(r.StoreBytesAfterW1) })
 	row("process", "peak RSS", func(r conformance.BenchReport) string {
 		return megabytes(r.PeakRSSBytes) + " (" + r.MemorySource + ")"

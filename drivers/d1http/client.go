@@ -333,7 +333,11 @@ func classify(ctx context.Context, e *attemptErr, what string) error {
 	case strings.Contains(e.msg, "UNIQUE constraint failed"):
 		return driver.Wrap(driver.CodeConstraintViolation, e, "%s: unique index collision (SCH-10)", what)
 	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:
-		return driver.Wrap(driver.CodeInternal, e, "%s: D1 refused the API token", what)
+		return driver.Wrap(driver.CodeInvalidArgument, e, "%s: D1 refused the DSN's API token; retrying will not help", what)
+	case e.status == http.StatusNotFound:
+		return driver.Wrap(driver.CodeInvalidArgument, e, "%s: the DSN's account or database does not exist on D1; retrying will not help", what)
+	case strings.Contains(e.msg, "SQLITE_TOOBIG"):
+		return driver.Wrap(driver.CodeInvalidValue, e, "%s: a value or statement is over D1's size limits (docs/d1http.md); nothing was written", what)
 	}
 	return driver.Wrap(driver.CodeInternal, e, "%s", what)
 }

@@ -2,6 +2,7 @@ package d1http
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	gosync "sync"
 
@@ -48,10 +49,16 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.newTx(ctx, partition, rows)
+}
+
+// newTx returns the Tx whose Begin read (D1BeginRead) answered rows.
+func (c *Conn) newTx(ctx context.Context, partition string, rows [][]json.RawMessage) (*Tx, error) {
 	if len(rows) != 1 || len(rows[0]) != 2 {
 		return nil, driver.Errorf(driver.CodeInternal, "d1http: begin: malformed answer")
 	}
 	t := &Tx{c: c, partition: partition, beginCtx: ctx, ov: newOverlay()}
+	var err error
 	if t.stamp, err = rawInt(rows[0][0]); err == nil {
 		t.baseMax, err = rawInt(rows[0][1])
 	}
@@ -278,7 +285,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // CodeUnavailable if it did not (and now never will), and
 // CodeCommitOutcomeUnknown only if the fence could not be sent.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() []stmt {
+	commits := t.commits
+	err := t.finish(ctx, func() []stmt {
+		commits = t.commits
 		if len(t.writes) == 0 && len(t.extra) == 0 {
 			return nil
 		}
@@ -290,6 +299,10 @@ func (t *Tx) Commit(ctx context.Context) error {
 		}
 		return append(batch, t.extra...)
 	}, nil)
+	if err == nil && commits > 0 {
+		t.c.fan.Publish(driver.CommitWake{Partition: t.partition, CommitSeq: t.baseMax + commits}) // FAN-1, this Conn at once
+	}
+	return err
 }
 
 // finish ends the Tx once: it sends the batch build returns (if any).

@@ -68,8 +68,11 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.replica {
+		return nil, errReplica("postgres: begin")
+	}
 	for attempt := int32(0); ; attempt++ {
-		t, retry, err := c.begin(ctx, partition)
+		t, retry, err := c.begin(ctx, partition, nil)
 		if err == nil {
 			return t, nil
 		}
@@ -80,8 +83,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 }
 
 // begin is one attempt of Begin. retry reports that it failed on a
-// connection that is now closed, so nothing of it can have run.
-func (c *Conn) begin(ctx context.Context, partition string) (_ *Tx, retry bool, _ error) {
+// connection that is now closed, so nothing of it can have run. queue, if
+// set, adds reads to Begin's pipeline, after its savepoint (BeginPush).
+func (c *Conn) begin(ctx context.Context, partition string, queue func(b *pgx.Batch)) (_ *Tx, retry bool, _ error) {
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
@@ -92,6 +96,9 @@ func (c *Conn) begin(ctx context.Context, partition string) (_ *Tx, retry bool, 
 	b.Queue(sqlEnsurePartition, partition)
 	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq, &t.xid) })
 	b.Queue(sqlSavepointTx)
+	if queue != nil {
+		queue(b)
+	}
 	if err := pc.SendBatch(ctx, b).Close(); err != nil {
 		dead := pc.Conn().IsClosed()
 		t.release(true)

@@ -44,6 +44,27 @@ const (
 	scanKinds
 )
 
+// MaxGetIn bounds the ids of one GetIn statement: with the partition
+// that is D1's 100 bound parameters per statement.
+const MaxGetIn = 99
+
+// GetIn returns the statement that reads the rows among n ids (1 ≤ n ≤
+// MaxGetIn), in no particular order: ?1 partition, ?2 … ?(n+1) the ids.
+// Served by the primary key, like Get.
+func (x *Table) GetIn(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT " + x.SelectList() + " FROM " + Quote(x.Def.Name) + " WHERE " + Quote(PartitionColumn) +
+		" = ?1 AND " + Quote(x.Def.PrimaryKey) + " IN (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?" + strconv.Itoa(i+2))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // NewTable builds the SQL of t. t has been compiled by sync (SCH-1, SCH-2).
 func NewTable(t driver.Table) *Table {
 	x := &Table{Def: t, scopeCol: map[string]string{}, others: map[string][]string{}, scans: map[string][scanKinds]string{}}

@@ -1,0 +1,74 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+var _ driver.PushBeginner = (*Conn)(nil)
+
+// BeginPush begins a push's Tx and reads its stored result and the
+// current rows of keys (driver.PushBeginner) in Begin's own pipeline: ONE
+// round trip (BEGIN, the partition's lock, the savepoint, the result's
+// SELECT and each row's), instead of Begin's and then one per read. The
+// reads run after the partition's lock, in the Tx, so they see what
+// GetPushResult and GetRow would first thing in it. Retried as Begin is.
+func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
+	if err := c.check(); err != nil {
+		return nil, driver.PushRead{}, err
+	}
+	xs := make([]*table, len(keys))
+	for i, k := range keys {
+		x, err := c.table(k.Table)
+		if err != nil {
+			return nil, driver.PushRead{}, err
+		}
+		xs[i] = x
+	}
+	var out driver.PushRead
+	queue := func(b *pgx.Batch) {
+		out = driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
+		b.Queue(sqlSelectPushResult, partition, clientID, clientCommitID).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var text string
+				if err := rows.Scan(&text); err != nil {
+					return err
+				}
+				r, err := driver.DecodePushResult([]byte(text))
+				if err != nil {
+					return err
+				}
+				out.Result, out.HasResult = r, true
+			}
+			return rows.Err()
+		})
+		for i, k := range keys {
+			x := xs[i]
+			b.Queue(x.get, partition, k.ID).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					row, err := x.decodeRow(rows)
+					if err != nil {
+						return err
+					}
+					out.Rows[i], out.Found[i] = row, true
+				}
+				return rows.Err()
+			})
+		}
+	}
+	for attempt := int32(0); ; attempt++ {
+		t, retry, err := c.begin(ctx, partition, queue)
+		if err == nil {
+			return t, out, nil
+		}
+		if driver.CodeOf(err) == driver.CodeIdempotencyCacheMiss {
+			return nil, driver.PushRead{}, err
+		}
+		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
+			return nil, driver.PushRead{}, c.mapErr(ctx, err, "postgres: begin a push")
+		}
+	}
+}

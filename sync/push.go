@@ -1,0 +1,515 @@
+package sync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Push applies one client commit to partition, all or nothing (rule group
+// PUSH of docs/contract.md), in one Tx:
+//
+//   - Replay (PUSH-1): when a result is stored for (ClientID,
+//     ClientCommitID), it is returned as it is, with Replayed true, and
+//     nothing is written — also when two identical pushes race: one
+//     applies, both answer its result (PR-6). A stored result recorded
+//     for a different request under the same key → CodeIdempotencyKeyReused
+//     (PUSH-2), nothing written.
+//   - Checks (PUSH-3, PUSH-6): the current row of every op is read in the
+//     Tx; then, op by op, PushOptions.Authorize (if set) decides, and the
+//     op's BaseVersion (if set) must equal the row's current server
+//     version (0: no row). A refusal or a mismatch rejects the commit.
+//   - Apply (PUSH-4): an upsert writes the row with server version
+//     current + 1 (1 for a new row) and scopes computed from its values
+//     by the table's declared scopes; a delete removes the row (a missing
+//     row: nothing to do, nothing logged). The commit is appended with
+//     changes built from the rows written, PushOptions.PlanReactions (if
+//     set) plans reactions enqueued with it, the applied result is
+//     stored, and the Tx commits. A driver with commit-fanout then wakes
+//     the store's other instances (FAN-1).
+//   - Reject (PUSH-5): a conflict, a refusal or a unique-index collision
+//     (an op error with OpCodeConstraintViolation, never a raw engine
+//     error) discards every staged write and stores the rejected result
+//     with per-op results (CommitRejected, TX-8). A rejection is an
+//     answer, not an error: err is nil and Status is driver.PushRejected.
+//   - Outcomes (PUSH-7): a commit the engine may or may not have taken
+//     (CodeCommitOutcomeUnknown, TX-10) is settled by reading the push
+//     result again, in a new Tx that waits for the partition: a result
+//     this call tried to store is answered as this call's (Replayed
+//     false); none means nothing landed, and the push runs again. A
+//     push is never applied twice, and never reported rejected when it
+//     landed. When the outcome still cannot be learned (ctx ended, the
+//     engine unreachable), Push returns CodeCommitOutcomeUnknown: push
+//     the same request again later to learn it. Write conflicts of
+//     optimistic engines (TX-9) are retried inside Push with the Store's
+//     RetryPolicy.
+//
+// Validation (PUSH-8), before anything is read or written (V-9):
+// partition V-1; ClientID V-2 and V-7 (CodeInvalidClientID);
+// ClientCommitID and ActorID V-2; 1…MaxPushOps ops (none →
+// CodeInvalidArgument; more → CodePushTooLarge); each op on a known table
+// (CodeUnknownTable), its RowID V-2, Op upsert|delete, an upsert's Values
+// the whole row of valid values with the primary key equal to RowID (V-3,
+// V-4 → CodeInvalidValue naming the column), a delete without values, a
+// BaseVersion ≥ 0 (CodeInvalidArgument); no (table, row) twice
+// (CodeInvalidArgument); at most MaxPushBytes of values
+// (CodePushTooLarge). Errors about one op carry its index in
+// (*Error).OpIndex.
+//
+// Other errors: a hook's own error, or an engine error, returned as it
+// is, nothing written; CodeUnavailable when ctx ends. Push is safe for
+// concurrent use; pushes on one partition are serialized by its Tx
+// (TX-1).
+func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (PushResponse, error) {
+	const op = "Push"
+	if err := checkCtx(ctx, op); err != nil {
+		return PushResponse{}, err
+	}
+	if err := idPartition.check(op, partition); err != nil {
+		return PushResponse{}, err
+	}
+	p, err := s.schema.Load().checkPush(op, req)
+	if err != nil {
+		return PushResponse{}, err
+	}
+	p.partition = partition
+	p.opts = s.pushOptions()
+	if p.opts.Now == nil {
+		p.opts.Now = time.Now
+	}
+	for settle := 0; ; settle++ {
+		var resp PushResponse
+		var read driver.PushRead
+		begin := func(ctx context.Context) (*Tx, error) {
+			var tx *Tx
+			var err error
+			tx, read, err = p.begin(ctx, s)
+			return tx, err
+		}
+		err := s.runInTx(ctx, partition, begin, func(ctx context.Context, tx *Tx) error {
+			resp = PushResponse{}
+			return p.apply(ctx, tx, read, &resp)
+		})
+		if err == nil {
+			return resp, nil
+		}
+		if driver.CodeOf(err) != driver.CodeCommitOutcomeUnknown {
+			return PushResponse{}, err
+		}
+		// The Tx may have landed (TX-10): remember what it stored, then
+		// learn whether it did (PUSH-7).
+		p.attempts = append(p.attempts, resp)
+		if settle+1 < maxPushSettles && ctx.Err() == nil {
+			continue // a new Tx waits for the partition, then replays or applies
+		}
+		return p.settleDetached(ctx, s, err)
+	}
+}
+
+// maxPushSettles bounds the Txs Push runs to settle unknown outcomes.
+const maxPushSettles = 3
+
+// pushSettleTimeout bounds the last read that settles an unknown outcome
+// once the caller's ctx has ended.
+const pushSettleTimeout = 5 * time.Second
+
+// settleDetached reads the push result on a short context detached from
+// ctx and answers it when it is there; otherwise unknown stays unknown.
+func (p *pushPlan) settleDetached(ctx context.Context, s *Store, unknown error) (PushResponse, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushSettleTimeout)
+	defer cancel()
+	r, found, err := s.conn.GetPushResult(rctx, p.partition, p.req.ClientID, p.req.ClientCommitID)
+	if err != nil || !found {
+		return PushResponse{}, unknown
+	}
+	return p.replay(r)
+}
+
+// pushPlan is a validated push and what applying it needs.
+type pushPlan struct {
+	partition string
+	req       PushRequest // Ops and their Values maps copied
+	tables    []*compiledTable
+	identity  string
+	opts      PushOptions
+	// attempts are the responses of Txs whose outcome was unknown.
+	attempts []PushResponse
+}
+
+// apply is one attempt of a push inside tx; it fills resp with the
+// result it stores (RunInTx commits the Tx when apply returns nil and has
+// not ended it).
+func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp *PushResponse) error {
+	dtx := tx.tx
+	req := &p.req
+	var err error
+	if read.HasResult {
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		*resp, err = p.replay(read.Result)
+		return err
+	}
+	n := len(req.Ops)
+	cur, exists := read.Rows, read.Found
+	nowMs := p.opts.Now().UnixMilli()
+	results := make([]driver.OpResult, 0, n)
+	for i, o := range req.Ops {
+		if p.opts.Authorize != nil {
+			in := AuthorizeInput{Partition: p.partition, ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
+				ActorID: req.ActorID, Index: i, Op: o, Current: cur[i], Exists: exists[i]}
+			if err := p.opts.Authorize(ctx, tx, in); err != nil {
+				var ref *Refusal
+				if !errors.As(err, &ref) {
+					return err
+				}
+				if err := checkRefusal(i, ref); err != nil {
+					return err
+				}
+				results = append(results, driver.OpResult{Status: driver.OpError, Code: ref.Code, Message: ref.Message,
+					Retryable: ref.Retryable, Details: ref.Details})
+				return p.reject(ctx, tx, nowMs, results, resp)
+			}
+		}
+		version := int64(0)
+		if exists[i] {
+			version = cur[i].ServerVersion
+		}
+		if o.BaseVersion != nil && *o.BaseVersion != version {
+			c := driver.OpResult{Status: driver.OpConflict, Code: OpCodeVersionConflict, ServerVersion: version,
+				Message: fmt.Sprintf("base version %d, server version %d", *o.BaseVersion, version)}
+			if exists[i] {
+				c.ServerRow = cur[i].Values
+			}
+			results = append(results, c)
+			return p.reject(ctx, tx, nowMs, results, resp)
+		}
+		results = append(results, driver.OpResult{Status: driver.OpApplied})
+	}
+
+	changes := make([]driver.Change, 0, n)
+	for i, o := range req.Ops {
+		switch o.Op {
+		case driver.OpUpsert:
+			v := int64(1)
+			if exists[i] {
+				v = cur[i].ServerVersion + 1
+			}
+			row := driver.Row{ID: o.RowID, ServerVersion: v, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
+			if err := dtx.UpsertRow(ctx, o.Table, row); err != nil {
+				if driver.CodeOf(err) != driver.CodeConstraintViolation {
+					return err
+				}
+				for j := range results[:i] {
+					results[j].ServerVersion = 0 // nothing of the commit is written
+				}
+				results = append(results[:i], driver.OpResult{Status: driver.OpError, Code: OpCodeConstraintViolation,
+					Message: "the row collides with another row of the partition on a unique index (SCH-10)"})
+				return p.reject(ctx, tx, nowMs, results, resp)
+			}
+			results[i].ServerVersion = v
+			changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpUpsert,
+				Scopes: row.Scopes, Values: row.Values, RowVersion: v})
+		case driver.OpDelete:
+			if !exists[i] {
+				continue
+			}
+			if err := dtx.DeleteRow(ctx, o.Table, o.RowID); err != nil {
+				return err
+			}
+			changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpDelete, Scopes: cur[i].Scopes})
+		}
+	}
+	seq, err := dtx.AppendCommit(ctx, driver.CommitInput{ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
+		ActorID: req.ActorID, CreatedAtMs: nowMs, Changes: changes})
+	if err != nil {
+		return err
+	}
+	if p.opts.PlanReactions != nil {
+		rs, err := p.opts.PlanReactions(ctx, tx, AppliedCommit{Partition: p.partition, CommitSeq: seq,
+			ClientID: req.ClientID, ClientCommitID: req.ClientCommitID, ActorID: req.ActorID, CreatedAtMs: nowMs, Changes: changes})
+		if err != nil {
+			return err
+		}
+		if len(rs) > 0 {
+			if err := tx.EnqueueReactions(ctx, seq, rs); err != nil {
+				return err
+			}
+		}
+	}
+	res := driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: nowMs,
+		CacheIdentity: p.identity, Ops: results}
+	if err := dtx.PutPushResult(ctx, req.ClientID, req.ClientCommitID, res); err != nil {
+		return err
+	}
+	*resp = PushResponse{PushResult: res, Changes: changes}
+	return nil
+}
+
+// begin starts a Tx on the push's partition and reads the stored result
+// of its key and the current row of each op: in one call when the driver
+// is a driver.PushBeginner, else Begin, GetPushResult and GetRow per op.
+func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, error) {
+	req := &p.req
+	n := len(req.Ops)
+	if pb, ok := s.conn.(driver.PushBeginner); ok {
+		keys := make([]driver.RowKey, n)
+		for i, o := range req.Ops {
+			keys[i] = driver.RowKey{Table: o.Table, ID: o.RowID}
+		}
+		dtx, read, err := pb.BeginPush(ctx, p.partition, req.ClientID, req.ClientCommitID, keys)
+		if err != nil {
+			return nil, read, err
+		}
+		tx := &Tx{tx: dtx, schema: s.schema.Load(), store: s}
+		if !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, read, driver.Errorf(driver.CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
+		}
+		return tx, read, nil
+	}
+	tx, err := s.Begin(ctx, p.partition)
+	if err != nil {
+		return nil, driver.PushRead{}, err
+	}
+	read, err := readForPush(ctx, tx.tx, req)
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, read, err
+	}
+	return tx, read, nil
+}
+
+// readForPush makes a push's first reads one by one.
+func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.PushRead, error) {
+	var read driver.PushRead
+	var err error
+	read.Result, read.HasResult, err = dtx.GetPushResult(ctx, req.ClientID, req.ClientCommitID)
+	if err != nil || read.HasResult {
+		return read, err
+	}
+	n := len(req.Ops)
+	read.Rows, read.Found = make([]driver.Row, n), make([]bool, n)
+	for i, o := range req.Ops {
+		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {
+			return read, err
+		}
+	}
+	return read, nil
+}
+
+// reject stores the rejected result with the per-op results so far and
+// ends the Tx (TX-8).
+func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []driver.OpResult, resp *PushResponse) error {
+	res := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: nowMs, CacheIdentity: p.identity, Ops: results}
+	*resp = PushResponse{PushResult: res}
+	return tx.CommitRejected(ctx, p.req.ClientID, p.req.ClientCommitID, res)
+}
+
+// replay answers a stored result (PUSH-1): as this call's own when an
+// attempt of this call whose outcome was unknown stored it (PUSH-7), as
+// a replay otherwise; CodeIdempotencyKeyReused when it was recorded for
+// another request (PUSH-2).
+func (p *pushPlan) replay(r driver.PushResult) (PushResponse, error) {
+	for _, a := range p.attempts {
+		if sameResult(a.PushResult, r) {
+			return PushResponse{PushResult: r, Changes: a.Changes}, nil
+		}
+	}
+	if isPushIdentity(r.CacheIdentity) && r.CacheIdentity != p.identity {
+		e := driver.Errorf(driver.CodeIdempotencyKeyReused, "Push: a result is stored for this client id and client commit id, recorded for a different request (other ops, values, base versions or actor); push new ops under a new client commit id; nothing was written (PUSH-2)")
+		return PushResponse{}, e
+	}
+	return PushResponse{PushResult: r, Replayed: true}, nil
+}
+
+// sameResult reports whether stored is the result an attempt tried to
+// store: the same request, status, seq and record time.
+func sameResult(tried, stored driver.PushResult) bool {
+	return tried.Status == stored.Status && tried.CommitSeq == stored.CommitSeq &&
+		tried.RecordedAtMs == stored.RecordedAtMs && tried.CacheIdentity == stored.CacheIdentity
+}
+
+// checkRefusal enforces V-8 on an Authorize hook's refusal of op i.
+func checkRefusal(i int, r *Refusal) error {
+	op := fmt.Sprintf("Push: op %d: Authorize's refusal", i)
+	if err := ValidateApplicationCode(r.Code); err != nil {
+		return withOpIndex(err, i)
+	}
+	return withOpIndex(checkOpResult(op, driver.OpResult{Status: driver.OpError, Code: r.Code, Message: r.Message, Details: r.Details}), i)
+}
+
+// checkPush validates req (PUSH-8) and returns the plan to apply it:
+// ops with copies of their Values maps, their tables, the request's
+// identity.
+func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, error) {
+	if err := firstErr(checkClientID(op, req.ClientID), idClientCommit.check(op, req.ClientCommitID),
+		idActor.check(op, req.ActorID)); err != nil {
+		return nil, err
+	}
+	n := len(req.Ops)
+	if n == 0 {
+		return nil, argErr(op, "PUSH-8", "a push needs at least one op")
+	}
+	if n > MaxPushOps {
+		return nil, driver.Errorf(driver.CodePushTooLarge, "%s: %d ops, over the %d-op limit of one push; split the commit (PUSH-8)", op, n, MaxPushOps)
+	}
+	p := &pushPlan{req: req, tables: make([]*compiledTable, n)}
+	p.req.Ops = make([]PushOp, n)
+	seen := make(map[[2]string]int, n)
+	size := 0
+	for i, o := range req.Ops {
+		oop := fmt.Sprintf("%s: op %d", op, i)
+		t, err := cs.table(oop, o.Table)
+		if err != nil {
+			return nil, withOpIndex(err, i)
+		}
+		if err := idRow.check(oop, o.RowID); err != nil {
+			return nil, withOpIndex(err, i)
+		}
+		if o.BaseVersion != nil && *o.BaseVersion < 0 {
+			return nil, withOpIndex(argErr(oop, "PUSH-8", "base version %d is negative", *o.BaseVersion), i)
+		}
+		switch o.Op {
+		case driver.OpUpsert:
+			if err := t.checkValues(oop, o.Values); err != nil {
+				return nil, withOpIndex(err, i)
+			}
+			if o.Values[t.PrimaryKey] != o.RowID {
+				return nil, withOpIndex(valueErr(oop, t.PrimaryKey, "V-4", "the row id does not equal the primary-key column %q", t.PrimaryKey), i)
+			}
+			size += valuesSize(o.Values)
+			v := make(driver.Values, len(o.Values))
+			for k, x := range o.Values {
+				v[k] = x
+			}
+			o.Values = v
+		case driver.OpDelete:
+			if len(o.Values) != 0 {
+				return nil, withOpIndex(argErr(oop, "PUSH-8", "a delete carries no values"), i)
+			}
+			o.Values = nil
+		default:
+			return nil, withOpIndex(argErr(oop, "PUSH-8", "op must be %q or %q", driver.OpUpsert, driver.OpDelete), i)
+		}
+		key := [2]string{o.Table, o.RowID}
+		if j, dup := seen[key]; dup {
+			return nil, withOpIndex(argErr(oop, "PUSH-8", "the row of op %d again: a push writes each row at most once", j), i)
+		}
+		seen[key] = i
+		if size > MaxPushBytes {
+			return nil, withOpIndex(driver.Errorf(driver.CodePushTooLarge, "%s: the values of ops 0…%d exceed the %d-byte limit of one push; split the commit (PUSH-8)", op, i, MaxPushBytes), i)
+		}
+		p.req.Ops[i], p.tables[i] = o, t
+	}
+	p.identity = pushIdentity(&p.req)
+	return p, nil
+}
+
+// withOpIndex sets the op index of err, an *Error made by a check.
+func withOpIndex(err error, i int) error {
+	var e *driver.Error
+	if errors.As(err, &e) {
+		e.OpIndex = i
+	}
+	return err
+}
+
+// valuesSize is the size of an upsert's values for MaxPushBytes.
+func valuesSize(v driver.Values) int {
+	n := 0
+	for k, x := range v {
+		n += len(k)
+		switch x := x.(type) {
+		case string:
+			n += len(x)
+		case driver.JSON:
+			n += len(x)
+		case []byte:
+			n += len(x)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// pushIdentityPrefix starts the identity Push stores as a result's
+// CacheIdentity: a digest of the request, compared on replay (PUSH-2).
+// A result stored otherwise (the primitives) has none and is replayed as
+// it is.
+const pushIdentityPrefix = "push-v1:"
+
+func isPushIdentity(s string) bool {
+	return len(s) == len(pushIdentityPrefix)+2*sha256.Size && s[:len(pushIdentityPrefix)] == pushIdentityPrefix
+}
+
+// pushIdentity is the SHA-256 of the request's actor and ops — tables,
+// row ids, kinds, base versions, values by column name with their types —
+// in an unambiguous encoding (lengths before bytes, a tag before each
+// value), hex, after pushIdentityPrefix.
+func pushIdentity(req *PushRequest) string {
+	h := sha256.New()
+	var buf []byte
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	str(req.ActorID)
+	buf = binary.AppendUvarint(buf, uint64(len(req.Ops)))
+	for _, o := range req.Ops {
+		str(o.Table)
+		str(o.RowID)
+		str(string(o.Op))
+		if o.BaseVersion == nil {
+			buf = append(buf, 0)
+		} else {
+			buf = append(buf, 1)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(*o.BaseVersion))
+		}
+		keys := sortedKeys(o.Values)
+		buf = binary.AppendUvarint(buf, uint64(len(keys)))
+		for _, k := range keys {
+			str(k)
+			switch x := o.Values[k].(type) {
+			case nil:
+				buf = append(buf, 'n')
+			case string:
+				buf = append(buf, 's')
+				str(x)
+			case int64:
+				buf = append(buf, 'i')
+				buf = binary.BigEndian.AppendUint64(buf, uint64(x))
+			case float64:
+				buf = append(buf, 'f')
+				buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(x))
+			case bool:
+				buf = append(buf, 'b')
+				if x {
+					buf = append(buf, 1)
+				} else {
+					buf = append(buf, 0)
+				}
+			case driver.JSON:
+				buf = append(buf, 'j')
+				str(string(x))
+			case []byte:
+				buf = append(buf, 'x')
+				str(string(x))
+			}
+		}
+		if len(buf) > 32<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	return pushIdentityPrefix + hex.EncodeToString(h.Sum(nil))
+}
