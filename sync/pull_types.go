@@ -1,7 +1,5 @@
 package sync
 
-import "github.com/syncstore/syncstore/driver"
-
 // Bounds and defaults of Pull (rule group PULL).
 const (
 	// MaxPullSubscriptions bounds PullRequest.Subscriptions (PULL-1).
@@ -49,7 +47,7 @@ type PullSubscription struct {
 	Table string
 	// Scopes select the rows as in a window read or a scan (WIN-3, V-6):
 	// at least one key; a key with an empty value list matches nothing.
-	Scopes driver.ScopeFilter
+	Scopes ScopeFilter
 	// Cursor is the NextCursor of the subscription's previous response:
 	// ≥ 0 for an incremental pull (PULL-6), PullBootstrap (−1) for a
 	// subscription without rows (PULL-3). Ignored when BootstrapToken is
@@ -116,7 +114,7 @@ type PullResult struct {
 	// page read it as the partition's head); 0 when not bootstrapping.
 	AsOfCommitSeq int64
 	// Rows is one bootstrap page, at most the subscription's LimitRows.
-	Rows []driver.Row
+	Rows []Row
 	// BootstrapToken is non-empty while the bootstrap has more pages:
 	// send it back (with the same table and scopes) for the next one
 	// (PULL-4). Opaque text of at most 512 bytes (base64url).
@@ -125,7 +123,7 @@ type PullResult struct {
 	// scope, oldest first, each with only its matching changes (WIN-2).
 	// Reading stops once their changes reach LimitChanges; the commit
 	// that reaches it comes whole, never split (PULL-6).
-	Commits []driver.Commit
+	Commits []Commit
 	// NextCursor is the cursor to send next: after a bootstrap page,
 	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
 	// an incremental window, where the next window starts (PULL-7); after
