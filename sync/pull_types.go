@@ -20,7 +20,8 @@ const (
 type PullRequest struct {
 	// ClientID identifies the client (its device or installation): V-2,
 	// not starting with RemoteCommandPrefix (V-7). Its record is bound to
-	// the first ActorID that pulls with it (PULL-9).
+	// the first ActorID that pulls with it, for as long as the record
+	// lasts (retention deletes idle records, RET-6) (PULL-9).
 	ClientID string
 	// ActorID is the authenticated user or service the host pulls for
 	// (V-2). The host authorizes the subscriptions' scopes for it before
