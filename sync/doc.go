@@ -105,7 +105,7 @@
 //
 //	resp, err := store.Pull(ctx, partition, sync.PullRequest{ClientID: c, ActorID: a,
 //		Subscriptions: []sync.PullSubscription{{ID: "mine", Table: "todos",
-//			Scopes: driver.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
+//			Scopes: sync.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
 //
 // Pull writes the client record that Prune's active-cursor floor reads
 // (RET-1), so run Prune beside it. The host authorizes the scopes before

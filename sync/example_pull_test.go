@@ -44,7 +44,7 @@ func ExampleStore_Pull() {
 	write("n3", "p8")
 
 	// The host authorizes the scopes for the actor, then pulls for it.
-	sub := sync.PullSubscription{ID: "my-notes", Table: "notes", Scopes: driver.ScopeFilter{"project": {"p7"}},
+	sub := sync.PullSubscription{ID: "my-notes", Table: "notes", Scopes: sync.ScopeFilter{"project": {"p7"}},
 		Cursor: sync.PullBootstrap, LimitRows: 1}
 	for range 4 {
 		resp, err := store.Pull(ctx, "tenant-1", sync.PullRequest{ClientID: "phone-1", ActorID: "user-1",

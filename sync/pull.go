@@ -61,9 +61,10 @@ import (
 //
 // A pull costs 4 + N round trips for N subscriptions (client record, head,
 // one read per subscription, record write, registry touch), plus one
-// horizon read when a bootstrap is resumed; the client record, head and
-// horizon are read at once, then the subscriptions, four at a time, so its
-// latency is about three round trips plus ⌈N/4⌉.
+// horizon read when a bootstrap is resumed; a subscription already at the
+// head reads nothing, so a caught-up client costs 4. The client record,
+// head and horizon are read at once, then the subscriptions, four at a
+// time, so a pull's latency is about three round trips plus ⌈N/4⌉.
 func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (PullResponse, error) {
 	const op = "Pull"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition)); err != nil {
@@ -229,6 +230,13 @@ func (s *Store) servePull(ctx context.Context, partition string, p pullPlan, hea
 		return s.pullPage(ctx, partition, p, head, "")
 	case p.sub.Cursor > head:
 		return reset(CodeCursorAhead)
+	case p.sub.Cursor == head:
+		// Caught up: nothing lies after the cursor through head, and the
+		// horizon never passes the head (HZ-1), so there is nothing to
+		// read. A prune that raised the horizon since the head was read
+		// shows at the next pull, as a reset.
+		res.NextCursor = head
+		return res, nil
 	}
 	commits, err := s.conn.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: p.sub.Table,
 		Filter: p.sub.Scopes, AfterSeq: p.sub.Cursor, ThroughSeq: head, LimitChanges: p.limitChanges})

@@ -77,3 +77,19 @@ func TestPullTokenLastCharacterStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestPullTokenLongest checks the documented bound: a token for the
+// longest row id (255 bytes) and the largest seq fits in 512 bytes and
+// decodes.
+func TestPullTokenLongest(t *testing.T) {
+	binding := pullBinding("p", "notes", driver.ScopeFilter{"project": {"p7"}})
+	want := pullToken{asOf: 1<<63 - 1, lastRowID: strings.Repeat("é", 127) + "x"}
+	tok := encodePullToken(binding, want)
+	if len(tok) > maxPullTokenBytes {
+		t.Fatalf("token of %d bytes, over %d", len(tok), maxPullTokenBytes)
+	}
+	got, err := decodePullToken("Pull", tok, binding)
+	if err != nil || got != want {
+		t.Fatalf("decode = %+v, %v", got, err)
+	}
+}

@@ -1,7 +1,5 @@
 package sync
 
-import "github.com/syncstore/syncstore/driver"
-
 // Bounds and defaults of Pull (rule group PULL).
 const (
 	// MaxPullSubscriptions bounds PullRequest.Subscriptions (PULL-1).
@@ -22,7 +20,8 @@ const (
 type PullRequest struct {
 	// ClientID identifies the client (its device or installation): V-2,
 	// not starting with RemoteCommandPrefix (V-7). Its record is bound to
-	// the first ActorID that pulls with it (PULL-9).
+	// the first ActorID that pulls with it, for as long as the record
+	// lasts (retention deletes idle records, RET-6) (PULL-9).
 	ClientID string
 	// ActorID is the authenticated user or service the host pulls for
 	// (V-2). The host authorizes the subscriptions' scopes for it before
@@ -49,7 +48,7 @@ type PullSubscription struct {
 	Table string
 	// Scopes select the rows as in a window read or a scan (WIN-3, V-6):
 	// at least one key; a key with an empty value list matches nothing.
-	Scopes driver.ScopeFilter
+	Scopes ScopeFilter
 	// Cursor is the NextCursor of the subscription's previous response:
 	// ≥ 0 for an incremental pull (PULL-6), PullBootstrap (−1) for a
 	// subscription without rows (PULL-3). Ignored when BootstrapToken is
@@ -104,7 +103,7 @@ type PullResult struct {
 	Status PullStatus
 	// Reason is the code of a reset: CodeCursorExpired (the cursor or the
 	// bootstrap's asOfCommitSeq is below the horizon: commits after it
-	// are pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
+	// may be pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
 	// a cursor this store never issued); "" when active.
 	Reason Code
 	// Bootstrap reports a bootstrap page: Rows hold current rows of the
@@ -116,16 +115,16 @@ type PullResult struct {
 	// page read it as the partition's head); 0 when not bootstrapping.
 	AsOfCommitSeq int64
 	// Rows is one bootstrap page, at most the subscription's LimitRows.
-	Rows []driver.Row
+	Rows []Row
 	// BootstrapToken is non-empty while the bootstrap has more pages:
 	// send it back (with the same table and scopes) for the next one
-	// (PULL-4). Opaque; at most a few hundred bytes.
+	// (PULL-4). Opaque text of at most 512 bytes (base64url).
 	BootstrapToken string
 	// Commits are the whole commits after the cursor that touched the
-	// scope, oldest first, each with only its matching changes (WIN-2);
-	// their changes reach LimitChanges at most by the last commit, which
-	// is never split (PULL-6).
-	Commits []driver.Commit
+	// scope, oldest first, each with only its matching changes (WIN-2).
+	// Reading stops once their changes reach LimitChanges; the commit
+	// that reaches it comes whole, never split (PULL-6).
+	Commits []Commit
 	// NextCursor is the cursor to send next: after a bootstrap page,
 	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
 	// an incremental window, where the next window starts (PULL-7); after
