@@ -29,6 +29,12 @@ type Conn struct {
 	schemaName atomic.Pointer[string] // current_schema, read once (authoritative queries)
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+
+	// hostPool: the pool is the host's (OpenPool), so Close leaves it open.
+	hostPool bool
+	// listen, if set, is the connection config of SubscribeCommits'
+	// listener connections (Options.ListenerDSN); else cfg's.
+	listen *pgx.ConnConfig
 }
 
 var (
@@ -98,7 +104,9 @@ func (c *Conn) Close() error {
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}
-	c.pool.Close()
+	if !c.hostPool {
+		c.pool.Close()
+	}
 	return nil
 }
 
