@@ -45,6 +45,9 @@ type Conn struct {
 	connector   sqldriver.Connector
 	outcomeOnce gosync.Once
 	outcomes    *sql.DB
+
+	// hostDB: db is the host's (OpenDB), so Close leaves it open.
+	hostDB bool
 }
 
 var (
@@ -63,16 +66,34 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := newConn(cfg, version, maxPacket)
+	if err != nil {
+		return nil, err
+	}
+	c.db = sql.OpenDB(c.connector)
+	c.db.SetMaxIdleConns(8)
+	c.db.SetConnMaxIdleTime(time.Minute)
+	c.stmts = newStmtCache(c.db)
+	if err := c.initInfra(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConn returns a Conn without a pool for a server of version whose
+// max_allowed_packet is maxPacket, with c.cfg and c.connector: cfg with
+// what every connection of the store needs (see the package doc; the
+// session settings are also sessionParams).
+func newConn(cfg *mysql.Config, version string, maxPacket int64) (*Conn, error) {
 	if cfg.MaxAllowedPacket > 0 && int64(cfg.MaxAllowedPacket) < maxPacket {
 		maxPacket = int64(cfg.MaxAllowedPacket)
 	}
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
 		stmtBytes: int(max(maxPacket/2, minStmtBytes))}
 	c.coll = "utf8mb4_0900_bin"
-	isolationVar := "transaction_isolation"
 	if c.maria {
 		c.coll = "utf8mb4_nopad_bin"
-		isolationVar = "tx_isolation"
 	}
 	cfg = cfg.Clone()
 	cfg.InterpolateParams = false
@@ -85,25 +106,35 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	cfg.Params["collation_connection"] = "'" + c.coll + "'"
-	cfg.Params["sql_mode"] = "'" + coreSQLMode + "'"
-	cfg.Params[isolationVar] = "'READ-COMMITTED'"
-	cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(lockWaitTimeoutS)
+	for k, v := range c.sessionParams() {
+		cfg.Params[k] = v
+	}
 	c.cfg = cfg
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
 	c.connector = connector
-	c.db = sql.OpenDB(connector)
-	c.db.SetMaxIdleConns(8)
-	c.db.SetConnMaxIdleTime(time.Minute)
-	c.stmts = newStmtCache(c.db)
-	if err := c.initInfra(ctx); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
 	return c, nil
+}
+
+// isolationVar is the name of the session's isolation variable.
+func (c *Conn) isolationVar() string {
+	if c.maria {
+		return "tx_isolation"
+	}
+	return "transaction_isolation"
+}
+
+// sessionParams are the session variables every connection of the store
+// is opened with, as DSN parameters (quoted values).
+func (c *Conn) sessionParams() map[string]string {
+	return map[string]string{
+		"collation_connection":     "'" + c.coll + "'",
+		"sql_mode":                 "'" + coreSQLMode + "'",
+		c.isolationVar():           "'READ-COMMITTED'",
+		"innodb_lock_wait_timeout": strconv.Itoa(lockWaitTimeoutS),
+	}
 }
 
 // coreSQLMode is the sql_mode of every connection: strict (a value that
@@ -176,7 +207,7 @@ func (c *Conn) Close() error {
 	if c.outcomes != nil {
 		_ = c.outcomes.Close()
 	}
-	if c.db != nil {
+	if c.db != nil && !c.hostDB {
 		if err := c.db.Close(); err != nil {
 			return driver.Wrap(driver.CodeInternal, err, "mysql: close")
 		}
