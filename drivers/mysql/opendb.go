@@ -153,7 +153,9 @@ func checkFoundRows(ctx context.Context, sc *sql.Conn) error {
 		if _, err := sc.ExecContext(ctx, "CREATE TEMPORARY TABLE _sync_probe (k INT PRIMARY KEY)"); err != nil {
 			return err
 		}
-		defer func() { _, _ = sc.ExecContext(context.WithoutCancel(ctx), "DROP TEMPORARY TABLE IF EXISTS _sync_probe") }()
+		defer func() {
+			_, _ = sc.ExecContext(context.WithoutCancel(ctx), "DROP TEMPORARY TABLE IF EXISTS _sync_probe")
+		}()
 		if _, err := sc.ExecContext(ctx, "INSERT INTO _sync_probe (k) VALUES (1)"); err != nil {
 			return err
 		}
