@@ -93,7 +93,7 @@ func testUpgradeFormat1(t *testing.T, base string) {
 	for _, cl := range faulttest.Format1Clients() {
 		stmts = append(stmts, st(d.UpsertClient, cl.Partition, cl.ClientID, "u", 1, cl.Cursor, cl.UpdatedAtMs, "[]"))
 	}
-	if _, err := newClient(cfg).write(ctx, "format-1 fixture", stmts); err != nil {
+	if _, err := newClient(cfg, nil).write(ctx, "format-1 fixture", stmts); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now().UnixMilli()
