@@ -75,7 +75,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 			return err
 		}
 		b := &pgx.Batch{}
-		b.Queue(sqlInsertMetaIfAbsent, metaFormat, formatVersion)
+		b.Queue(sqlInsertMetaIfAbsent, metaFormat, infraFormat)
 		var format string
 		b.Queue(sqlSelectMeta, metaFormat).QueryRow(func(r pgx.Row) error { return r.Scan(&format) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
