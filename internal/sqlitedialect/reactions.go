@@ -302,3 +302,11 @@ func ListStatusFlags(statuses []driver.ReactionStatus) [4]bool {
 	}
 	return f
 }
+
+// Format2InsertReaction writes a reaction as a format-2 store holds it
+// (upgrade tests): ?1 partition, ?2 key, ?3 type, ?4 payload, ?5 status,
+// ?6 attempts, ?7 max attempts, ?8 source commit seq, ?9 createdAt, ?10
+// availableAt, ?11 due (NULL once terminal), ?12 updatedAt.
+const Format2InsertReaction = `INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '', 0, ?12)`
