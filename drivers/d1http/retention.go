@@ -54,9 +54,10 @@ func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSin
 // upgradeFormat takes the store from its stored format to
 // d.FormatVersion, one format at a time (1 → 2: retention; 2 → 3: the
 // reaction record; a new store starts at d.InfraFormat), then creates the
-// retention indexes (which need format 2's columns). D1 has no interactive transaction: the upgrade is one
-// atomic batch, and when a concurrent opener's batch won (this one then
-// fails on the column it already added) the stored format says so.
+// retention indexes (which need format 2's columns). D1 has no
+// interactive transaction: each upgrade is one atomic batch, and when a
+// concurrent opener's batch won (this one then fails on the column it
+// already added) the stored format says so.
 func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
 	for _, up := range []struct {
 		from, to string

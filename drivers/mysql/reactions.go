@@ -73,7 +73,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 // ClaimReactions leases due reactions in one transaction (RX-2): first the
 // due rows at their attempts cap are dead-lettered (RX-4), then up to
 // req.Limit other due rows (pending with availableAt ≤ now, leased with
-// expiry ≤ now; req.Types empty = every type) are locked in claim order —
+// expiry ≤ now; of req.Types, never empty through sync) are locked in claim order —
 // due time, createdAt, key — skipping rows other claims hold, and leased
 // for req.Owner until NowMs+LeaseMs with attempts+1. The result is sorted
 // by createdAt, then key (bytewise). Deadlocks and lock waits are retried

@@ -194,7 +194,7 @@ WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
 	failure_at_ms = ?, updated_at_ms = ?
 WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
 	// retryReaction: now, now, now, p, key. Only a dead letter becomes
-	// pending, attempts 0, due now; its failure is kept (RX-7).
+	// pending, attempts 0, due now; its last failure is cleared (RX-7).
 	retryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = ?,
 	due_at_ms = ?, updated_at_ms = ?, failure_code = NULL, failure_details = NULL, failure_at_ms = NULL,
 	completed_at_ms = NULL
