@@ -265,15 +265,22 @@ func (c *Conn) execRetry(ctx context.Context, what, q string, args ...any) error
 }
 
 // stmt returns the prepared statement of q, bound to tx when tx is not nil.
+// A transaction never waits for a second connection: a statement the pool
+// has not prepared yet is prepared on the transaction's own connection for
+// this use (database/sql closes it with the transaction) and on the pool
+// in the background for later ones. Preparing it on the pool first would
+// take a second connection, which a pool of bounded size (a host's,
+// OpenDB) may not have while every connection is held by a transaction
+// waiting for this one's partition.
 func (c *Conn) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
-	st, err := c.stmts.get(ctx, q)
-	if err != nil {
-		return nil, err
+	if tx == nil {
+		return c.stmts.get(ctx, q)
 	}
-	if tx != nil {
+	if st := c.stmts.peek(q); st != nil {
 		return tx.StmtContext(ctx, st), nil
 	}
-	return st, nil
+	c.stmts.warm(q)
+	return tx.PrepareContext(ctx, q)
 }
 
 // exec runs q on tx (nil: the pool) and returns the engine's result; the
@@ -361,12 +368,51 @@ func (c *Conn) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) err
 // stmtCache prepares each statement text once on the pool; database/sql
 // re-prepares it on each connection as needed.
 type stmtCache struct {
-	db *sql.DB
-	mu gosync.Mutex
-	m  map[string]*sql.Stmt
+	db      *sql.DB
+	mu      gosync.Mutex
+	m       map[string]*sql.Stmt
+	warming map[string]bool // texts being prepared in the background
+	closed  bool
 }
 
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, warming: map[string]bool{}}
+}
+
+// peek returns the cached statement of q, nil when there is none.
+func (s *stmtCache) peek(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[q]
+}
+
+// warm prepares q on the pool in the background, once, unless it is
+// cached or the cache is closed; a failure leaves it to the next use.
+func (s *stmtCache) warm(q string) {
+	s.mu.Lock()
+	if s.closed || s.m[q] != nil || s.warming[q] {
+		s.mu.Unlock()
+		return
+	}
+	s.warming[q] = true
+	s.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := s.db.PrepareContext(ctx, q)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.warming, q)
+		if err != nil {
+			return
+		}
+		if s.closed || s.m[q] != nil {
+			_ = st.Close()
+			return
+		}
+		s.m[q] = st
+	}()
+}
 
 func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 	s.mu.Lock()
@@ -392,6 +438,7 @@ func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 func (s *stmtCache) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for _, st := range s.m {
 		_ = st.Close()
 	}

@@ -52,6 +52,23 @@ func OpenDB(ctx context.Context, db *sql.DB, cfg *mysql.Config) (*Conn, error) {
 	if cfg.MultiStatements {
 		return nil, missingParam("multiStatements=false", "a store never sends more than one statement at once")
 	}
+	c, err := probeHostDB(ctx, db, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.db, c.hostDB = db, true
+	c.stmts = newStmtCache(db)
+	if err := c.initInfra(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// probeHostDB checks db on one of its connections, given back before
+// OpenDB goes on (so a pool of one connection works), and returns the
+// Conn to complete.
+func probeHostDB(ctx context.Context, db *sql.DB, cfg *mysql.Config) (*Conn, error) {
 	sc, err := db.Conn(ctx)
 	if err != nil {
 		return nil, mapErr(ctx, err, "mysql: OpenDB: connect")
@@ -72,13 +89,7 @@ func OpenDB(ctx context.Context, db *sql.DB, cfg *mysql.Config) (*Conn, error) {
 	if err := c.checkSession(ctx, sc); err != nil {
 		return nil, err
 	}
-	c.db, c.hostDB = db, true
-	c.stmts = newStmtCache(db)
 	if err := checkFoundRows(ctx, sc); err != nil {
-		return nil, err
-	}
-	if err := c.initInfra(ctx); err != nil {
-		_ = c.Close()
 		return nil, err
 	}
 	return c, nil

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -198,5 +200,53 @@ func TestOpenDBCloseLeavesTheDB(t *testing.T) {
 	}
 	if _, err := c.MaxCommitSeq(ctx, "p1"); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("MaxCommitSeq after Close = %v, want closed", err)
+	}
+}
+
+// A Tx never needs a second connection (a statement not yet prepared on
+// the pool is prepared on the Tx's own): over a host pool of ONE
+// connection, pushes, claims and reads all go through. Before, the first
+// push waited for a second connection until its context ended. OpenDB
+// and EnsureSchema take two (a named lock's connection and one to work):
+// the pool is cut to one after them.
+func TestOpenDBOneConnection(t *testing.T) {
+	cfg := hostConfig(t, testdb.NewMySQL(t))
+	db := hostDB(t, cfg)
+	db.SetMaxOpenConns(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := OpenDB(ctx, db, cfg)
+	if err != nil {
+		t.Fatalf("OpenDB over one connection: %v", err)
+	}
+	defer c.Close()
+	store := syncstore.OpenConn(c)
+	if err := store.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for i := range 3 {
+		err := store.RunInTx(ctx, "p1", func(ctx context.Context, tx *syncstore.Tx) error {
+			row := todoRow(fmt.Sprintf("t%d", i), "p7", "o1")
+			if err := tx.UpsertRow(ctx, "todos", row); err != nil {
+				return err
+			}
+			seq, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1, Changes: []driver.Change{{Table: "todos",
+				RowID: row.ID, Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
+			if err != nil {
+				return err
+			}
+			return tx.EnqueueReactions(ctx, seq, []driver.ReactionInput{{Key: row.ID, Type: "x", Payload: "{}", MaxAttempts: 1, CreatedAtMs: 1}})
+		})
+		if err != nil {
+			t.Fatalf("push %d over one connection: %v", i, err)
+		}
+	}
+	rs, err := store.ClaimReactions(ctx, "p1", driver.ClaimRequest{Owner: "w", Types: []string{"x"}, NowMs: 10, LeaseMs: 1000, Limit: 10})
+	if err != nil || len(rs) != 3 {
+		t.Fatalf("claim over one connection: %d reactions, %v; want 3", len(rs), err)
+	}
+	if seq, err := store.MaxCommitSeq(ctx, "p1"); err != nil || seq != 3 {
+		t.Fatalf("MaxCommitSeq = %d, %v; want 3", seq, err)
 	}
 }
