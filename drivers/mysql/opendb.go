@@ -24,6 +24,12 @@ import (
 // look-ups that settle a lost COMMIT answer (TX-10), which must not wait
 // behind a full db. Both are closed by Close.
 //
+// Connections: a Tx holds one of db's from Begin to its end and never
+// takes a second (a statement the pool has not prepared yet is prepared on
+// the Tx's own); EnsureSchema and a storage upgrade hold one for a named
+// lock and work on another, so MaxOpenConns must be at least 2, and above
+// the number of pushes that run at once for them not to queue.
+//
 // The Conn borrows db: Close rolls back the Conn's open Txs and closes the
 // statements it prepared on db, never db itself. Nothing is changed on db
 // or its sessions. Instead, db's DSN must already carry what Open sets for
