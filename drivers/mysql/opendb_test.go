@@ -56,7 +56,7 @@ func hostDB(t conformance.T, cfg *mysql.Config) *sql.DB {
 // hostDBCases: the suite's cases run over a host's *sql.DB, those that
 // depend on how connections are made and held; SYNCSTORE_TEST_HOST_POOL_ALL=1
 // runs every case.
-var hostDBCases = regexp.MustCompile(`^TestConformanceOverHostDB($|/(TX|SEQ|VAL|PR|RX-3|AQ-4|ERR|SCAN-1|REG-3)-)`)
+var hostDBCases = regexp.MustCompile(`^TestConformanceOverHostDB($|/(TX-(1|2|6|8|10|11)|SEQ-4|VAL-1|PR-6|RX-3|AQ-4|ERR-3|SCAN-1|REG-3)/)`)
 
 // TestConformanceOverHostDB runs the suite on Conns opened over a
 // *sql.DB the host owns (OpenDB).
