@@ -373,10 +373,16 @@ type stmtCache struct {
 	m       map[string]*sql.Stmt
 	warming map[string]bool // texts being prepared in the background
 	closed  bool
+	// The background preparations run on ctx, which close cancels; close
+	// then waits for them, so none uses db after the Conn's Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     gosync.WaitGroup
 }
 
 func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, warming: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, warming: map[string]bool{}, ctx: ctx, cancel: cancel}
 }
 
 // peek returns the cached statement of q, nil when there is none.
@@ -395,9 +401,11 @@ func (s *stmtCache) warm(q string) {
 		return
 	}
 	s.warming[q] = true
+	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 		defer cancel()
 		st, err := s.db.PrepareContext(ctx, q)
 		s.mu.Lock()
@@ -436,9 +444,13 @@ func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 }
 
 func (s *stmtCache) close() {
+	s.cancel()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
 	for _, st := range s.m {
 		_ = st.Close()
 	}
