@@ -20,7 +20,11 @@ if [ ! -x "$mariadbd" ]; then
 fi
 # The server needs its runtime directory (socket, pid file).
 install -d -o mysql -g mysql /run/mysqld 2>/dev/null || mkdir -p /run/mysqld
-start-stop-daemon --start --oknodo --background --exec "$mariadbd" -- --user=mysql
+# Identified by its pid file, not its executable: the cluster and replica
+# lanes (.ci/galera.sh, .ci/mariadb-replica.sh) run mariadbd too.
+pidfile=/run/mysqld/mysqld.pid
+if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then rm -f "$pidfile"; fi
+start-stop-daemon --start --oknodo --background --pidfile "$pidfile" --exec "$mariadbd" -- --user=mysql --pid-file="$pidfile"
 
 for _ in $(seq 1 60); do
 	if answers; then

@@ -118,7 +118,7 @@ func enqueueBatch(ctx context.Context, conn driver.Conn, b int, now int64) error
 // reaction is leased to another worker, which will complete it.
 func drainWorker(ctx context.Context, rc driver.ReactionsConn, owner string, now int64, completed func(key string)) error {
 	for {
-		batch, err := rc.ClaimReactions(ctx, BenchPartition, driver.ClaimRequest{Owner: owner, NowMs: now,
+		batch, err := rc.ClaimReactions(ctx, BenchPartition, driver.ClaimRequest{Owner: owner, Types: []string{"notify"}, NowMs: now,
 			LeaseMs: w4LeaseMs, Limit: w4ClaimLimit})
 		if err != nil {
 			return fmt.Errorf("W4 ClaimReactions: %w", err)

@@ -75,6 +75,10 @@ func (w *rxWrap) FailReaction(ctx context.Context, p, key, owner string, req dri
 	return w.rc.FailReaction(ctx, p, key, owner, req)
 }
 
+func (w *rxWrap) GetReaction(ctx context.Context, p, key string) (driver.Reaction, bool, error) {
+	return w.rc.GetReaction(ctx, p, key)
+}
+
 func (w *rxWrap) RetryReaction(ctx context.Context, p, key string, now int64) (bool, error) {
 	return w.rc.RetryReaction(ctx, p, key, now)
 }

@@ -62,6 +62,12 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &lyingCommit{connWrap: connWrap{c}, landed: true} }},
 		{name: "commit-says-landed-but-rolls-back", want: []string{"TX-10"}, match: regexp.MustCompile(`^TX-10/`),
 			wrap: func(c driver.Conn) driver.Conn { return &lyingCommit{connWrap: connWrap{c}} }},
+		// The escape hatch (TX-11): a handle still given out after the Tx
+		// ended, and host rows that survive a rollback.
+		{name: "stale-host-handle", caps: []driver.Capability{}, host: true, want: []string{"TX-11"}, match: regexp.MustCompile(`^TX-11/`),
+			wrap: func(c driver.Conn) driver.Conn { return hatchConn{connWrap{c}, false} }},
+		{name: "rollback-commits-host-rows", caps: []driver.Capability{}, host: true, want: []string{"TX-11"}, match: regexp.MustCompile(`^TX-11/`),
+			wrap: func(c driver.Conn) driver.Conn { return hatchConn{connWrap{c}, true} }},
 	}
 	runBroken(t, broken)
 }
@@ -83,6 +89,8 @@ type brokenDriver struct {
 	// reopen offers Harness.Reopen: the wrappers reach the SQLite Conn
 	// under them through unwrap() driver.Conn.
 	reopen bool
+	// host offers Harness.HostTable (the SQLite driver's, TX-11).
+	host bool
 }
 
 // unwrapper is implemented by wrappers that can hand back what they wrap.
@@ -117,6 +125,11 @@ func runBroken(t *testing.T, broken []brokenDriver) {
 			h.Capabilities = b.caps
 			h.Open = func(t conformance.T) driver.Conn { return open(t, base.Open(t)) }
 			h.Reopen = nil
+			if b.host {
+				h.HostTable = func(t conformance.T, c driver.Conn) conformance.HostTable {
+					return conformance.SQLHostTable(t, c, "CREATE TABLE host_notes (k TEXT PRIMARY KEY)")
+				}
+			}
 			if b.reopen {
 				h.Reopen = func(t conformance.T, c driver.Conn) driver.Conn {
 					for u, ok := c.(unwrapper); ok; u, ok = c.(unwrapper) {

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -361,4 +362,47 @@ func (t *lyingTx) Commit(ctx context.Context) error {
 		return err
 	}
 	return driver.Errorf(driver.CodeUnavailable, "broken: the answer was lost; nothing was written")
+}
+
+// ---- escape hatch (TX-11): a stale handle, or a Rollback that commits ----
+
+type hatchConn struct {
+	connWrap
+	rollbackCommits bool
+}
+
+func (c hatchConn) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	h := &hatchTx{Tx: tx, rollbackCommits: c.rollbackCommits}
+	var stx *sql.Tx
+	if driver.AsOf(tx, &stx) {
+		h.handle = stx
+	}
+	return h, nil
+}
+
+// hatchTx hands out the handle it took at Begin, even after the Tx ended.
+type hatchTx struct {
+	driver.Tx
+	handle          *sql.Tx
+	rollbackCommits bool
+}
+
+func (t *hatchTx) As(target any) bool {
+	p, ok := target.(**sql.Tx)
+	if ok && t.handle != nil && !t.rollbackCommits {
+		*p = t.handle
+		return true
+	}
+	return ok && t.rollbackCommits && driver.AsOf(t.Tx, target)
+}
+
+func (t *hatchTx) Rollback(ctx context.Context) error {
+	if t.rollbackCommits {
+		_ = t.Tx.Commit(ctx)
+	}
+	return t.Tx.Rollback(ctx)
 }

@@ -45,17 +45,23 @@ func rxTx(t T, tx driver.Tx) driver.ReactionsTx {
 }
 
 // rxIn returns a reaction input of type typ created at createdAt, with a
-// payload naming its key and 3 attempts.
+// payload naming its key, 3 attempts, version 2 and a source client
+// commit named after its key (RX-1: all kept as given).
 func rxIn(key, typ string, createdAt int64) driver.ReactionInput {
 	return driver.ReactionInput{Key: key, Type: typ, Payload: driver.JSON(fmt.Sprintf(`{"key": %q}`, key)),
-		MaxAttempts: 3, CreatedAtMs: createdAt}
+		MaxAttempts: 3, CreatedAtMs: createdAt, Version: 2, SourceClientID: "client-1", SourceClientCommitID: "cc-" + key}
 }
+
+// rxTypes are every reaction type the RX cases enqueue: claims name the
+// types they take (RX-2: never an empty list).
+var rxTypes = []string{"email", "push", "sms", "x", "y"}
 
 // rxWant returns what a freshly enqueued input must read back as (RX-1).
 func rxWant(in driver.ReactionInput, seq int64) driver.Reaction {
 	return driver.Reaction{Key: in.Key, Type: in.Type, Payload: in.Payload, Status: driver.ReactionPending,
 		MaxAttempts: in.MaxAttempts, SourceCommitSeq: seq, CreatedAtMs: in.CreatedAtMs,
-		AvailableAtMs: in.CreatedAtMs, UpdatedAtMs: in.CreatedAtMs}
+		AvailableAtMs: in.CreatedAtMs, UpdatedAtMs: in.CreatedAtMs, Version: in.Version,
+		SourceClientID: in.SourceClientID, SourceClientCommitID: in.SourceClientCommitID}
 }
 
 // rxLeased returns r as a claim by owner at now for lease ms leaves it (RX-2).
@@ -103,11 +109,20 @@ func rxList(t T, rc driver.ReactionsConn, p string) []driver.Reaction {
 	return rs
 }
 
-// rxGet returns the reaction of p with key, failing the case when absent.
+// rxGet returns the reaction of p with key (GetReaction, RX-11), failing
+// the case when absent or when ListReactions reads it otherwise.
 func rxGet(t T, rc driver.ReactionsConn, p, key string) driver.Reaction {
 	t.Helper()
-	for _, r := range rxList(t, rc, p) {
-		if r.Key == key {
+	r, found, err := rc.GetReaction(t.Context(), p, key)
+	if err != nil {
+		t.Fatalf("GetReaction(%q): %v", key, err)
+	}
+	if !found {
+		t.Fatalf("reaction %q: GetReaction found none (RX-11)", key)
+	}
+	for _, l := range rxList(t, rc, p) {
+		if l.Key == key {
+			expectEqual(t, "RX-11: GetReaction and ListReactions read one reaction alike", l, r)
 			return r
 		}
 	}
@@ -115,9 +130,12 @@ func rxGet(t T, rc driver.ReactionsConn, p, key string) driver.Reaction {
 	return driver.Reaction{}
 }
 
-// rxClaim claims or fails the case.
+// rxClaim claims or fails the case; req.Types nil claims rxTypes.
 func rxClaim(t T, rc driver.ReactionsConn, p string, req driver.ClaimRequest) []driver.Reaction {
 	t.Helper()
+	if req.Types == nil {
+		req.Types = rxTypes
+	}
 	rs, err := rc.ClaimReactions(t.Context(), p, req)
 	if err != nil {
 		t.Fatalf("ClaimReactions(owner %q, now %d): %v", req.Owner, req.NowMs, err)

@@ -36,7 +36,7 @@ func init() {
 			expectEqual(t, "claim at 1500 = a's leaseExpiresAt (RX-2: inclusive reclaim)",
 				[]driver.Reaction{rxLeased(wantA, "w3", 1500, 700)}, got)
 		}},
-		// Catches: a types filter ignored, or an empty list taken as "none".
+		// Catches: a types filter ignored.
 		Case{Name: "RX-2/types-filter", Capability: driver.CapReactions, Run: func(t T, h Harness) {
 			conn, rc := rxConn(t, h)
 			rxEnqueue(t, conn, "p1", rxIn("e1", "email", 1), rxIn("s1", "sms", 2), rxIn("p1", "push", 3), rxIn("e2", "email", 4))
@@ -45,7 +45,7 @@ func init() {
 			}
 			expectEqual(t, "claim of an unknown type (RX-2)", []string{}, claim("nope"))
 			expectEqual(t, "claim of types email, push (RX-2)", []string{"e1", "p1", "e2"}, claim("push", "email"))
-			expectEqual(t, "claim of every type (RX-2: empty = all)", []string{"s1"}, claim())
+			expectEqual(t, "claim of types sms, nope (RX-2)", []string{"s1"}, claim("sms", "nope"))
 		}},
 		// Catches: selection by createdAt instead of due time, or results
 		// returned in due order instead of createdAt, key.
@@ -117,7 +117,7 @@ func init() {
 			conn, rc := rxConn(t, h)
 			s := rxStore(t, conn)
 			rxEnqueue(t, conn, "p1", rxIn("a", "x", 1))
-			ok := driver.ClaimRequest{Owner: "w", NowMs: 10, LeaseMs: 10, Limit: 1}
+			ok := driver.ClaimRequest{Owner: "w", Types: []string{"x"}, NowMs: 10, LeaseMs: 10, Limit: 1}
 			for _, tc := range []struct {
 				name string
 				p    string
@@ -128,6 +128,10 @@ func init() {
 				{"empty owner", "p1", func(r *driver.ClaimRequest) { r.Owner = "" }, driver.CodeInvalidArgument},
 				{"owner not UTF-8", "p1", func(r *driver.ClaimRequest) { r.Owner = "\xff" }, driver.CodeInvalidArgument},
 				{"empty type", "p1", func(r *driver.ClaimRequest) { r.Types = []string{"x", ""} }, driver.CodeInvalidArgument},
+				// RX-2: a claim names its types; an empty list is refused
+				// and claims nothing (never "every type").
+				{"no type (nil)", "p1", func(r *driver.ClaimRequest) { r.Types = nil }, driver.CodeInvalidArgument},
+				{"no type (empty list)", "p1", func(r *driver.ClaimRequest) { r.Types = []string{} }, driver.CodeInvalidArgument},
 				{"zero lease", "p1", func(r *driver.ClaimRequest) { r.LeaseMs = 0 }, driver.CodeInvalidArgument},
 				{"limit 0", "p1", func(r *driver.ClaimRequest) { r.Limit = 0 }, driver.CodeInvalidLimit},
 				{"limit 10001", "p1", func(r *driver.ClaimRequest) { r.Limit = 10001 }, driver.CodeInvalidLimit},
@@ -269,7 +273,7 @@ func rxConcurrentClaimers(t T, h Harness, workers, n, batch int) {
 			for ctx.Err() == nil {
 				var rs []driver.Reaction
 				err := retry(func() (err error) {
-					rs, err = rc.ClaimReactions(ctx, "p1", driver.ClaimRequest{Owner: owner, NowMs: now, LeaseMs: rxLongLease, Limit: batch})
+					rs, err = rc.ClaimReactions(ctx, "p1", driver.ClaimRequest{Owner: owner, Types: rxTypes, NowMs: now, LeaseMs: rxLongLease, Limit: batch})
 					return err
 				})
 				if err != nil {

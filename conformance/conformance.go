@@ -72,6 +72,13 @@ type Harness struct {
 	// (TX-7: Begin must fail within the context deadline, never hang). The
 	// TX-7 case is skipped without it.
 	Unreachable func(t T) driver.Conn
+	// HostTable, if set, creates a table of the host's own beside the
+	// store of conn (through conn's escape hatch, or however the engine
+	// allows) and returns it, for the TX-11 cases: host rows written
+	// through a Tx's engine handle (driver.Aser) land with its commit and
+	// vanish with its rollback. The TX-11 cases that need it are skipped
+	// without it (a driver with no engine transaction handle, like D1's).
+	HostTable func(t T, conn driver.Conn) HostTable
 }
 
 // Case is one conformance case.

@@ -75,10 +75,11 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 	}
 	if c, ok := conn.(driver.ReactionsConn); ok {
 		add("ClaimReactions", func(ctx context.Context) error {
-			_, err := c.ClaimReactions(ctx, p, driver.ClaimRequest{Owner: "w", NowMs: 1, LeaseMs: 1000, Limit: 10})
+			_, err := c.ClaimReactions(ctx, p, driver.ClaimRequest{Owner: "w", Types: []string{"t"}, NowMs: 1, LeaseMs: 1000, Limit: 10})
 			return err
 		})
 		add("CompleteReaction", func(ctx context.Context) error { _, err := c.CompleteReaction(ctx, p, "k", "w", 1); return err })
+		add("GetReaction", func(ctx context.Context) error { _, _, err := c.GetReaction(ctx, p, "k"); return err })
 		add("ExtendReactionLease", func(ctx context.Context) error {
 			_, err := c.ExtendReactionLease(ctx, p, "k", "w", 1, 1000)
 			return err

@@ -47,7 +47,7 @@ func init() {
 			check("ScanRowsByIndex", driver.CapIndexLookup, err)
 			_, err = store.AuthoritativeQuery(ctx, p, driver.Query{SQL: `SELECT id FROM todos`, Tables: []string{tTodos}})
 			check("AuthoritativeQuery", driver.CapAuthoritativeQuery, err)
-			_, err = store.ClaimReactions(ctx, p, driver.ClaimRequest{Owner: "w", NowMs: 1, LeaseMs: 1000, Limit: 10})
+			_, err = store.ClaimReactions(ctx, p, driver.ClaimRequest{Owner: "w", Types: []string{"t"}, NowMs: 1, LeaseMs: 1000, Limit: 10})
 			check("ClaimReactions", driver.CapReactions, err)
 			_, err = store.CompleteReaction(ctx, p, "k", "w", 1)
 			check("CompleteReaction", driver.CapReactions, err)

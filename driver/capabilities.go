@@ -102,12 +102,19 @@ const (
 
 // ReactionInput is one reaction to enqueue (RX-1). Key ≤ 256 bytes and
 // Type ≤ 255 bytes (V-2); MaxAttempts ≥ 1; Payload is a JSON document.
+// Version (≥ 0) is the version of the payload's shape, as the host
+// numbers them; SourceClientID and SourceClientCommitID name the client
+// commit the reaction comes from ("" for a server-made commit, else V-2).
+// All are stored and read back as given (RX-1).
 type ReactionInput struct {
-	Key         string
-	Type        string
-	Payload     JSON
-	MaxAttempts int
-	CreatedAtMs int64
+	Key                  string
+	Type                 string
+	Version              int64
+	Payload              JSON
+	MaxAttempts          int
+	CreatedAtMs          int64
+	SourceClientID       string
+	SourceClientCommitID string
 }
 
 // ReactionFailure is the last failure recorded for a reaction (RX-6).
@@ -118,25 +125,33 @@ type ReactionFailure struct {
 	AtMs    int64
 }
 
-// Reaction is a stored reaction.
+// Reaction is a stored reaction: its input as enqueued (RX-1) and its
+// state. CompletedAtMs is the time of Complete while the reaction is
+// completed, else 0 (RX-5, RX-7). UpdatedAtMs is the time of the last
+// change of state.
 type Reaction struct {
-	Key              string
-	Type             string
-	Payload          JSON
-	Status           ReactionStatus
-	Attempts         int
-	MaxAttempts      int
-	SourceCommitSeq  int64
-	CreatedAtMs      int64
-	AvailableAtMs    int64
-	LeaseOwner       string
-	LeaseExpiresAtMs int64
-	LastFailure      *ReactionFailure
-	UpdatedAtMs      int64
+	Key                  string
+	Type                 string
+	Version              int64
+	SourceClientID       string
+	SourceClientCommitID string
+	CompletedAtMs        int64
+	Payload              JSON
+	Status               ReactionStatus
+	Attempts             int
+	MaxAttempts          int
+	SourceCommitSeq      int64
+	CreatedAtMs          int64
+	AvailableAtMs        int64
+	LeaseOwner           string
+	LeaseExpiresAtMs     int64
+	LastFailure          *ReactionFailure
+	UpdatedAtMs          int64
 }
 
-// ClaimRequest leases due reactions (RX-2). Types empty = every type.
-// LeaseMs > 0; Limit 1…10,000.
+// ClaimRequest leases due reactions (RX-2) of Types, which is never empty
+// (sync refuses an empty list with CodeInvalidArgument: a worker names
+// what it handles). LeaseMs > 0; Limit 1…10,000.
 type ClaimRequest struct {
 	Owner   string
 	Types   []string
@@ -156,10 +171,17 @@ type FailRequest struct {
 }
 
 // ReactionListQuery filters ListReactions (RX-8). Empty slices match all.
+// A page resumes after the last reaction of the previous one: AfterKey is
+// its key and AfterCreatedAtMs its CreatedAtMs; the page holds the
+// reactions after it in the listing order (createdAt desc, key desc), so
+// every reaction is reachable page by page, however many, even when the
+// last one was pruned meanwhile. AfterKey "" = from the newest.
 type ReactionListQuery struct {
-	Statuses []ReactionStatus
-	Types    []string
-	Limit    int
+	Statuses         []ReactionStatus
+	Types            []string
+	Limit            int
+	AfterCreatedAtMs int64
+	AfterKey         string
 }
 
 // ReactionPruneRequest bounds PruneReactions (RX-9): completed rows with
@@ -181,8 +203,11 @@ type ReactionsConn interface {
 	ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error)
 	FailReaction(ctx context.Context, partition, key, owner string, req FailRequest) (bool, error)
 	// RetryReaction turns a dead-letter reaction into pending with
-	// attempts 0 (RX-7); any other state → false.
+	// attempts 0, its last failure cleared (RX-7); any other state → false.
 	RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error)
+	// GetReaction returns the reaction of partition with key, and false
+	// when there is none (RX-11).
+	GetReaction(ctx context.Context, partition, key string) (Reaction, bool, error)
 	ListReactions(ctx context.Context, partition string, q ReactionListQuery) ([]Reaction, error)
 	PruneReactions(ctx context.Context, partition string, req ReactionPruneRequest) (map[ReactionStatus]int64, error)
 }

@@ -283,6 +283,29 @@ type EngineVersioner interface {
 	EngineVersion(ctx context.Context) (string, error)
 }
 
+// Aser is implemented by a Conn or a Tx that can hand the host the
+// engine's own handle under it (the escape hatch of gocloud.dev's As):
+// As sets *target when target is a pointer to a type the driver documents
+// and reports whether it did; it never panics, whatever target is, and it
+// returns false for every target it does not know. Optional: a Conn or Tx
+// without As behaves as one whose As always returns false.
+//
+// On a Tx the handle is the engine transaction the Tx writes in, so a
+// host writes its own tables atomically with the commit: they land with
+// Commit and vanish with Rollback (TX-2), under the partition's
+// serialization (TX-1). After Commit, CommitRejected or Rollback, As
+// returns false, and a handle taken earlier must not be used. The host
+// never ends the engine transaction through the handle. On a Conn the
+// handle is the pool the driver runs on (the host's own, when it brought
+// it); the Conn keeps owning it.
+//
+// Each driver's documentation lists its targets. As is safe to call
+// concurrently with nothing else on a Tx (a Tx is used by one goroutine
+// at a time); on a Conn it is safe for concurrent use.
+type Aser interface {
+	As(target any) bool
+}
+
 // Provisioner is implemented by a Driver that can create fresh, empty,
 // isolated stores for tests: the conformance CLI and benchmarks give every
 // case its own store through it. Optional; a driver without it can still be

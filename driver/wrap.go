@@ -44,6 +44,11 @@ type Hooks struct {
 // returned unchanged (ERR-1). The wrapper adds no state: it is safe for
 // concurrent use exactly when conn is. A nil conn returns nil.
 //
+// Aser is the one exception to "exactly": the wrapped Conn and every
+// wrapped Tx always have As, answering as the value they wrap does (false
+// when it has no As, which is what a missing Aser means), so the escape
+// hatch reaches through any number of wrappers.
+//
 // Unwrap the result with UnwrapConn to reach the driver's own Conn.
 func WrapConn(conn Conn, hooks Hooks) Conn {
 	if conn == nil {
@@ -62,6 +67,13 @@ func UnwrapConn(conn Conn) Conn {
 		}
 		conn = u.Unwrap()
 	}
+}
+
+// AsOf calls x's As (Aser) with target, and returns false when x has no
+// As. x is a Conn, a Tx or anything else; a nil x returns false.
+func AsOf(x any, target any) bool {
+	a, ok := x.(Aser)
+	return ok && a.As(target)
 }
 
 // start runs hooks.Start and returns the context to pass on and the end
@@ -89,6 +101,9 @@ type wconn struct {
 
 // Unwrap returns the wrapped Conn.
 func (c *wconn) Unwrap() Conn { return c.conn }
+
+// As answers as the wrapped Conn's As (Aser), false when it has none.
+func (c *wconn) As(target any) bool { return AsOf(c.conn, target) }
 
 func (c *wconn) EnsureSchema(ctx context.Context, schema Schema) (err error) {
 	ctx, end := c.hooks.start(ctx, "Conn.EnsureSchema", "")
@@ -234,6 +249,9 @@ type wtx struct {
 
 // Unwrap returns the wrapped Tx.
 func (t *wtx) Unwrap() Tx { return t.tx }
+
+// As answers as the wrapped Tx's As (Aser), false when it has none.
+func (t *wtx) As(target any) bool { return AsOf(t.tx, target) }
 
 func (t *wtx) Partition() string { return t.tx.Partition() }
 

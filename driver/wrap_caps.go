@@ -41,6 +41,12 @@ func (f wReactionsConn) RetryReaction(ctx context.Context, partition, key string
 	return f.w.conn.(ReactionsConn).RetryReaction(ctx, partition, key, nowMs)
 }
 
+func (f wReactionsConn) GetReaction(ctx context.Context, partition, key string) (_ Reaction, _ bool, err error) {
+	ctx, end := f.w.hooks.start(ctx, "ReactionsConn.GetReaction", partition)
+	defer func() { end(err) }()
+	return f.w.conn.(ReactionsConn).GetReaction(ctx, partition, key)
+}
+
 func (f wReactionsConn) ListReactions(ctx context.Context, partition string, q ReactionListQuery) (_ []Reaction, err error) {
 	ctx, end := f.w.hooks.start(ctx, "ReactionsConn.ListReactions", partition)
 	defer func() { end(err) }()

@@ -129,6 +129,9 @@ func (x fReactionsConn) FailReaction(ctx context.Context, p, _, _ string, _ Fail
 func (x fReactionsConn) RetryReaction(ctx context.Context, p, _ string, _ int64) (bool, error) {
 	return false, x.f.fail(ctx, "ReactionsConn.RetryReaction", p)
 }
+func (x fReactionsConn) GetReaction(ctx context.Context, p, _ string) (Reaction, bool, error) {
+	return Reaction{}, false, x.f.fail(ctx, "ReactionsConn.GetReaction", p)
+}
 func (x fReactionsConn) ListReactions(ctx context.Context, p string, _ ReactionListQuery) ([]Reaction, error) {
 	return nil, x.f.fail(ctx, "ReactionsConn.ListReactions", p)
 }

@@ -146,6 +146,10 @@ var connMethods = []method{
 		_, err := x.(ReactionsConn).RetryReaction(ctx, part, "k", 1)
 		return err
 	}},
+	{"ReactionsConn", "ReactionsConn.GetReaction", true, false, func(ctx context.Context, x any) error {
+		_, _, err := x.(ReactionsConn).GetReaction(ctx, part, "k")
+		return err
+	}},
 	{"ReactionsConn", "ReactionsConn.ListReactions", true, false, func(ctx context.Context, x any) error {
 		_, err := x.(ReactionsConn).ListReactions(ctx, part, ReactionListQuery{})
 		return err

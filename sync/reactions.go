@@ -35,9 +35,11 @@ func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
 // EnqueueReactions writes reactions as pending rows of the Tx's partition,
 // tied to the commit sourceCommitSeq (≥ 0; normally the seq AppendCommit
 // returned in this Tx): attempts 0, available at CreatedAtMs. They land
-// with the Tx's Commit and vanish with its Rollback (RX-1). Each input:
-// Key 1…256 bytes and Type 1…255 bytes of valid UTF-8 without NUL (V-2),
-// MaxAttempts ≥ 1, Payload a valid JSON document → else
+// with the Tx's Commit and vanish with its Rollback (RX-1); the record
+// keeps each input's Version, SourceClientID and SourceClientCommitID as
+// given. Each input: Key 1…256 bytes and Type 1…255 bytes of valid UTF-8
+// without NUL (V-2), MaxAttempts ≥ 1, Payload a valid JSON document,
+// Version ≥ 0, SourceClientID and SourceClientCommitID "" or V-2 → else
 // CodeInvalidArgument and nothing is staged (V-9). A key that already
 // exists in the partition, or twice in the Tx, fails with
 // CodeDuplicateReactionKey — from this call or, on engines that buffer
@@ -73,6 +75,12 @@ func checkReactionInput(op string, r driver.ReactionInput) error {
 	if r.MaxAttempts < 1 {
 		return argErr(op, "RX-1", "MaxAttempts %d is below 1", r.MaxAttempts)
 	}
+	if r.Version < 0 {
+		return argErr(op, "RX-1", "Version %d is negative", r.Version)
+	}
+	if err := firstErr(idClient.checkOptional(op, r.SourceClientID), idClientCommit.checkOptional(op, r.SourceClientCommitID)); err != nil {
+		return err
+	}
 	if !validJSON(r.Payload) {
 		return argErr(op, "RX-1", "the payload is not a valid JSON document")
 	}
@@ -96,15 +104,17 @@ func checkLease(op string, nowMs, leaseMs int64) error {
 
 // ClaimReactions leases up to req.Limit due reactions of partition to
 // req.Owner (RX-2): pending rows with availableAt ≤ NowMs and leased rows
-// whose lease expired (leaseExpiresAt ≤ NowMs), of req.Types (empty =
-// every type), chosen by due time, then createdAt, then key. Each gets
+// whose lease expired (leaseExpiresAt ≤ NowMs), of req.Types, chosen by
+// due time, then createdAt, then key. Each gets
 // attempts+1, owner req.Owner and expiry NowMs+LeaseMs; the result is
 // sorted by createdAt, then key (bytewise). A due row whose attempts
 // reached maxAttempts is dead-lettered instead, with failure code
 // "reaction.attempts_exhausted" (RX-4), and does not count against the
 // limit. Concurrent claims never return the same row (RX-3).
-// Input: V-1; Owner and each type V-2 (CodeInvalidArgument); LeaseMs > 0
-// (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
+// Input: V-1; Owner and each type V-2 (CodeInvalidArgument); at least one
+// type — an empty list is CodeInvalidArgument and claims nothing (RX-2: a
+// worker names the types it handles; "every type" is never implied);
+// LeaseMs > 0 (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
 func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
 	if err := checkCtx(ctx, "ClaimReactions"); err != nil {
 		return *new([]driver.Reaction), err
@@ -116,6 +126,9 @@ func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver
 	}
 	if err := firstErr(idPartition.check(op, partition), idLeaseOwner.check(op, req.Owner)); err != nil {
 		return nil, err
+	}
+	if len(req.Types) == 0 {
+		return nil, argErr(op, "RX-2", "no reaction type to claim (name the types the worker handles)")
 	}
 	for _, t := range req.Types {
 		if err := idReactionType.check(op, t); err != nil {
@@ -230,8 +243,9 @@ func checkFailure(op, code string, details driver.JSON, reserved bool) error {
 
 // RetryReaction turns a dead-letter reaction into pending at nowMs with
 // attempts 0 and reports true; any other state, or a missing key, reports
-// false and changes nothing (RX-7). Its last failure is kept. Input: V-1,
-// V-2.
+// false and changes nothing (RX-7). Its last failure is cleared, as
+// upstream does (the failure that dead-lettered it is in the operator's
+// hands when they retry). Input: V-1, V-2.
 func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
 	if err := checkCtx(ctx, "RetryReaction"); err != nil {
 		return *new(bool), err
@@ -247,10 +261,31 @@ func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs 
 	return rc.RetryReaction(ctx, partition, key, nowMs)
 }
 
+// GetReaction returns the reaction of partition with key, and false when
+// there is none (RX-11). Input: V-1, key V-2 (CodeInvalidArgument).
+func (s *Store) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+	if err := checkCtx(ctx, "GetReaction"); err != nil {
+		return *new(driver.Reaction), *new(bool), err
+	}
+	const op = "GetReaction"
+	rc, err := s.reactions(op)
+	if err != nil {
+		return driver.Reaction{}, false, err
+	}
+	if err := firstErr(idPartition.check(op, partition), idReactionKey.check(op, key)); err != nil {
+		return driver.Reaction{}, false, err
+	}
+	return rc.GetReaction(ctx, partition, key)
+}
+
 // ListReactions returns reactions of partition in q.Statuses and q.Types
 // (empty = all), newest first (createdAt desc, then key desc), at most
-// q.Limit (RX-8). Input: V-1; statuses among the four of driver (else
-// CodeInvalidArgument); types V-2; Limit 1…10,000 (CodeInvalidLimit).
+// q.Limit (RX-8), after the cursor (q.AfterCreatedAtMs, q.AfterKey) — the
+// last reaction of the previous page — when q.AfterKey is not "": paging
+// so reaches every reaction exactly once, however many (a page shorter
+// than Limit is the last). Input: V-1; statuses among the four of driver
+// (else CodeInvalidArgument); types V-2; AfterKey "" or V-2; Limit
+// 1…10,000 (CodeInvalidLimit).
 func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
 	if err := checkCtx(ctx, "ListReactions"); err != nil {
 		return *new([]driver.Reaction), err
@@ -275,7 +310,7 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q driver.Re
 			return nil, err
 		}
 	}
-	if err := checkLimit(op, "Limit", q.Limit, MaxLimit); err != nil {
+	if err := firstErr(idReactionKey.checkOptional(op, q.AfterKey), checkLimit(op, "Limit", q.Limit, MaxLimit)); err != nil {
 		return nil, err
 	}
 	return rc.ListReactions(ctx, partition, q)

@@ -40,6 +40,19 @@ func OpenConn(conn driver.Conn) *Store {
 // skip validation: the caller then owns V-1…V-10.
 func (s *Store) Conn() driver.Conn { return s.conn }
 
+// As is the escape hatch to the engine handle under the Store (gocloud
+// style, driver.Aser): when target is a pointer to a handle type the
+// driver documents, As sets *target to the pool the driver runs on and
+// returns true; otherwise it returns false and leaves *target alone. It
+// never panics. The Store keeps owning the handle (whether the driver
+// opened it or the host brought it): do not close it while the Store is
+// open. Writes made through it are outside every Tx: to write with a
+// commit, use Tx.As.
+//
+// Targets per bundled driver: postgres **pgxpool.Pool; mysql **sql.DB;
+// sqlite and d1http none (As returns false; see their docs).
+func (s *Store) As(target any) bool { return driver.AsOf(s.conn, target) }
+
 // DriverName returns the name the Store was opened with (Open), or "" for
 // OpenConn.
 func (s *Store) DriverName() string { return s.name }

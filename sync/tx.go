@@ -32,6 +32,33 @@ func (tx *Tx) Driver() driver.Tx { return tx.tx }
 // Partition returns the partition the Tx writes.
 func (tx *Tx) Partition() string { return tx.tx.Partition() }
 
+// As is the escape hatch to the engine transaction under the Tx (gocloud
+// style, driver.Aser): when target is a pointer to a handle type the
+// driver documents, As sets *target to the engine's own transaction and
+// returns true; otherwise, or once Commit, CommitRejected or Rollback was
+// called, it returns false and leaves *target alone. It never panics.
+//
+// Statements the host runs through the handle are part of the Tx: they
+// land with Commit and vanish with Rollback (TX-2), while the Tx holds its
+// partition (TX-1), so a host writes its own tables atomically with a
+// push. The host must not commit, roll back or otherwise end the engine
+// transaction through the handle, must not use the handle concurrently
+// with the Tx's methods, and must not use it after the Tx ends. The
+// handle is not validated: what the host writes through it is the host's
+// (group V does not apply). The store's own tables are not the host's to
+// write.
+//
+// Targets per bundled driver (each driver's docs/<driver>.md says more):
+// postgres *pgx.Tx (github.com/jackc/pgx/v5); mysql **sql.Tx; sqlite
+// **sql.Tx; d1http none (D1 has no interactive transaction: As returns
+// false).
+func (tx *Tx) As(target any) bool {
+	if tx.ended.Load() {
+		return false
+	}
+	return driver.AsOf(tx.tx, target)
+}
+
 // GetRow is driver.Tx's, after SCH-8 and V-2 on id; it sees the Tx's own
 // writes (TX-3).
 func (tx *Tx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, error) {

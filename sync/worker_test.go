@@ -350,7 +350,7 @@ func TestWorkerHandlerOutlivesItsLease(t *testing.T) {
 	stop := wRun(t, w)
 	<-started
 	// Another worker, whose clock is an hour ahead, finds the lease expired.
-	rival, err := s.ClaimReactions(t.Context(), "p1", driver.ClaimRequest{Owner: "rival", NowMs: t0 + 3_600_000, LeaseMs: 60_000, Limit: 10})
+	rival, err := s.ClaimReactions(t.Context(), "p1", driver.ClaimRequest{Owner: "rival", Types: []string{"mail"}, NowMs: t0 + 3_600_000, LeaseMs: 60_000, Limit: 10})
 	if err != nil || len(rival) != 1 {
 		t.Fatalf("rival claim = %v, %v; want the reaction", rival, err)
 	}

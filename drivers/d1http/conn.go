@@ -36,7 +36,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	for _, q := range append(append([]string{}, d.InfraDDL...), d.D1DDL...) {
 		stmts = append(stmts, st(q))
 	}
-	stmts = append(stmts, st(d.InsertMetaIfAbsent, d.MetaFormat, d.FormatVersion))
+	stmts = append(stmts, st(d.InsertMetaIfAbsent, d.MetaFormat, d.InfraFormat))
 	if _, err := c.cl.write(ctx, "d1http: initialize the store", stmts); err != nil {
 		return err
 	}

@@ -106,10 +106,9 @@ func parseDSN(dsn string) (config, error) {
 		cfg.token = os.Getenv(TokenEnv)
 	}
 	if e := q.Get("endpoint"); e != "" {
-		if eu, err := url.Parse(e); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+		if cfg.endpoint, err = parseEndpoint(e); err != nil {
 			return bad("endpoint is not an http(s) URL")
 		}
-		cfg.endpoint = strings.TrimRight(e, "/")
 	}
 	if v := q.Get("request_timeout_ms"); v != "" {
 		ms, err := strconv.Atoi(v)
@@ -160,9 +159,28 @@ var sharedTransport = func() *http.Transport {
 	return t
 }()
 
-func newClient(cfg config) *client {
+func newClient(cfg config, hc *http.Client) *client {
+	if hc == nil {
+		hc = &http.Client{Transport: sharedTransport}
+	}
 	return &client{url: cfg.accountURL() + "/" + url.PathEscape(cfg.database), token: cfg.token,
-		hc: &http.Client{Transport: sharedTransport}, requestTimeout: cfg.requestTimeout, maxAttempts: cfg.maxAttempts}
+		hc: hc, requestTimeout: cfg.requestTimeout, maxAttempts: cfg.maxAttempts}
+}
+
+// Options configure a Conn beyond its DSN (OpenWith). The zero value
+// changes nothing.
+type Options struct {
+	// HTTPClient, if set, sends every request of the Conn: the host's
+	// transport, proxy, TLS settings, tracing (an instrumented
+	// RoundTripper) and timeout. The Conn never closes it or its idle
+	// connections. The driver still bounds each request by the DSN's
+	// request_timeout_ms and retries as the package doc says; a Timeout
+	// set on the client bounds each attempt too. nil = a client over a
+	// transport shared by the package's Conns.
+	HTTPClient *http.Client
+	// Endpoint, if not "", is the API's base URL (an http or https URL),
+	// in place of the DSN's endpoint parameter and of DefaultEndpoint.
+	Endpoint string
 }
 
 // Open connects to the database of dsn, creates the infrastructure tables
@@ -170,6 +188,13 @@ func newClient(cfg config) *client {
 // CodeInvalidArgument for a malformed DSN or one without a database,
 // CodeUnavailable when D1 cannot be reached within ctx.
 func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// OpenWith is Open with opts: the host's *http.Client and API endpoint.
+// Wrap the result with sync.OpenConn to get a Store. Errors: as Open's;
+// CodeInvalidArgument also for an Endpoint that is not an http(s) URL.
+func OpenWith(ctx context.Context, dsn string, opts Options) (*Conn, error) {
 	cfg, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -177,12 +202,26 @@ func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
 	if cfg.database == "" {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "d1http: the DSN names no database")
 	}
-	c := &Conn{cl: newClient(cfg)}
+	if opts.Endpoint != "" {
+		if cfg.endpoint, err = parseEndpoint(opts.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	c := &Conn{cl: newClient(cfg, opts.HTTPClient)}
 	c.fan.Heads, c.fan.Interval = c.commitHeads, cfg.fanoutPoll
 	if err := c.initInfra(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseEndpoint checks an API base URL and returns it without a trailing
+// slash.
+func parseEndpoint(e string) (string, error) {
+	if eu, err := url.Parse(e); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+		return "", driver.Errorf(driver.CodeInvalidArgument, "d1http: the endpoint is not an http(s) URL")
+	}
+	return strings.TrimRight(e, "/"), nil
 }
 
 // Provision creates a fresh, empty D1 database through the API's

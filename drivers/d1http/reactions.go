@@ -171,11 +171,29 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 		return nil, err
 	}
 	f := d.ListStatusFlags(q.Statuses)
-	rows, err := c.rows(ctx, "d1http: list reactions", d.D1ListReactions, partition, bit(f[0]), bit(f[1]), bit(f[2]), bit(f[3]), types, q.Limit)
+	afterKey, afterAt := d.ListCursor(q)
+	if afterAt != nil {
+		afterAt = num(q.AfterCreatedAtMs)
+	}
+	rows, err := c.rows(ctx, "d1http: list reactions", d.D1ListReactions, partition, bit(f[0]), bit(f[1]), bit(f[2]), bit(f[3]), types, q.Limit,
+		afterKey, afterAt)
 	if err != nil {
 		return nil, err
 	}
 	return decodeReactions(rows)
+}
+
+// GetReaction reads one reaction by its primary key (RX-11).
+func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+	rows, err := c.rows(ctx, "d1http: read a reaction", d.D1GetReaction, partition, key)
+	if err != nil {
+		return driver.Reaction{}, false, err
+	}
+	rs, err := decodeReactions(rows)
+	if err != nil || len(rs) == 0 {
+		return driver.Reaction{}, false, err
+	}
+	return rs[0], true, nil
 }
 
 // PruneReactions deletes at most req.Limit terminal reactions, oldest
@@ -235,8 +253,8 @@ func bit(b bool) int {
 func decodeReactions(rows [][]json.RawMessage) ([]driver.Reaction, error) {
 	out := make([]driver.Reaction, 0, len(rows))
 	for _, r := range rows {
-		if len(r) != 15 {
-			return nil, driver.Errorf(driver.CodeInternal, "d1http: a stored reaction has %d columns, want 15", len(r))
+		if len(r) != 19 {
+			return nil, driver.Errorf(driver.CodeInternal, "d1http: a stored reaction has %d columns, want 19", len(r))
 		}
 		var x driver.Reaction
 		var payload, status string
@@ -277,6 +295,10 @@ func decodeReactions(rows [][]json.RawMessage) ([]driver.Reaction, error) {
 				return nil
 			},
 			func() (e error) { x.UpdatedAtMs, e = rawInt(r[14]); return },
+			func() (e error) { x.Version, e = rawInt(r[15]); return },
+			func() (e error) { x.SourceClientID, e = rawString(r[16]); return },
+			func() (e error) { x.SourceClientCommitID, e = rawString(r[17]); return },
+			func() (e error) { x.CompletedAtMs, e = rawInt(r[18]); return },
 		)
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeInternal, "d1http: a stored reaction is malformed")

@@ -52,22 +52,36 @@ func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSin
 }
 
 // upgradeFormat takes the store from its stored format to
-// d.FormatVersion, then creates the retention indexes (which need format
-// 2's columns). D1 has no interactive transaction: the upgrade is one
-// atomic batch, and when a concurrent opener's batch won (this one then
-// fails on the column it already added) the stored format says so.
+// d.FormatVersion, one format at a time (1 → 2: retention; 2 → 3: the
+// reaction record; a new store starts at d.InfraFormat), then creates the
+// retention indexes (which need format 2's columns). D1 has no
+// interactive transaction: each upgrade is one atomic batch, and when a
+// concurrent opener's batch won (this one then fails on the column it
+// already added) the stored format says so.
 func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
-	if format == "1" {
-		stmts := make([]stmt, len(d.UpgradeFormat1))
-		for i, q := range d.UpgradeFormat1 {
+	for _, up := range []struct {
+		from, to string
+		stmts    []string
+	}{{"1", "2", d.UpgradeFormat1}, {"2", "3", d.UpgradeFormat2}} {
+		if format != up.from {
+			continue
+		}
+		stmts := make([]stmt, len(up.stmts))
+		for i, q := range up.stmts {
 			stmts[i] = st(q)
 		}
-		if _, err := c.cl.write(ctx, "d1http: upgrade the store to storage format "+d.FormatVersion, stmts); err != nil {
-			if now, ferr := c.storedFormat(ctx); ferr != nil || now != d.FormatVersion {
+		if _, err := c.cl.write(ctx, "d1http: upgrade the store to storage format "+up.to, stmts); err != nil {
+			// A concurrent opener's batch may have won (this one then
+			// failed on a column it already added): the stored format says.
+			now, ferr := c.storedFormat(ctx)
+			if ferr != nil || now == up.from {
 				return err
 			}
 		}
-		format = d.FormatVersion
+		var err error
+		if format, err = c.storedFormat(ctx); err != nil {
+			return err
+		}
 	}
 	if format != d.FormatVersion {
 		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)

@@ -93,7 +93,7 @@ func testUpgradeFormat1(t *testing.T, base string) {
 	for _, cl := range faulttest.Format1Clients() {
 		stmts = append(stmts, st(d.UpsertClient, cl.Partition, cl.ClientID, "u", 1, cl.Cursor, cl.UpdatedAtMs, "[]"))
 	}
-	if _, err := newClient(cfg).write(ctx, "format-1 fixture", stmts); err != nil {
+	if _, err := newClient(cfg, nil).write(ctx, "format-1 fixture", stmts); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now().UnixMilli()
@@ -102,4 +102,49 @@ func testUpgradeFormat1(t *testing.T, base string) {
 		t.Fatalf("storage format after the upgrade: %q, %v; want %q", f, err, d.FormatVersion)
 	}
 	faulttest.CheckUpgraded(t, conns[1], start)
+}
+
+// TestUpgradeFormat2 opens a store of storage format 2 holding reactions
+// with several Conns at once: it ends at format 3 and every reaction reads
+// back with the record's new fields (faulttest.CheckReactionsUpgraded).
+func TestUpgradeFormat2(t *testing.T) {
+	t.Run("double", func(t *testing.T) {
+		_, base := newDouble(t)
+		testUpgradeFormat2(t, base)
+	})
+	t.Run("miniflare", func(t *testing.T) { testUpgradeFormat2(t, miniflareBase(t)) })
+}
+
+func testUpgradeFormat2(t *testing.T, base string) {
+	ctx := t.Context()
+	dsn, drop, err := Driver{}.Provision(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drop(context.Background()) })
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []stmt
+	for _, q := range append(append(append([]string{}, d.InfraDDL...), d.D1DDL...), d.RetentionDDL...) {
+		stmts = append(stmts, st(q))
+	}
+	stmts = append(stmts, st(d.InsertMetaIfAbsent, d.MetaFormat, "2"))
+	for _, r := range faulttest.Format2Reactions() {
+		var due any
+		if r.Status == driver.ReactionPending {
+			due = r.AvailableAtMs
+		}
+		stmts = append(stmts, st(d.Format2InsertReaction, r.Partition, r.Key, r.Type, string(r.Payload), string(r.Status),
+			r.Attempts, r.MaxAttempts, r.SourceCommitSeq, r.CreatedAtMs, r.AvailableAtMs, due, r.UpdatedAtMs))
+	}
+	if _, err := newClient(cfg, nil).write(ctx, "format-2 fixture", stmts); err != nil {
+		t.Fatal(err)
+	}
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
+	if f, err := conns[0].(*Conn).storedFormat(ctx); err != nil || f != "3" {
+		t.Fatalf("storage format after the upgrade: %q, %v; want 3", f, err)
+	}
+	faulttest.CheckReactionsUpgraded(t, conns[1])
 }

@@ -33,6 +33,9 @@ func TestConformance(t *testing.T) {
 		ct.Helper()
 		return hungConn(ct)
 	}
+	h.HostTable = func(ct conformance.T, conn driver.Conn) conformance.HostTable {
+		return conformance.SQLHostTable(ct, conn, "CREATE TABLE host_notes (k VARCHAR(64) PRIMARY KEY) ENGINE=InnoDB")
+	}
 	conformance.Run(t, h)
 }
 

@@ -52,6 +52,9 @@ type Conn struct {
 	connector   sqldriver.Connector
 	outcomeOnce gosync.Once
 	outcomes    *sql.DB
+
+	// hostDB: db is the host's (OpenDB), so Close leaves it open.
+	hostDB bool
 }
 
 var (
@@ -70,6 +73,27 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := newConn(cfg, version, maxPacket, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	c.db = sql.OpenDB(c.connector)
+	c.db.SetMaxIdleConns(8)
+	c.db.SetConnMaxIdleTime(time.Minute)
+	c.stmts = newStmtCache(c.db)
+	if err := c.initInfra(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConn returns a Conn without a pool for a server of version whose
+// max_allowed_packet is maxPacket (readOnly: a replica, replica.go), with
+// c.cfg and c.connector: cfg with
+// what every connection of the store needs (see the package doc; the
+// session settings are also sessionParams).
+func newConn(cfg *mysql.Config, version string, maxPacket int64, readOnly bool) (*Conn, error) {
 	if cfg.MaxAllowedPacket > 0 && int64(cfg.MaxAllowedPacket) < maxPacket {
 		maxPacket = int64(cfg.MaxAllowedPacket)
 	}
@@ -77,10 +101,8 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket), replica: readOnly}
 	c.fan.Heads = c.commitHeads
 	c.coll = "utf8mb4_0900_bin"
-	isolationVar := "transaction_isolation"
 	if c.maria {
 		c.coll = "utf8mb4_nopad_bin"
-		isolationVar = "tx_isolation"
 	}
 	cfg = cfg.Clone()
 	cfg.InterpolateParams = false
@@ -93,15 +115,8 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
-	cfg.Params["collation_connection"] = "'" + c.coll + "'"
-	cfg.Params["sql_mode"] = "'" + coreSQLMode + "'"
-	cfg.Params[isolationVar] = "'READ-COMMITTED'"
-	cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(lockWaitTimeoutS)
-	if c.replica {
-		// Every transaction and statement of a replica's sessions is
-		// read-only: a write fails on the server (1792) even for a user
-		// read_only does not stop (replica.go).
-		cfg.Params[readOnlyVar(c.maria)] = "1"
+	for k, v := range c.sessionParams() {
+		cfg.Params[k] = v
 	}
 	c.cfg = cfg
 	connector, err := mysql.NewConnector(cfg)
@@ -109,15 +124,33 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
 	c.connector = connector
-	c.db = sql.OpenDB(connector)
-	c.db.SetMaxIdleConns(8)
-	c.db.SetConnMaxIdleTime(time.Minute)
-	c.stmts = newStmtCache(c.db)
-	if err := c.initInfra(ctx); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
 	return c, nil
+}
+
+// isolationVar is the name of the session's isolation variable.
+func (c *Conn) isolationVar() string {
+	if c.maria {
+		return "tx_isolation"
+	}
+	return "transaction_isolation"
+}
+
+// sessionParams are the session variables every connection of the store
+// is opened with, as DSN parameters (quoted values).
+func (c *Conn) sessionParams() map[string]string {
+	p := map[string]string{
+		"collation_connection":     "'" + c.coll + "'",
+		"sql_mode":                 "'" + coreSQLMode + "'",
+		c.isolationVar():           "'READ-COMMITTED'",
+		"innodb_lock_wait_timeout": strconv.Itoa(lockWaitTimeoutS),
+	}
+	if c.replica {
+		// Every transaction and statement of a replica's sessions is
+		// read-only: a write fails on the server (1792) even for a user
+		// read_only does not stop (replica.go).
+		p[readOnlyVar(c.maria)] = "1"
+	}
+	return p
 }
 
 // coreSQLMode is the sql_mode of every connection: strict (a value that
@@ -192,7 +225,7 @@ func (c *Conn) Close() error {
 	if c.outcomes != nil {
 		_ = c.outcomes.Close()
 	}
-	if c.db != nil {
+	if c.db != nil && !c.hostDB {
 		if err := c.db.Close(); err != nil {
 			return driver.Wrap(driver.CodeInternal, err, "mysql: close")
 		}
@@ -250,15 +283,22 @@ func (c *Conn) execRetry(ctx context.Context, what, q string, args ...any) error
 }
 
 // stmt returns the prepared statement of q, bound to tx when tx is not nil.
+// A transaction never waits for a second connection: a statement the pool
+// has not prepared yet is prepared on the transaction's own connection for
+// this use (database/sql closes it with the transaction) and on the pool
+// in the background for later ones. Preparing it on the pool first would
+// take a second connection, which a pool of bounded size (a host's,
+// OpenDB) may not have while every connection is held by a transaction
+// waiting for this one's partition.
 func (c *Conn) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
-	st, err := c.stmts.get(ctx, q)
-	if err != nil {
-		return nil, err
+	if tx == nil {
+		return c.stmts.get(ctx, q)
 	}
-	if tx != nil {
+	if st := c.stmts.peek(q); st != nil {
 		return tx.StmtContext(ctx, st), nil
 	}
-	return st, nil
+	c.stmts.warm(q)
+	return tx.PrepareContext(ctx, q)
 }
 
 // exec runs q on tx (nil: the pool) and returns the engine's result; the
@@ -346,12 +386,59 @@ func (c *Conn) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) err
 // stmtCache prepares each statement text once on the pool; database/sql
 // re-prepares it on each connection as needed.
 type stmtCache struct {
-	db *sql.DB
-	mu gosync.Mutex
-	m  map[string]*sql.Stmt
+	db      *sql.DB
+	mu      gosync.Mutex
+	m       map[string]*sql.Stmt
+	warming map[string]bool // texts being prepared in the background
+	closed  bool
+	// The background preparations run on ctx, which close cancels; close
+	// then waits for them, so none uses db after the Conn's Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     gosync.WaitGroup
 }
 
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
+func newStmtCache(db *sql.DB) *stmtCache {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, warming: map[string]bool{}, ctx: ctx, cancel: cancel}
+}
+
+// peek returns the cached statement of q, nil when there is none.
+func (s *stmtCache) peek(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[q]
+}
+
+// warm prepares q on the pool in the background, once, unless it is
+// cached or the cache is closed; a failure leaves it to the next use.
+func (s *stmtCache) warm(q string) {
+	s.mu.Lock()
+	if s.closed || s.m[q] != nil || s.warming[q] {
+		s.mu.Unlock()
+		return
+	}
+	s.warming[q] = true
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		defer cancel()
+		st, err := s.db.PrepareContext(ctx, q)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.warming, q)
+		if err != nil {
+			return
+		}
+		if s.closed || s.m[q] != nil {
+			_ = st.Close()
+			return
+		}
+		s.m[q] = st
+	}()
+}
 
 func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 	s.mu.Lock()
@@ -375,6 +462,11 @@ func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 }
 
 func (s *stmtCache) close() {
+	s.cancel()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.m {

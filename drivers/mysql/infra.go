@@ -26,8 +26,9 @@ import "strings"
 // formatVersion is the version of the layout above, stored under
 // metaFormat. Format 2 added _sync_push_results.recorded_at_ms and the
 // retention indexes (retention.go upgrades a format-1 store when it is
-// opened).
-const formatVersion = "2"
+// opened); format 3 the reaction record's version, source client ids and
+// completion time (reactions_sql.go's upgradeFormat2).
+const formatVersion = "3"
 
 // Keys of _sync_meta.
 const (

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"math"
 	"sort"
 
 	"github.com/syncstore/syncstore/driver"
@@ -50,7 +51,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 			args := make([]any, 0, enqueueRowArgs*len(part))
 			for _, r := range part {
 				args = append(args, t.partition, r.Key, r.Type, string(r.Payload), r.MaxAttempts, sourceCommitSeq,
-					r.CreatedAtMs, r.CreatedAtMs, r.CreatedAtMs, r.CreatedAtMs)
+					r.CreatedAtMs, r.CreatedAtMs, r.CreatedAtMs, r.CreatedAtMs, r.Version, r.SourceClientID, r.SourceClientCommitID)
 			}
 			if _, err := t.c.execArgs(ctx, t.tx, enqueueReactions(len(part)), args); err != nil {
 				if multi && errNumber(err) == erDupEntry {
@@ -72,7 +73,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 // ClaimReactions leases due reactions in one transaction (RX-2): first the
 // due rows at their attempts cap are dead-lettered (RX-4), then up to
 // req.Limit other due rows (pending with availableAt ≤ now, leased with
-// expiry ≤ now; req.Types empty = every type) are locked in claim order —
+// expiry ≤ now; of req.Types, never empty through sync) are locked in claim order —
 // due time, createdAt, key — skipping rows other claims hold, and leased
 // for req.Owner until NowMs+LeaseMs with attempts+1. The result is sorted
 // by createdAt, then key (bytewise). Deadlocks and lock waits are retried
@@ -177,6 +178,10 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 	for _, s := range q.Statuses {
 		want[s] = true
 	}
+	afterKey, afterAt := keyAboveAll, int64(math.MaxInt64)
+	if q.AfterKey != "" {
+		afterKey, afterAt = q.AfterKey, q.AfterCreatedAtMs
+	}
 	var statuses []string
 	var args []any
 	for _, s := range allStatuses {
@@ -188,7 +193,7 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 		for _, ty := range q.Types {
 			args = append(args, ty)
 		}
-		args = append(args, int64(q.Limit))
+		args = append(args, afterAt, afterAt, afterKey, int64(q.Limit))
 	}
 	if len(statuses) == 0 {
 		return nil, nil
@@ -351,6 +356,19 @@ func keyChunks(keys []string) [][]any {
 	return out
 }
 
+// GetReaction reads one committed reaction by its primary key (RX-11).
+func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+	rows, err := c.query(ctx, nil, getReaction, []any{partition, key}, "mysql: read a reaction")
+	if err != nil {
+		return driver.Reaction{}, false, err
+	}
+	rs, err := c.scanReactions(ctx, rows)
+	if err != nil || len(rs) == 0 {
+		return driver.Reaction{}, false, err
+	}
+	return rs[0], true, nil
+}
+
 // scanReactions reads rows of reactionColumns and closes them; errors
 // mapped.
 func (c *Conn) scanReactions(ctx context.Context, rows *sql.Rows) ([]driver.Reaction, error) {
@@ -371,12 +389,13 @@ func scanReactionRows(rows *sql.Rows) ([]driver.Reaction, error) {
 		var payload, status string
 		var attempts, maxAttempts int64
 		var code, details sql.NullString
-		var failedAt sql.NullInt64
+		var failedAt, completedAt sql.NullInt64
 		if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
 			&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-			&r.UpdatedAtMs); err != nil {
+			&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
 			return nil, err
 		}
+		r.CompletedAtMs = completedAt.Int64
 		r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
 		r.Attempts, r.MaxAttempts = int(attempts), int(maxAttempts)
 		if code.Valid {

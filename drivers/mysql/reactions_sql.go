@@ -1,6 +1,10 @@
 package mysql
 
-import "strings"
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
 
 // The reactions capability (docs/contract.md RX-1…RX-10) in MySQL's dialect.
 //
@@ -43,6 +47,10 @@ var reactionsDDL = []string{
 	failure_details LONGBLOB NULL,
 	failure_at_ms BIGINT NULL,
 	updated_at_ms BIGINT NOT NULL,
+	version BIGINT NOT NULL DEFAULT 0,
+	source_client_id VARBINARY(255) NOT NULL DEFAULT '',
+	source_client_commit_id VARBINARY(255) NOT NULL DEFAULT '',
+	completed_at_ms BIGINT NULL,
 	claim_due_ms BIGINT AS (IF(attempts < max_attempts, due_at_ms, NULL)) STORED,
 	exhaust_due_ms BIGINT AS (IF(attempts >= max_attempts, due_at_ms, NULL)) STORED,
 	PRIMARY KEY (p, k),
@@ -58,14 +66,38 @@ func init() { infraDDL = append(infraDDL, reactionsDDL...) }
 // reactionColumns is the select list of every statement returning
 // reactions, in scanReaction's order.
 const reactionColumns = `k, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
-	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms`
+	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id, completed_at_ms`
+
+// upgradeFormat2 takes a format-2 store to format 3: the reaction record
+// as upstream keeps it (RX-1, RX-11) — version, source client id and
+// client commit id (0 and ” for reactions enqueued before, which did not
+// record them) and completion time (the time of the last change of a
+// reaction already completed, which is when it was completed). Each DDL
+// step checks the catalog first, so an interrupted upgrade re-runs.
+var upgradeFormat2 = []step{
+	{sql: `ALTER TABLE _sync_reactions ADD COLUMN version BIGINT NOT NULL DEFAULT 0,
+	ADD COLUMN source_client_id VARBINARY(255) NOT NULL DEFAULT '',
+	ADD COLUMN source_client_commit_id VARBINARY(255) NOT NULL DEFAULT '',
+	ADD COLUMN completed_at_ms BIGINT NULL`,
+		done: func(ctx context.Context, conn *sql.Conn) (bool, error) {
+			ty, err := columnDataType(ctx, conn, "_sync_reactions", "completed_at_ms")
+			return ty != "", err
+		}},
+	{sql: `UPDATE _sync_reactions SET completed_at_ms = updated_at_ms WHERE status = 'completed' AND completed_at_ms IS NULL`},
+	{sql: `UPDATE _sync_meta SET v = '3' WHERE k = 'format' AND v = '2'`},
+}
+
+// keyAboveAll sorts after every reaction key (VARBINARY(256), bytewise):
+// the list cursor's key when a listing starts from the newest.
+var keyAboveAll = strings.Repeat("\xff", 257)
 
 // exhaustedCode is the failure code a claim records when it dead-letters
 // a reaction whose attempts reached maxAttempts (RX-4).
 const exhaustedCode = "reaction.attempts_exhausted"
 
 // enqueueRowArgs is the number of parameters of one enqueued reaction.
-const enqueueRowArgs = 10
+const enqueueRowArgs = 13
 
 // enqueueBatchRows is the largest number of reactions one INSERT carries.
 const enqueueBatchRows = 500
@@ -76,10 +108,11 @@ const enqueueBatchRows = 500
 // updated). No ON DUPLICATE KEY: an existing key, stored or earlier in
 // the same statement, fails with 1062 (CodeDuplicateReactionKey).
 func enqueueReactions(n int) string {
-	row := "(?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, '', 0, ?)"
+	row := "(?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, '', 0, ?, ?, ?, ?)"
 	var b strings.Builder
 	b.WriteString(`INSERT INTO _sync_reactions (p, k, type, payload, status, attempts, max_attempts, source_commit_seq,
-	created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms) VALUES `)
+	created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
@@ -143,7 +176,7 @@ WHERE p = ? AND ` + keysIn(nKeys)
 const (
 	// completeReaction: now, p, key, owner.
 	completeReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',
-	lease_expires_at_ms = 0, updated_at_ms = ?
+	lease_expires_at_ms = 0, updated_at_ms = ?, completed_at_ms = updated_at_ms
 WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
 	// extendReactionLease: expiry, expiry, now, p, key, owner.
 	extendReactionLease = `UPDATE _sync_reactions SET lease_expires_at_ms = ?, due_at_ms = ?, updated_at_ms = ?
@@ -161,9 +194,10 @@ WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
 	failure_at_ms = ?, updated_at_ms = ?
 WHERE p = ? AND k = ? AND status = 'leased' AND lease_owner = ?`
 	// retryReaction: now, now, now, p, key. Only a dead letter becomes
-	// pending, attempts 0, due now; its failure is kept (RX-7).
+	// pending, attempts 0, due now; its last failure is cleared (RX-7).
 	retryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = ?,
-	due_at_ms = ?, updated_at_ms = ?
+	due_at_ms = ?, updated_at_ms = ?, failure_code = NULL, failure_details = NULL, failure_at_ms = NULL,
+	completed_at_ms = NULL
 WHERE p = ? AND k = ? AND status = 'dead_letter'`
 )
 
@@ -175,7 +209,8 @@ func listReactions(statuses []string, nTypes int) string {
 	parts := make([]string, len(statuses))
 	for i := range statuses {
 		parts[i] = `(SELECT ` + reactionColumns + ` FROM _sync_reactions FORCE INDEX (_sync_reactions_list)
-	WHERE p = ? AND status = ?` + typesIn(nTypes) + ` ORDER BY created_at_ms DESC, k DESC LIMIT ?)`
+	WHERE p = ? AND status = ?` + typesIn(nTypes) + ` AND (created_at_ms < ? OR (created_at_ms = ? AND k < ?))
+	ORDER BY created_at_ms DESC, k DESC LIMIT ?)`
 	}
 	return strings.Join(parts, "\nUNION ALL\n") + "\nORDER BY created_at_ms DESC, k DESC LIMIT ?"
 }
@@ -183,6 +218,9 @@ func listReactions(statuses []string, nTypes int) string {
 // pruneCandidates: p, completedBefore, limit, p, deadBefore, limit, limit
 // → (key, status) of at most limit terminal rows, oldest updated_at_ms
 // first (RX-9), each branch walking _sync_reactions_prune.
+// getReaction: partition, key → the reaction, no row when none (RX-11).
+const getReaction = `SELECT ` + reactionColumns + ` FROM _sync_reactions WHERE p = ? AND k = ?`
+
 const pruneCandidates = `(SELECT k, status, updated_at_ms FROM _sync_reactions FORCE INDEX (_sync_reactions_prune)
 	WHERE p = ? AND status = 'completed' AND updated_at_ms < ? ORDER BY updated_at_ms, k LIMIT ?)
 UNION ALL

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"math"
 	gosync "sync"
 	"sync/atomic"
 	"testing"
@@ -172,7 +173,12 @@ func TestPlanReactions(t *testing.T) {
 	expectPlan(t, "claim of two types", explain(t, c, claimSelect(2), "p1", 100, "x", "y", 50), r, false)
 	expectPlan(t, "dead-letter selection", explain(t, c, claimSelectExhausted(0), "p1", 100),
 		map[string]string{"_sync_reactions": "_sync_reactions_exhausted"}, false)
-	expectPlan(t, "list", explain(t, c, listReactions([]string{"pending", "completed"}, 0), "p1", "pending", 10, "p1", "completed", 10, 10),
+	expectPlan(t, "list", explain(t, c, listReactions([]string{"pending", "completed"}, 0),
+		"p1", "pending", int64(math.MaxInt64), int64(math.MaxInt64), keyAboveAll, 10,
+		"p1", "completed", int64(math.MaxInt64), int64(math.MaxInt64), keyAboveAll, 10, 10),
+		map[string]string{"_sync_reactions": "_sync_reactions_list"}, true)
+	expectPlan(t, "list after a cursor", explain(t, c, listReactions([]string{"pending"}, 0),
+		"p1", "pending", 150, 150, "r1", 10, 10),
 		map[string]string{"_sync_reactions": "_sync_reactions_list"}, true)
 	expectPlan(t, "prune candidates", explain(t, c, pruneCandidates, "p1", 100, 10, "p1", 100, 10, 10),
 		map[string]string{"_sync_reactions": "_sync_reactions_prune"}, true)

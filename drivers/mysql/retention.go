@@ -122,7 +122,7 @@ func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
 	if format == formatVersion {
 		return nil
 	}
-	if format != "1" {
+	if format != "1" && format != "2" {
 		return driver.Errorf(driver.CodeUnavailable, "mysql: the store has storage format %s; this driver reads format %s", format, formatVersion)
 	}
 	conn, err := c.db.Conn(ctx)
@@ -135,10 +135,19 @@ func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
 		return err
 	}
 	defer release()
-	for _, s := range upgradeFormat1 {
-		if err := s.run(ctx, conn); err != nil {
-			return c.mapErr(ctx, err, "mysql: upgrade the store to storage format 2")
+	for _, up := range []struct {
+		from, to string
+		steps    []step
+	}{{"1", "2", upgradeFormat1}, {"2", "3", upgradeFormat2}} {
+		if format != up.from {
+			continue
 		}
+		for _, s := range up.steps {
+			if err := s.run(ctx, conn); err != nil {
+				return c.mapErr(ctx, err, "mysql: upgrade the store to storage format "+up.to)
+			}
+		}
+		format = up.to
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +110,58 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = again.Close()
+}
+
+// format2Reactions is _sync_reactions as storage format 2 created it:
+// without the reaction record's format-3 columns.
+func format2Reactions(t *testing.T) string {
+	t.Helper()
+	cols := `	version BIGINT NOT NULL DEFAULT 0,
+	source_client_id VARBINARY(255) NOT NULL DEFAULT '',
+	source_client_commit_id VARBINARY(255) NOT NULL DEFAULT '',
+	completed_at_ms BIGINT NULL,
+`
+	if !strings.Contains(reactionsDDL[0], cols) {
+		t.Fatal("the format-3 columns are no longer in reactionsDDL as this fixture expects")
+	}
+	return strings.Replace(reactionsDDL[0], cols, "", 1)
+}
+
+// TestUpgradeFormat2 opens a store of storage format 2 holding reactions
+// with several Conns at once: it ends at format 3 and every reaction reads
+// back with the record's new fields (faulttest.CheckReactionsUpgraded).
+func TestUpgradeFormat2(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.NewMySQL(t)
+	raw, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("format-2 fixture: %v\n%s", err, q)
+		}
+	}
+	for _, q := range append([]string{format2Reactions(t)}, infraDDL...) {
+		exec(q)
+	}
+	exec(insertMetaIfAbsent, metaFormat, "2")
+	for _, r := range faulttest.Format2Reactions() {
+		var due any
+		if r.Status == driver.ReactionPending {
+			due = r.AvailableAtMs
+		}
+		exec(`INSERT INTO _sync_reactions (p, k, type, payload, status, attempts, max_attempts, source_commit_seq,
+	created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, ?)`, r.Partition, r.Key, r.Type, []byte(r.Payload), string(r.Status),
+			r.Attempts, r.MaxAttempts, r.SourceCommitSeq, r.CreatedAtMs, r.AvailableAtMs, due, r.UpdatedAtMs)
+	}
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
+	var format string
+	if err := raw.QueryRowContext(ctx, selectMeta, metaFormat).Scan(&format); err != nil || format != "3" {
+		t.Fatalf("storage format after the upgrade: %q, %v; want 3", format, err)
+	}
+	faulttest.CheckReactionsUpgraded(t, conns[3])
 }

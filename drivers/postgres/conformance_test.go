@@ -5,6 +5,9 @@ import (
 	"net"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/testdb"
@@ -38,6 +41,7 @@ func harness(t *testing.T) conformance.Harness {
 		real := h.Open(ct).(*Conn)
 		return blackholed(ct, real)
 	}
+	h.HostTable = pgHostTable
 	return h
 }
 
@@ -73,4 +77,38 @@ func blackholed(t conformance.T, real *Conn) *Conn {
 	c.state.Store(real.state.Load())
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// pgHostTable creates host_notes through the Conn's pool (As
+// **pgxpool.Pool) and writes it through a Tx's pgx.Tx (TX-11).
+func pgHostTable(t conformance.T, conn driver.Conn) conformance.HostTable {
+	t.Helper()
+	var pool *pgxpool.Pool
+	if !driver.AsOf(conn, &pool) {
+		t.Fatalf("host table: the Conn's As gave no *pgxpool.Pool")
+	}
+	if _, err := pool.Exec(t.Context(), "CREATE TABLE host_notes (k text PRIMARY KEY)"); err != nil {
+		t.Fatalf("host table: %v", err)
+	}
+	return pgHostNotes{}
+}
+
+type pgHostNotes struct{}
+
+func (pgHostNotes) Insert(ctx context.Context, tx driver.Tx, key string) error {
+	var ptx pgx.Tx
+	if !driver.AsOf(tx, &ptx) {
+		return conformance.ErrNoHandle
+	}
+	_, err := ptx.Exec(ctx, "INSERT INTO host_notes (k) VALUES ($1)", key)
+	return err
+}
+
+func (pgHostNotes) Count(ctx context.Context, tx driver.Tx) (n int, err error) {
+	var ptx pgx.Tx
+	if !driver.AsOf(tx, &ptx) {
+		return 0, conformance.ErrNoHandle
+	}
+	err = ptx.QueryRow(ctx, "SELECT count(*) FROM host_notes").Scan(&n)
+	return n, err
 }

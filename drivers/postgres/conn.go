@@ -34,6 +34,11 @@ type Conn struct {
 	// replica: the server is a hot standby; the Conn is read-only
 	// (replica.go).
 	replica bool
+	// hostPool: the pool is the host's (OpenPool), so Close leaves it open.
+	hostPool bool
+	// listen, if set, is the connection config of SubscribeCommits'
+	// listener connections (Options.ListenerDSN); else cfg's.
+	listen *pgx.ConnConfig
 }
 
 var (
@@ -85,7 +90,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 			return err
 		}
 		b := &pgx.Batch{}
-		b.Queue(sqlInsertMetaIfAbsent, metaFormat, formatVersion)
+		b.Queue(sqlInsertMetaIfAbsent, metaFormat, infraFormat)
 		var format string
 		b.Queue(sqlSelectMeta, metaFormat).QueryRow(func(r pgx.Row) error { return r.Scan(&format) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -114,7 +119,9 @@ func (c *Conn) Close() error {
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}
-	c.pool.Close()
+	if !c.hostPool {
+		c.pool.Close()
+	}
 	return nil
 }
 

@@ -28,7 +28,9 @@ const fanoutAppName = "syncstore-fanout"
 // every commit made after it returns is delivered.
 //
 // Each subscription has a dedicated connection of its own (outside the
-// pool, which it never uses) running LISTEN through
+// pool, which it never uses; configured by Options.ListenerDSN when the
+// Conn was opened with one, so LISTEN can bypass a transaction-mode
+// pooler, else like the pool's connections) running LISTEN through
 // github.com/jackc/pgxlisten. Commit queues its NOTIFY in the committing
 // transaction, so a wake is sent iff the commit lands, with the frame of
 // fanout_frame.go; a malformed frame is dropped, never guessed at.
@@ -53,7 +55,7 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 	lctx, cancel := context.WithCancel(ctx)
 	l := &pgxlisten.Listener{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
-			cc := c.cfg.ConnConfig.Copy()
+			cc := c.listenConfig().Copy()
 			cc.RuntimeParams["application_name"] = fanoutAppName
 			conn, err := pgx.ConnectConfig(ctx, cc)
 			if err != nil && !s.started.Load() {
@@ -90,6 +92,14 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 		close(s.out)
 	}()
 	return s.out, nil
+}
+
+// listenConfig is the connection config of the listener connections.
+func (c *Conn) listenConfig() *pgx.ConnConfig {
+	if c.listen != nil {
+		return c.listen
+	}
+	return c.cfg.ConnConfig
 }
 
 // subscription is one SubscribeCommits: a pgxlisten handler with its

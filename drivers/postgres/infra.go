@@ -1,10 +1,17 @@
 package postgres
 
-// formatVersion is the version of the infrastructure layout below, stored
-// in _sync_meta under metaFormat. Format 2 added
+// formatVersion is the version of the infrastructure layout, stored in
+// _sync_meta under metaFormat. Format 2 added
 // _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
-// store when it is opened).
-const formatVersion = "2"
+// store when it is opened); format 3 the reaction record's version,
+// source client ids and completion time (reactions_sql.go's
+// upgradeFormat2).
+const formatVersion = "3"
+
+// infraFormat is the format of the layout infraDDL creates: a new store
+// is recorded as format 2 and upgraded on the same open, by the same
+// statements as a stored format-2 store.
+const infraFormat = "2"
 
 // Keys of _sync_meta.
 const (

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
@@ -33,13 +34,15 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 			return nil
 		}
 		keys, types, payloads := make([]string, n), make([]string, n), make([]string, n)
-		maxAttempts, created := make([]int32, n), make([]int64, n)
+		maxAttempts, created, versions := make([]int32, n), make([]int64, n), make([]int64, n)
+		clients, commits := make([]string, n), make([]string, n)
 		for i, r := range reactions {
 			keys[i], types[i], payloads[i] = r.Key, r.Type, string(r.Payload)
 			maxAttempts[i], created[i] = int32(min(r.MaxAttempts, 1<<31-1)), r.CreatedAtMs
+			versions[i], clients[i], commits[i] = r.Version, r.SourceClientID, r.SourceClientCommitID
 		}
 		t.pending = append(t.pending, stmt{sqlEnqueueReactions,
-			[]any{t.partition, sourceCommitSeq, keys, types, payloads, maxAttempts, created}})
+			[]any{t.partition, sourceCommitSeq, keys, types, payloads, maxAttempts, created, versions, clients, commits}})
 		return nil
 	})
 }
@@ -105,8 +108,21 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 // key desc), each status read from the list index, at most q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
 	f := listStatusFlags(q.Statuses)
+	afterKey, afterAt := keyAboveAll, int64(math.MaxInt64)
+	if q.AfterKey != "" {
+		afterKey, afterAt = q.AfterKey, q.AfterCreatedAtMs
+	}
 	return c.reactionRows(ctx, "postgres: list reactions", sqlListReactions,
-		partition, f[0], f[1], f[2], f[3], typesArg(q.Types), int64(q.Limit))
+		partition, f[0], f[1], f[2], f[3], typesArg(q.Types), int64(q.Limit), afterKey, afterAt)
+}
+
+// GetReaction reads one committed reaction by its primary key (RX-11).
+func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+	rs, err := c.reactionRows(ctx, "postgres: read a reaction", sqlGetReaction, partition, key)
+	if err != nil || len(rs) == 0 {
+		return driver.Reaction{}, false, err
+	}
+	return rs[0], true, nil
 }
 
 // PruneReactions deletes at most req.Limit terminal reactions, oldest
@@ -166,11 +182,14 @@ func scanReaction(rows pgx.Rows) (driver.Reaction, error) {
 	var payload, status string
 	var attempts, maxAttempts int32
 	var code, details *string
-	var failedAt *int64
+	var failedAt, completedAt *int64
 	if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
 		&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-		&r.UpdatedAtMs); err != nil {
+		&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
 		return r, err
+	}
+	if completedAt != nil {
+		r.CompletedAtMs = *completedAt
 	}
 	r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
 	r.Attempts, r.MaxAttempts = int(attempts), int(maxAttempts)

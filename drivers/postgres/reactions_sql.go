@@ -1,5 +1,7 @@
 package postgres
 
+import "strings"
+
 // The reactions capability (docs/contract.md RX-1…RX-10) in PostgreSQL.
 //
 // One table, _sync_reactions, keyed (partition, key) — the same layout as
@@ -53,10 +55,30 @@ WHERE due_at_ms IS NULL`,
 
 func init() { infraDDL = append(infraDDL, reactionsDDL...) }
 
+// upgradeFormat2 takes a format-2 store to format 3: the reaction record
+// as upstream keeps it (RX-1, RX-11) — version, source client id and
+// client commit id (0 and ” for reactions enqueued before, which did not
+// record them) and completion time (the time of the last change of a
+// reaction already completed, which is when it was completed).
+var upgradeFormat2 = []string{
+	`ALTER TABLE _sync_reactions ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0,
+	ADD COLUMN IF NOT EXISTS source_client_id text NOT NULL DEFAULT '',
+	ADD COLUMN IF NOT EXISTS source_client_commit_id text NOT NULL DEFAULT '',
+	ADD COLUMN IF NOT EXISTS completed_at_ms bigint`,
+	`UPDATE _sync_reactions SET completed_at_ms = updated_at_ms WHERE status = 'completed' AND completed_at_ms IS NULL`,
+	`UPDATE _sync_meta SET value = '3' WHERE key = 'format' AND value = '2'`,
+}
+
 // reactionColumns is the select list of every statement returning
 // reactions (scanReaction reads it in this order).
 const reactionColumns = `key, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
-	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms`
+	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id, completed_at_ms`
+
+// keyAboveAll sorts after every reaction key in COLLATE "C" (bytewise):
+// U+10FFFF is the greatest UTF-8 sequence and a key has at most 256 bytes.
+// It is the list cursor's key when a listing starts from the newest.
+var keyAboveAll = strings.Repeat("\U0010FFFF", 65)
 
 // exhaustedCode is the failure code a claim records when it dead-letters
 // a reaction whose attempts reached maxAttempts (RX-4).
@@ -68,9 +90,11 @@ const (
 	// pending in partition $1 with source commit $2 (RX-1). One
 	// statement: a duplicate key (in the batch or stored) inserts none.
 	sqlEnqueueReactions = `INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
-	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
-SELECT $1, u.k, u.t, u.p, 'pending', 0, u.m, $2, u.c, u.c, u.c, '', 0, u.c
-FROM unnest($3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[]) AS u(k, t, p, m, c)`
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id)
+SELECT $1, u.k, u.t, u.p, 'pending', 0, u.m, $2, u.c, u.c, u.c, '', 0, u.c, u.v, u.ci, u.cc
+FROM unnest($3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+	AS u(k, t, p, m, c, v, ci, cc)`
 
 	// sqlClaim is one statement (one round trip, autocommit): at $2 now,
 	// it dead-letters the due rows of partition $1 of the types $3 (NULL
@@ -103,11 +127,12 @@ UPDATE _sync_reactions AS r SET status = 'leased', attempts = r.attempts + 1,
 	lease_owner = $5, lease_expires_at_ms = $6, due_at_ms = $6, updated_at_ms = $2
 WHERE r.partition = $1 AND r.key = ANY(ARRAY(SELECT key FROM picked)) AND r.due_at_ms <= $2 AND r.attempts < r.max_attempts
 RETURNING r.key, r.type, r.payload, r.status, r.attempts, r.max_attempts, r.source_commit_seq, r.created_at_ms,
-	r.available_at_ms, r.lease_owner, r.lease_expires_at_ms, r.failure_code, r.failure_details, r.failure_at_ms, r.updated_at_ms`
+	r.available_at_ms, r.lease_owner, r.lease_expires_at_ms, r.failure_code, r.failure_details, r.failure_at_ms, r.updated_at_ms,
+	r.version, r.source_client_id, r.source_client_commit_id, r.completed_at_ms`
 
 	// sqlCompleteReaction: $1 partition, $2 key, $3 owner, $4 now (RX-5).
 	sqlCompleteReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',
-	lease_expires_at_ms = 0, updated_at_ms = $4
+	lease_expires_at_ms = 0, updated_at_ms = $4, completed_at_ms = $4
 WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
 
 	// sqlExtendReactionLease: $1 partition, $2 key, $3 owner, $4 now, $5
@@ -130,15 +155,19 @@ WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
 WHERE partition = $1 AND key = $2 AND status = 'leased' AND lease_owner = $3`
 
 	// sqlRetryReaction: $1 partition, $2 key, $3 now. Only a dead letter
-	// becomes pending, attempts 0, due now; its failure is kept (RX-7).
+	// becomes pending, attempts 0, due now; its last failure is cleared
+	// (RX-7, as upstream does).
 	sqlRetryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = $3,
-	due_at_ms = $3, updated_at_ms = $3
+	due_at_ms = $3, updated_at_ms = $3, failure_code = NULL, failure_details = NULL, failure_at_ms = NULL,
+	completed_at_ms = NULL
 WHERE partition = $1 AND key = $2 AND status = 'dead_letter'`
 
 	// sqlListReactions: $1 partition; $2…$5 include pending, leased,
-	// completed, dead_letter; $6 types (NULL = all); $7 limit. Newest
-	// first: created_at_ms desc, key desc (RX-8). Each status is read
-	// from _sync_reactions_list, at most $7 rows.
+	// completed, dead_letter; $6 types (NULL = all); $7 limit; $8 the
+	// cursor's key and $9 its createdAt (keyAboveAll and MaxInt64 from the
+	// newest). Newest first: created_at_ms desc, key desc (RX-8), after
+	// the cursor. Each status is read from _sync_reactions_list, at most
+	// $7 rows, starting at the cursor.
 	sqlListReactions = `SELECT ` + reactionColumns + ` FROM (
 	(` + listOne + `'pending' AND $2 ` + listTail + `)
 	UNION ALL (` + listOne + `'leased' AND $3 ` + listTail + `)
@@ -147,7 +176,12 @@ WHERE partition = $1 AND key = $2 AND status = 'dead_letter'`
 ) AS l ORDER BY created_at_ms DESC, key DESC LIMIT $7`
 
 	listOne  = `SELECT ` + reactionColumns + ` FROM _sync_reactions WHERE partition = $1 AND status = `
-	listTail = `AND ($6::text[] IS NULL OR type = ANY($6::text[])) ORDER BY created_at_ms DESC, key DESC LIMIT $7`
+	listTail = `AND ($6::text[] IS NULL OR type = ANY($6::text[])) AND (created_at_ms, key) < ($9::bigint, $8::text)
+	ORDER BY created_at_ms DESC, key DESC LIMIT $7`
+
+	// sqlGetReaction: $1 partition, $2 key → the reaction, no row when
+	// none (RX-11).
+	sqlGetReaction = `SELECT ` + reactionColumns + ` FROM _sync_reactions WHERE partition = $1 AND key = $2`
 
 	// sqlPruneReactions deletes at most $4 terminal rows of partition $1,
 	// oldest updated_at_ms first: completed before $2, dead letters before

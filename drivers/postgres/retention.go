@@ -42,16 +42,23 @@ var upgradeFormat1 = []string{
 }
 
 // upgradeFormat runs, inside initInfra's transaction (under the infra
-// advisory lock, so concurrent openers wait), the upgrade from the stored
-// format, then retentionDDL. An unknown format → CodeUnavailable.
+// advisory lock, so concurrent openers wait), the upgrades from the stored
+// format, one format at a time (a new store starts at infraFormat), then
+// retentionDDL. An unknown format → CodeUnavailable.
 func upgradeFormat(ctx context.Context, tx pgx.Tx, format string) error {
-	if format == "1" {
-		for _, q := range upgradeFormat1 {
+	for _, up := range []struct {
+		from, to string
+		stmts    []string
+	}{{"1", "2", upgradeFormat1}, {"2", "3", upgradeFormat2}} {
+		if format != up.from {
+			continue
+		}
+		for _, q := range up.stmts {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
 			}
 		}
-		format = formatVersion
+		format = up.to
 	}
 	if format != formatVersion {
 		return driver.Errorf(driver.CodeUnavailable, "postgres: the store has storage format %s; this driver reads format %s", format, formatVersion)

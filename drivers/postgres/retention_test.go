@@ -107,3 +107,42 @@ func TestUpgradeFormat1(t *testing.T) {
 	faulttest.CheckUpgraded(t, conns[2], start)
 	openDSN(t, dsn) // opening an upgraded store again changes nothing
 }
+
+// TestUpgradeFormat2 opens a store of storage format 2 holding reactions
+// (infraDDL's layout, the format recorded as 2) with several Conns at
+// once: it ends at format 3 and every reaction reads back with the
+// record's new fields (faulttest.CheckReactionsUpgraded).
+func TestUpgradeFormat2(t *testing.T) {
+	ctx := t.Context()
+	dsn := testdbDSN(t)
+	admin := adminConn(t, dsn)
+	for _, q := range append(append([]string{}, infraDDL...), retentionDDL...) {
+		if _, err := admin.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("format-2 fixture: %v\n%s", err, q)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("format-2 fixture: %v\n%s", err, q)
+		}
+	}
+	exec(sqlInsertMetaIfAbsent, metaFormat, "2")
+	for _, r := range faulttest.Format2Reactions() {
+		var due *int64
+		if r.Status == driver.ReactionPending {
+			due = &r.AvailableAtMs
+		}
+		exec(`INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', 0, $12)`, r.Partition, r.Key, r.Type, string(r.Payload),
+			string(r.Status), int32(r.Attempts), int32(r.MaxAttempts), r.SourceCommitSeq, r.CreatedAtMs, r.AvailableAtMs, due, r.UpdatedAtMs)
+	}
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
+	var format string
+	if err := admin.QueryRow(ctx, sqlSelectMeta, metaFormat).Scan(&format); err != nil || format != "3" {
+		t.Fatalf("storage format after the upgrade: %q, %v; want 3", format, err)
+	}
+	faulttest.CheckReactionsUpgraded(t, conns[2])
+	openDSN(t, dsn) // opening an upgraded store again changes nothing
+}

@@ -27,6 +27,9 @@ func TestConformance(t *testing.T) {
 		holdWriteLock(ct, conn.(*Conn))
 		return conn
 	}
+	h.HostTable = func(ct conformance.T, conn driver.Conn) conformance.HostTable {
+		return conformance.SQLHostTable(ct, conn, "CREATE TABLE host_notes (k TEXT PRIMARY KEY)")
+	}
 	conformance.Run(t, h)
 }
 

@@ -106,7 +106,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, d.InsertMetaIfAbsent, d.MetaFormat, d.FormatVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, d.InsertMetaIfAbsent, d.MetaFormat, d.InfraFormat); err != nil {
 		return err
 	}
 	var format string

@@ -59,6 +59,18 @@
 //     the Tx's next operation, and a commit's changes and change-scope
 //     entries are multi-row inserts (stage.go; docs/performance.md).
 //
+// # Why the store owns its connections
+//
+// A SQLite store is opened from a path, never over a host's *sql.DB: its
+// correctness rests on how its connections are made — exactly one writer
+// connection (every write, BEGIN IMMEDIATE, the WAL checkpoint policy)
+// and a pool of query_only readers, each with its pragmas — which a
+// borrowed pool could not guarantee (a second writer would turn TX-1's
+// serialization into "database is locked" failures). A host that wants
+// tables of its own in the same file writes them atomically with a push
+// through Tx.As (a **sql.Tx target, TX-11), or opens the file itself for
+// its own reads.
+//
 // The SQL lives in internal/sqlitedialect, shared with the D1 driver.
 package sqlite
 

@@ -117,11 +117,26 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 		return nil, err
 	}
 	f := d.ListStatusFlags(q.Statuses)
-	rows, err := c.query(ctx, c.reader(), d.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit})
+	afterKey, afterAt := d.ListCursor(q)
+	rows, err := c.query(ctx, c.reader(), d.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit, afterKey, afterAt})
 	if err != nil {
 		return nil, err
 	}
 	return c.scanReactions(ctx, rows)
+}
+
+// GetReaction reads one reaction through the readers (committed data),
+// found by its primary key (RX-11).
+func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+	rows, err := c.query(ctx, c.reader(), d.GetReaction, []any{partition, key})
+	if err != nil {
+		return driver.Reaction{}, false, err
+	}
+	rs, err := c.scanReactions(ctx, rows)
+	if err != nil || len(rs) == 0 {
+		return driver.Reaction{}, false, err
+	}
+	return rs[0], true, nil
 }
 
 // PruneReactions deletes at most req.Limit terminal reactions, oldest
@@ -180,14 +195,15 @@ func (c *Conn) scanReactions(ctx context.Context, rows *sql.Rows) ([]driver.Reac
 		var payload, status string
 		var attempts, maxAttempts int64
 		var code, details sql.NullString
-		var failedAt sql.NullInt64
+		var failedAt, completedAt sql.NullInt64
 		if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
 			&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-			&r.UpdatedAtMs); err != nil {
+			&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
 			return nil, c.mapErr(ctx, err, "sqlite: read reactions")
 		}
 		r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
 		r.Attempts, r.MaxAttempts = int(attempts), int(maxAttempts)
+		r.CompletedAtMs = completedAt.Int64
 		if code.Valid {
 			r.LastFailure = &driver.ReactionFailure{Code: code.String, Details: driver.JSON(details.String), AtMs: failedAt.Int64}
 		}

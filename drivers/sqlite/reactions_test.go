@@ -80,8 +80,8 @@ func TestReactionPlans(t *testing.T) {
 		{"fail with retry", d.FailReactionRetry, []any{"p1", "k", "w", 1, 2, "c", nil}, []string{pk}, scan},
 		{"fail", d.FailReactionDead, []any{"p1", "k", "w", 1, "c", nil}, []string{pk}, scan},
 		{"retry", d.RetryReaction, []any{"p1", "k", 1}, []string{pk}, scan},
-		{"list", d.ListReactions, []any{"p1", 1, 1, 1, 1, nil, 10},
-			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=?)"}, scan},
+		{"list", d.ListReactions, []any{"p1", 1, 1, 1, 1, nil, 10, nil, nil},
+			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=? AND (created_at_ms,key)<(?,?))"}, scan},
 		{"prune", d.PruneReactions, []any{"p1", 5, 5, 10},
 			[]string{"USING INDEX _sync_reactions_prune (partition=? AND status=? AND updated_at_ms<?)"}, scan},
 	})

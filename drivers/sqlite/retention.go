@@ -51,17 +51,27 @@ func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSin
 }
 
 // upgradeFormat takes the store from its stored format to
-// d.FormatVersion inside initInfra's transaction, then creates the
-// retention indexes (which need format 2's columns). A format it does not
+// d.FormatVersion inside initInfra's transaction, one format at a time
+// (1 → 2: retention; 2 → 3: the reaction record), then creates the
+// retention indexes (which need format 2's columns). A new store is
+// recorded as d.InfraFormat and upgraded the same way. A format it does not
 // know → CodeUnavailable, nothing changed.
 func upgradeFormat(ctx context.Context, tx *sql.Tx, format string) error {
-	if format == "1" {
-		for _, q := range d.UpgradeFormat1 {
+	for _, up := range []struct {
+		from  string
+		stmts []string
+	}{{"1", d.UpgradeFormat1}, {"2", d.UpgradeFormat2}} {
+		if format != up.from {
+			continue
+		}
+		for _, q := range up.stmts {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}
 		}
-		format = d.FormatVersion
+		if err := tx.QueryRowContext(ctx, d.SelectMeta, d.MetaFormat).Scan(&format); err != nil {
+			return err
+		}
 	}
 	if format != d.FormatVersion {
 		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)

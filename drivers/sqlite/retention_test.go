@@ -82,3 +82,44 @@ func TestUpgradeFormat1(t *testing.T) {
 	faulttest.CheckUpgraded(t, conns[1], start)
 	openDSN(t, path) // opening an upgraded store again changes nothing
 }
+
+// TestUpgradeFormat2 opens a store of storage format 2 holding reactions
+// (InfraDDL's layout, the format recorded as 2) with several Conns at
+// once: the store ends at format 3 and every reaction reads back with the
+// record's new fields (faulttest.CheckReactionsUpgraded).
+func TestUpgradeFormat2(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v2.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("format-2 fixture: %v\n%s", err, q)
+		}
+	}
+	for _, q := range append(append([]string{}, d.InfraDDL...), d.RetentionDDL...) {
+		exec(q)
+	}
+	exec(d.InsertMetaIfAbsent, d.MetaFormat, "2")
+	for _, r := range faulttest.Format2Reactions() {
+		var due any
+		if r.Status == driver.ReactionPending {
+			due = r.AvailableAtMs
+		}
+		exec(d.Format2InsertReaction, r.Partition, r.Key, r.Type, string(r.Payload), string(r.Status), r.Attempts,
+			r.MaxAttempts, r.SourceCommitSeq, r.CreatedAtMs, r.AvailableAtMs, due, r.UpdatedAtMs)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, path) })
+	var format string
+	if err := conns[0].(*Conn).queryRow(ctx, conns[0].(*Conn).reader(), d.SelectMeta, []any{d.MetaFormat}, &format); err != nil || format != "3" {
+		t.Fatalf("storage format after the upgrade: %q, %v; want 3", format, err)
+	}
+	faulttest.CheckReactionsUpgraded(t, conns[1])
+	openDSN(t, path) // opening an upgraded store again changes nothing
+}

@@ -21,7 +21,11 @@ import "strings"
 // same order.
 const D1ReactionColumns = `key, type, payload, status, CAST(attempts AS TEXT), CAST(max_attempts AS TEXT),
 	CAST(source_commit_seq AS TEXT), CAST(created_at_ms AS TEXT), CAST(available_at_ms AS TEXT), lease_owner,
-	CAST(lease_expires_at_ms AS TEXT), failure_code, failure_details, CAST(failure_at_ms AS TEXT), CAST(updated_at_ms AS TEXT)`
+	CAST(lease_expires_at_ms AS TEXT), failure_code, failure_details, CAST(failure_at_ms AS TEXT), CAST(updated_at_ms AS TEXT),
+	CAST(version AS TEXT), source_client_id, source_client_commit_id, CAST(completed_at_ms AS TEXT)`
+
+// D1GetReaction is GetReaction selecting D1ReactionColumns (same parameters).
+var D1GetReaction = mustReplaceOnce(GetReaction, "SELECT "+ReactionColumns+" FROM", "SELECT "+D1ReactionColumns+" FROM")
 
 // D1ClaimLease is ClaimLease returning D1ReactionColumns (same parameters).
 var D1ClaimLease = mustReplaceOnce(ClaimLease, "RETURNING "+ReactionColumns, "RETURNING "+D1ReactionColumns)

@@ -1,10 +1,16 @@
 package sqlitedialect
 
-// FormatVersion is the version of the infrastructure layout below, stored
-// in _sync_meta under MetaFormat. Format 2 added
+// FormatVersion is the version of the infrastructure layout, stored in
+// _sync_meta under MetaFormat. Format 2 added
 // _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
-// store when it is opened).
-const FormatVersion = "2"
+// store when it is opened); format 3 the reaction record's version,
+// source client ids and completion time (reactions.go's UpgradeFormat2).
+const FormatVersion = "3"
+
+// InfraFormat is the format of the layout InfraDDL creates: a new store is
+// recorded as format 2 and upgraded to FormatVersion on the same open, by
+// the same statements as a stored format-2 store.
+const InfraFormat = "2"
 
 // Keys of _sync_meta.
 const (

@@ -3,6 +3,7 @@ package sqlitedialect
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
 )
@@ -60,13 +61,33 @@ WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
 WHERE due_at_ms IS NULL`,
 }
 
+// UpgradeFormat2 takes a format-2 store (InfraDDL's layout) to format 3,
+// in one transaction: the reaction record as upstream keeps it (RX-1,
+// RX-11) — version, source client id and client commit id (” and 0 for
+// reactions enqueued before, which did not record them) and completion
+// time (the time of the last change for a reaction already completed,
+// which is when it was completed). The statements take no arguments.
+var UpgradeFormat2 = append(ReactionsFormat3DDL,
+	`UPDATE _sync_meta SET value = '3' WHERE key = '`+MetaFormat+`' AND value = '2'`)
+
+// ReactionsFormat3DDL are UpgradeFormat2's statements on _sync_reactions.
+var ReactionsFormat3DDL = []string{
+	`ALTER TABLE _sync_reactions ADD COLUMN version INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE _sync_reactions ADD COLUMN source_client_id TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE _sync_reactions ADD COLUMN source_client_commit_id TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE _sync_reactions ADD COLUMN completed_at_ms INTEGER`,
+	`UPDATE _sync_reactions SET completed_at_ms = updated_at_ms WHERE status = 'completed'`,
+}
+
 // ReactionColumns is the select list every statement returning reactions
 // uses, in this order: key, type, payload, status, attempts, max_attempts,
 // source_commit_seq, created_at_ms, available_at_ms, lease_owner,
 // lease_expires_at_ms, failure_code (NULL: no failure), failure_details
-// (NULL: none), failure_at_ms, updated_at_ms.
+// (NULL: none), failure_at_ms, updated_at_ms, version, source_client_id,
+// source_client_commit_id, completed_at_ms (NULL: not completed).
 const ReactionColumns = `key, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
-	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms`
+	available_at_ms, lease_owner, lease_expires_at_ms, failure_code, failure_details, failure_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id, completed_at_ms`
 
 // ExhaustedCode is the failure code a claim records when it dead-letters a
 // reaction whose attempts reached maxAttempts (RX-4).
@@ -89,9 +110,11 @@ const (
 	// statement, so a duplicate key (PRIMARY KEY violation, within the
 	// batch or with a stored row) inserts none of them.
 	EnqueueReactions = `INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
-	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms,
+	version, source_client_id, source_client_commit_id)
 SELECT ?1, j.value ->> 'k', j.value ->> 't', j.value ->> 'p', 'pending', 0, j.value ->> 'm',
-	?2, j.value ->> 'c', j.value ->> 'c', j.value ->> 'c', '', 0, j.value ->> 'c'
+	?2, j.value ->> 'c', j.value ->> 'c', j.value ->> 'c', '', 0, j.value ->> 'c',
+	CAST(j.value ->> 'v' AS INTEGER), j.value ->> 'ci', j.value ->> 'cc'
 FROM json_each(?3) AS j`
 
 	// ClaimDeadLetterExhausted dead-letters, at ?2 now, every due row of
@@ -121,7 +144,7 @@ RETURNING ` + ReactionColumns
 
 	// CompleteReaction: ?1 partition, ?2 key, ?3 owner, ?4 now (RX-5).
 	CompleteReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',
-	lease_expires_at_ms = 0, updated_at_ms = ?4
+	lease_expires_at_ms = 0, updated_at_ms = ?4, completed_at_ms = ?4
 WHERE partition = ?1 AND key = ?2 AND status = 'leased' AND lease_owner = ?3`
 
 	// ExtendReactionLease: ?1 partition, ?2 key, ?3 owner, ?4 now, ?5 new
@@ -144,15 +167,23 @@ WHERE partition = ?1 AND key = ?2 AND status = 'leased' AND lease_owner = ?3`
 WHERE partition = ?1 AND key = ?2 AND status = 'leased' AND lease_owner = ?3`
 
 	// RetryReaction: ?1 partition, ?2 key, ?3 now. Only a dead letter
-	// becomes pending, attempts 0, due now; its failure is kept (RX-7).
+	// becomes pending, attempts 0, due now; its last failure is cleared
+	// (RX-7, as upstream does).
 	RetryReaction = `UPDATE _sync_reactions SET status = 'pending', attempts = 0, available_at_ms = ?3,
-	due_at_ms = ?3, updated_at_ms = ?3
+	due_at_ms = ?3, updated_at_ms = ?3, failure_code = NULL, failure_details = NULL, failure_at_ms = NULL,
+	completed_at_ms = NULL
 WHERE partition = ?1 AND key = ?2 AND status = 'dead_letter'`
+
+	// GetReaction: ?1 partition, ?2 key → the reaction (ReactionColumns),
+	// no row when none (RX-11).
+	GetReaction = `SELECT ` + ReactionColumns + ` FROM _sync_reactions WHERE partition = ?1 AND key = ?2`
 
 	// ListReactions: ?1 partition; ?2…?5 include pending, leased,
 	// completed, dead_letter (1/0); ?6 JSON array of types (NULL = all);
-	// ?7 limit. Newest first: created_at_ms desc, key desc (RX-8). Each
-	// status is read from _sync_reactions_list, at most ?7 rows.
+	// ?7 limit; ?8 the cursor's key and ?9 its createdAt (both NULL = from
+	// the newest: ListCursor). Newest first: created_at_ms desc, key desc (RX-8), after
+	// the cursor. Each status is read from _sync_reactions_list, at most
+	// ?7 rows.
 	ListReactions = `SELECT ` + ReactionColumns + ` FROM (
 	SELECT * FROM (` + listOne + `'pending' AND ?2 ` + listTail + `)
 	UNION ALL SELECT * FROM (` + listOne + `'leased' AND ?3 ` + listTail + `)
@@ -161,7 +192,9 @@ WHERE partition = ?1 AND key = ?2 AND status = 'dead_letter'`
 ) ORDER BY created_at_ms DESC, key DESC LIMIT ?7`
 
 	listOne  = `SELECT ` + ReactionColumns + ` FROM _sync_reactions WHERE partition = ?1 AND status = `
-	listTail = `AND ` + typesIn6 + ` ORDER BY created_at_ms DESC, key DESC LIMIT ?7`
+	listTail = `AND ` + typesIn6 + `
+	AND (created_at_ms, key) < (coalesce(?9, 9223372036854775807), coalesce(?8, x''))
+	ORDER BY created_at_ms DESC, key DESC LIMIT ?7`
 
 	// PruneReactions deletes at most ?4 terminal rows of partition ?1,
 	// oldest updated_at_ms first: completed before ?2, dead letters before
@@ -185,21 +218,24 @@ RETURNING status`
 // InfraStatements, and ListReactions (the one read) to ReadStatements.
 var ReactionStatements = []string{
 	EnqueueReactions, ClaimDeadLetterExhausted, ClaimLease, CompleteReaction, ExtendReactionLease,
-	FailReactionRetry, FailReactionDead, RetryReaction, ListReactions, PruneReactions,
+	FailReactionRetry, FailReactionDead, RetryReaction, GetReaction, ListReactions, PruneReactions,
 }
 
 func init() {
 	InfraDDL = append(InfraDDL, ReactionsDDL...)
 	InfraStatements = append(InfraStatements, ReactionStatements...)
-	ReadStatements = append(ReadStatements, ListReactions)
+	ReadStatements = append(ReadStatements, ListReactions, GetReaction)
 }
 
 type reactionWire struct {
-	Key         string `json:"k"`
-	Type        string `json:"t"`
-	Payload     string `json:"p"`
-	MaxAttempts int    `json:"m"`
-	CreatedAtMs int64  `json:"c"`
+	Key                  string `json:"k"`
+	Type                 string `json:"t"`
+	Payload              string `json:"p"`
+	MaxAttempts          int    `json:"m"`
+	CreatedAtMs          int64  `json:"c"`
+	Version              string `json:"v"` // decimal: exact beyond 2^53 through json_each
+	SourceClientID       string `json:"ci"`
+	SourceClientCommitID string `json:"cc"`
 }
 
 // EncodeReactionBatch encodes reactions as the JSON array
@@ -209,7 +245,8 @@ type reactionWire struct {
 func EncodeReactionBatch(rs []driver.ReactionInput) (string, error) {
 	w := make([]reactionWire, len(rs))
 	for i, r := range rs {
-		w[i] = reactionWire{Key: r.Key, Type: r.Type, Payload: string(r.Payload), MaxAttempts: r.MaxAttempts, CreatedAtMs: r.CreatedAtMs}
+		w[i] = reactionWire{Key: r.Key, Type: r.Type, Payload: string(r.Payload), MaxAttempts: r.MaxAttempts, CreatedAtMs: r.CreatedAtMs,
+			Version: strconv.FormatInt(r.Version, 10), SourceClientID: r.SourceClientID, SourceClientCommitID: r.SourceClientCommitID}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -234,6 +271,16 @@ func EncodeTypes(types []string) (any, error) {
 	return string(b), nil
 }
 
+// ListCursor returns ListReactions' ?8 and ?9: the cursor's key and
+// createdAt, both nil (SQL NULL: from the newest, a bound above every row —
+// a BLOB sorts after every TEXT key) without a cursor.
+func ListCursor(q driver.ReactionListQuery) (key, createdAt any) {
+	if q.AfterKey == "" {
+		return nil, nil
+	}
+	return q.AfterKey, q.AfterCreatedAtMs
+}
+
 // ListStatusFlags returns ListReactions' ?2…?5: which statuses to include
 // (all when statuses is empty).
 func ListStatusFlags(statuses []driver.ReactionStatus) [4]bool {
@@ -255,3 +302,11 @@ func ListStatusFlags(statuses []driver.ReactionStatus) [4]bool {
 	}
 	return f
 }
+
+// Format2InsertReaction writes a reaction as a format-2 store holds it
+// (upgrade tests): ?1 partition, ?2 key, ?3 type, ?4 payload, ?5 status,
+// ?6 attempts, ?7 max attempts, ?8 source commit seq, ?9 createdAt, ?10
+// availableAt, ?11 due (NULL once terminal), ?12 updatedAt.
+const Format2InsertReaction = `INSERT INTO _sync_reactions (partition, key, type, payload, status, attempts, max_attempts,
+	source_commit_seq, created_at_ms, available_at_ms, due_at_ms, lease_owner, lease_expires_at_ms, updated_at_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '', 0, ?12)`

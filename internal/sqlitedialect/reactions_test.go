@@ -27,7 +27,7 @@ func rxDB(t *testing.T) *sql.DB {
 	}
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = db.Close() })
-	for _, s := range sqlitedialect.ReactionsDDL {
+	for _, s := range append(sqlitedialect.ReactionsDDL, sqlitedialect.ReactionsFormat3DDL...) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("DDL: %v\n%s", err, s)
 		}
@@ -83,8 +83,10 @@ func TestReactionPlansUseIndexes(t *testing.T) {
 			[]string{"INDEX sqlite_autoindex__sync_reactions_1 (partition=? AND key=?)"}},
 		{"retry", sqlitedialect.RetryReaction, []any{"p", "k", 1},
 			[]string{"INDEX sqlite_autoindex__sync_reactions_1 (partition=? AND key=?)"}},
-		{"list", sqlitedialect.ListReactions, []any{"p", 1, 1, 1, 1, types, 10},
-			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=?)"}},
+		{"list", sqlitedialect.ListReactions, []any{"p", 1, 1, 1, 1, types, 10, nil, nil},
+			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=? AND (created_at_ms,key)<(?,?))"}},
+		{"list after a cursor", sqlitedialect.ListReactions, []any{"p", 1, 1, 1, 1, types, 10, "k", 5},
+			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=? AND (created_at_ms,key)<(?,?))"}},
 		{"prune", sqlitedialect.PruneReactions, []any{"p", 1, 1, 10},
 			[]string{"USING INDEX _sync_reactions_prune (partition=? AND status=? AND updated_at_ms<?)"}},
 	} {

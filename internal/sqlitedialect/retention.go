@@ -15,7 +15,7 @@ var RetentionDDL = []string{
 	`CREATE INDEX IF NOT EXISTS _sync_clients_by_cursor ON _sync_clients (partition, cursor, updated_at_ms)`,
 }
 
-// UpgradeFormat1 takes a format-1 store to FormatVersion, in one
+// UpgradeFormat1 takes a format-1 store to format 2, in one
 // transaction, right after InfraDDL: it adds recorded_at_ms and fills it
 // from each stored result's recordedAtMs (a result whose time cannot be
 // read takes the upgrade's time, so it is kept a whole retention period),
@@ -31,7 +31,7 @@ var UpgradeFormat1 = []string{
 		CASE WHEN json_type(result, '$.recordedAtMs') = 'integer' THEN result ->> '$.recordedAtMs' END
 	END,
 	CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))`,
-	`UPDATE _sync_meta SET value = '` + FormatVersion + `' WHERE key = '` + MetaFormat + `' AND value = '1'`,
+	`UPDATE _sync_meta SET value = '2' WHERE key = '` + MetaFormat + `' AND value = '1'`,
 }
 
 // Retention statements.
