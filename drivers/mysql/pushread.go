@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowkeys"
 )
 
 var _ driver.PushBeginner = (*Conn)(nil)
@@ -29,34 +30,13 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			return err
 		}
 		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		var tables []string
-		byTable := map[string]map[string]int{} // table → id → key index
-		for i, k := range keys {
-			m, ok := byTable[k.Table]
-			if !ok {
-				m = map[string]int{}
-				byTable[k.Table] = m
-				tables = append(tables, k.Table)
-			}
-			m[k.ID] = i
-		}
-		for _, name := range tables {
-			x, err := c.table(name)
+		for _, g := range rowkeys.Groups(keys, pushReadChunk) {
+			x, err := c.table(g.Table)
 			if err != nil {
 				return err
 			}
-			ids := make([]any, 0, len(byTable[name]))
-			for _, k := range keys {
-				if k.Table == name {
-					ids = append(ids, k.ID)
-				}
-			}
-			for len(ids) > 0 {
-				part := ids[:min(len(ids), pushReadChunk)]
-				ids = ids[len(part):]
-				if err := t.readRowsIn(ctx, x, part, byTable[name], &out); err != nil {
-					return err
-				}
+			if err := t.readRowsIn(ctx, x, g, keys, &out); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -68,12 +48,11 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	return t, out, nil
 }
 
-// readRowsIn reads the rows of x whose ids are in ids, into out at the
-// positions at gives.
-func (t *Tx) readRowsIn(ctx context.Context, x *table, ids []any, at map[string]int, out *driver.PushRead) error {
+// readRowsIn reads the rows of x among g's keys into out.
+func (t *Tx) readRowsIn(ctx context.Context, x *table, g rowkeys.Group, keys []driver.RowKey, out *driver.PushRead) error {
 	q := "SELECT " + x.sel + " FROM " + quoteIdent(x.def.Name) + " WHERE " + quoteIdent(partitionColumn) + " = ? AND " +
-		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(ids)) + ")"
-	rows, err := t.c.query(ctx, t.tx, q, append([]any{t.partition}, ids...), "mysql: read rows for a push")
+		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(g.Index)) + ")"
+	rows, err := t.c.query(ctx, t.tx, q, g.IDs(keys, t.partition), "mysql: read rows for a push")
 	if err != nil {
 		return err
 	}
@@ -87,9 +66,7 @@ func (t *Tx) readRowsIn(ctx context.Context, x *table, ids []any, at map[string]
 		if err != nil {
 			return err
 		}
-		if i, ok := at[row.ID]; ok {
-			out.Rows[i], out.Found[i] = row, true
-		}
+		g.Place(out, row)
 	}
 	return t.c.mapErr(ctx, rows.Err(), "mysql: read rows for a push")
 }
