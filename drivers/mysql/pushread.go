@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"strings"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/rowkeys"
@@ -15,7 +16,9 @@ const pushReadChunk = 500
 // BeginPush begins a push's Tx (Begin) and reads its stored result and
 // the current rows of keys (driver.PushBeginner) in 1 + one statement per
 // table (per 500 ids), instead of 1 + one per row: each statement is a
-// round trip, and a push of 10 rows would otherwise make 11.
+// round trip, and a push of 10 rows would otherwise make 11. The first
+// table's statement also reads the result (a LEFT JOIN of both on a
+// one-row table), so a push into one table makes ONE statement.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
 	dtx, err := c.Begin(ctx, partition)
 	if err != nil {
@@ -24,18 +27,24 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	t := dtx.(*Tx)
 	var out driver.PushRead
 	err = t.op(ctx, func() error {
-		var err error
-		out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
-		if err != nil || out.HasResult {
+		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+		groups := rowkeys.Groups(keys, pushReadChunk)
+		if len(groups) == 0 {
+			var err error
+			out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
 			return err
 		}
-		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		for _, g := range rowkeys.Groups(keys, pushReadChunk) {
+		for gi, g := range groups {
 			x, err := c.table(g.Table)
 			if err != nil {
 				return err
 			}
-			if err := t.readRowsIn(ctx, x, g, keys, &out); err != nil {
+			if gi == 0 {
+				err = t.readResultAndRowsIn(ctx, x, g, keys, clientID, clientCommitID, &out)
+			} else {
+				err = t.readRowsIn(ctx, x, g, keys, &out)
+			}
+			if err != nil || out.HasResult {
 				return err
 			}
 		}
@@ -69,4 +78,48 @@ func (t *Tx) readRowsIn(ctx context.Context, x *table, g rowkeys.Group, keys []d
 		g.Place(out, row)
 	}
 	return t.c.mapErr(ctx, rows.Err(), "mysql: read rows for a push")
+}
+
+// readResultAndRowsIn reads the push result of (clientID, clientCommitID)
+// and the rows of x among g's keys in one statement: one row per row
+// found, or a single row with NULL row columns when none is; the result
+// column (NULL when none is stored) repeats on every row.
+func (t *Tx) readResultAndRowsIn(ctx context.Context, x *table, g rowkeys.Group, keys []driver.RowKey, clientID, clientCommitID string, out *driver.PushRead) error {
+	cols := []string{"t." + quoteIdent(versionColumn), "t." + quoteIdent(negZeroColumn)}
+	for _, c := range x.def.Columns {
+		cols = append(cols, "t."+quoteIdent(c.Name))
+	}
+	q := "SELECT r.result, " + strings.Join(cols, ", ") + " FROM (SELECT 1 AS one) AS o" +
+		" LEFT JOIN _sync_push_results r ON r.p = ? AND r.client_id = ? AND r.client_commit_id = ?" +
+		" LEFT JOIN " + quoteIdent(x.def.Name) + " t ON t." + quoteIdent(partitionColumn) + " = ? AND t." +
+		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(g.Index)) + ")"
+	rows, err := t.c.query(ctx, t.tx, q, g.IDs(keys, t.partition, clientID, clientCommitID, t.partition), "mysql: read for a push")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var result []byte
+		dest := append([]any{&result}, x.scanDest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return t.c.mapErr(ctx, err, "mysql: read for a push")
+		}
+		if result != nil {
+			r, err := driver.DecodePushResult(result)
+			if err != nil {
+				return err
+			}
+			out.Result, out.HasResult = r, true
+			return nil
+		}
+		if *(dest[1].(*any)) == nil {
+			continue // no row of x among the keys
+		}
+		row, err := x.decodeRow(dest[1:])
+		if err != nil {
+			return err
+		}
+		g.Place(out, row)
+	}
+	return t.c.mapErr(ctx, rows.Err(), "mysql: read for a push")
 }
