@@ -15,6 +15,7 @@ targets=(
 	"./sync FuzzScopeFilter"
 	"./sync FuzzIdentifier"
 	"./sync FuzzValue"
+	"./sync FuzzPullToken"
 	"./internal/sqlitedialect FuzzTokenize"
 	"./internal/sqlitedialect FuzzCheckQueryText"
 	"./internal/sqlitedialect FuzzAppendJSONString"

@@ -12,7 +12,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The standard benchmark (BENCH.md), outside go test: RunWorkloads runs
+// The standard benchmark (docs/performance.md), outside go test: RunWorkloads runs
 // W1–W6 against a Harness, each several times on fresh stores, and returns
 // median rates, peak memory and the W1 scaling figures. cmd/conformance
 // -bench prints it; RunBenchmarks (bench_testing.go) is the go test -bench
@@ -26,16 +26,16 @@ type SizeReporter interface {
 	StoreSizeBytes(ctx context.Context) (int64, error)
 }
 
-// BenchOptions configure RunWorkloads. The zero value runs BENCH.md as
+// BenchOptions configure RunWorkloads. The zero value runs docs/performance.md as
 // written: 3 runs, W1 of 5,000 commits, no 10× run.
 type BenchOptions struct {
 	// Runs is how many times each workload runs on a fresh store; rates
-	// are the median. 0 means 3; BENCH.md asks for at least 3.
+	// are the median. 0 means 3; docs/performance.md asks for at least 3.
 	Runs int
 	// Commits is W1's size (and so the store size W2, W3 and W5 read).
-	// 0 means 5,000, BENCH.md's figure. Values below 10 give no tenths.
+	// 0 means 5,000, docs/performance.md's figure. Values below 10 give no tenths.
 	Commits int
-	// Scale adds one W1 run of 10× Commits (BENCH.md: show the push rate
+	// Scale adds one W1 run of 10× Commits (docs/performance.md: show the push rate
 	// holds at 50,000 commits).
 	Scale bool
 	// Match, if set, selects the workloads whose ID ("W1"…"W6") it
@@ -73,7 +73,7 @@ type WorkloadResult struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// Scaling holds W1's per-tenth push rates (BENCH.md's scaling rule: the
+// Scaling holds W1's per-tenth push rates (docs/performance.md's scaling rule: the
 // last tenth's rate must be ≥ 90% of the first's).
 type Scaling struct {
 	Commits int `json:"commits"`
@@ -103,7 +103,7 @@ type BenchReport struct {
 	StoreBytesAfterW1 int64 `json:"storeBytesAfterW1,omitempty"`
 	// W7OverW1 is W7's time over W1's — the median over the runs of W1's
 	// commits/s over W7's in the same run (they run back to back) — the
-	// engine's own cost (BENCH.md: goal ≤ 1.25); 0 unless both ran.
+	// engine's own cost (docs/performance.md: goal ≤ 1.25); 0 unless both ran.
 	W7OverW1 float64 `json:"w7OverW1,omitempty"`
 	// PeakRSSBytes is the largest of the workloads' peaks.
 	PeakRSSBytes int64 `json:"peakRssBytes"`
@@ -137,7 +137,7 @@ var workloadSpecs = []workloadSpec{
 	{"W7", "push through the engine", "", []string{"commits/s", "changes/s"}},
 }
 
-// RunWorkloads runs BENCH.md's W1–W6 against h, opts.Runs times each on
+// RunWorkloads runs docs/performance.md's W1–W6 against h, opts.Runs times each on
 // fresh stores (W1, then W2, W3, W5 on W1's store; W4, W6a, W6b each on
 // its own), and returns median rates per workload, peak memory per
 // workload and W1's scaling figures. A workload whose capability the

@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/drivers/sqlite"
 )
 
-// W1 measures every tenth in process CPU time as well (BENCH.md's scaling
+// W1 measures every tenth in process CPU time as well (docs/performance.md's scaling
 // rule, measured so that a loaded machine does not distort it).
 func TestW1CPUTenths(t *testing.T) {
 	if _, ok := processCPU(); !ok {

@@ -9,7 +9,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// W7 (BENCH.md): W1's commits through the engine, sync.Store.Push, every
+// W7 (docs/performance.md): W1's commits through the engine, sync.Store.Push, every
 // op carrying its base version (0: the rows are new). Its time over W1's
 // is the engine's own cost per commit: the replay check, the reads of the
 // current rows, validation, the request digest, the result. Goal ≤ 1.25×.

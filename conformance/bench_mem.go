@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Peak memory of the process during a workload (BENCH.md: "peak RSS").
+// Peak memory of the process during a workload (docs/performance.md: "peak RSS").
 //
 // On Linux the figure is the kernel's VmHWM (/proc/self/status), reset
 // before each workload by writing "5" to /proc/self/clear_refs, so it is

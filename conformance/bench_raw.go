@@ -11,7 +11,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Raw-loop references (BENCH.md: "a raw loop issuing the minimum SQL a
+// Raw-loop references (docs/performance.md: "a raw loop issuing the minimum SQL a
 // commit needs on the same engine — the physical ceiling for that
 // engine"). A driver's raw loop writes W1's commits into the very tables
 // its driver created, with the fewest statements and round trips the

@@ -17,7 +17,7 @@ type w4Result struct {
 	enqueue, drain      time.Duration
 }
 
-// runW4 is BENCH.md's W4 on a fresh store: enqueue 10,000 reactions in
+// runW4 is docs/performance.md's W4 on a fresh store: enqueue 10,000 reactions in
 // 100 transactions of 100 (each Tx also pushes one commit, their source),
 // then 4 workers loop claim (limit 50, lease 30 s) → complete each until a
 // claim comes back empty. It checks that every reaction was completed

@@ -10,15 +10,15 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// RunBenchmarks runs BENCH.md's workloads as sub-benchmarks of b, one per
+// RunBenchmarks runs docs/performance.md's workloads as sub-benchmarks of b, one per
 // workload, so a driver's test file measures itself with
 //
 //	func BenchmarkWorkloads(b *testing.B) { conformance.RunBenchmarks(b, h) }
 //
 // and `go test -run '^$' -bench BenchmarkWorkloads -benchtime 1x -count 6`
-// feeds benchstat. One iteration is the whole workload as BENCH.md
+// feeds benchstat. One iteration is the whole workload as docs/performance.md
 // defines it; ns/op is its timed part (setup, such as W1 before W2, is not
-// timed). Each sub-benchmark also reports its BENCH.md rates as custom
+// timed). Each sub-benchmark also reports its docs/performance.md rates as custom
 // metrics (commits/s, changes/s, rows/s, …) and the process's peak memory
 // (peak-RSS-bytes). Sub-benchmarks:
 //

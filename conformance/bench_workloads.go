@@ -12,14 +12,14 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The workloads of BENCH.md (W1–W6), written against driver.Conn only, so
+// The workloads of docs/performance.md (W1–W6), written against driver.Conn only, so
 // every driver — bundled or third-party — is measured on the same work.
 // Each returns what it did (counts) and how long its timed part took;
 // setup is never timed. Each also checks that the work really happened
 // (counts read back, sequences dense) and fails otherwise: a fast wrong
 // answer is not a rate.
 
-// The shape of the standard workload (BENCH.md).
+// The shape of the standard workload (docs/performance.md).
 const (
 	// BenchPartition is the partition W1–W5 write and read.
 	BenchPartition = "bench"
@@ -266,6 +266,13 @@ func runW5(ctx context.Context, conn driver.Conn, commits int) (int, time.Durati
 // (SEQ-1, SEQ-4), both from the seqs AppendCommit returned and from
 // MaxCommitSeq.
 func runW6(ctx context.Context, conn driver.Conn, shared bool) (int, time.Duration, error) {
+	return runW6Across(ctx, []driver.Conn{conn}, shared)
+}
+
+// runW6Across is runW6 with goroutine g pushing through conns[g mod
+// len(conns)]: instances of one store on different nodes of a cluster.
+func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, time.Duration, error) {
+	conn := conns[0]
 	partition := func(g int) string {
 		if shared {
 			return BenchPartition
@@ -282,7 +289,7 @@ func runW6(ctx context.Context, conn driver.Conn, shared bool) (int, time.Durati
 			defer wg.Done()
 			for j := 0; j < w6CommitsEach; j++ {
 				first := (g*w6CommitsEach + j) * BenchRowsPerCommit
-				seq, err := pushCommit(ctx, conn, partition(g), first, "g"+strconv.Itoa(g)+"-c"+strconv.Itoa(j))
+				seq, err := pushCommit(ctx, conns[g%len(conns)], partition(g), first, "g"+strconv.Itoa(g)+"-c"+strconv.Itoa(j))
 				if err != nil {
 					errs[g] = fmt.Errorf("W6 goroutine %d commit %d: %w", g, j, err)
 					return

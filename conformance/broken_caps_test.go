@@ -11,7 +11,7 @@ import (
 
 // TestSuiteCatchesBrokenCapabilities runs the cases of one capability
 // group against a wrapper of the SQLite driver that breaks one rule of
-// that group, and checks that exactly that rule fails (STYLE pitfall 9):
+// that group, and checks that exactly that rule fails:
 // one wrapper per group of index-lookup, blob-refs, admin and
 // authoritative-query. Each wrapper declares only the capability it
 // breaks; the unbroken SQLite driver passing the same cases is checked by
@@ -43,6 +43,11 @@ func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
 				return &aqAcrossPartitions{connWrap: connWrap{c}, q: c.(driver.AuthoritativeQueryConn), parts: map[string]bool{}}
 			},
 			[]string{"AQ-2"}},
+		{"query-buffers-past-its-result-bounds", driver.CapAuthoritativeQuery, "^AQ-6/(rows|result-bytes)-bound$",
+			func(c driver.Conn) driver.Conn {
+				return &aqIgnoresResultBounds{connWrap: connWrap{c}, q: c.(driver.AuthoritativeQueryConn)}
+			},
+			[]string{"AQ-6"}},
 	}
 	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
@@ -146,6 +151,21 @@ func (c *admRecordsByTime) ListClientRecords(ctx context.Context, p string, q dr
 // ListCommitMeta is the SQLite driver's own (admInclusiveCursor breaks it).
 func (c *admRecordsByTime) ListCommitMeta(ctx context.Context, p string, before int64, limit int) ([]driver.CommitMeta, error) {
 	return c.a.ListCommitMeta(ctx, p, before, limit)
+}
+
+// ---- rows and result bytes bounds ignored (AQ-6) ----
+
+// aqIgnoresResultBounds models a driver that reads every row the engine
+// gives and never applies the host's MaxRows or MaxResultBytes (its time
+// bound stays, so the suite still ends).
+type aqIgnoresResultBounds struct {
+	connWrap
+	q driver.AuthoritativeQueryConn
+}
+
+func (c *aqIgnoresResultBounds) AuthoritativeQuery(ctx context.Context, p string, q driver.Query) (driver.QueryResult, error) {
+	q.Limits.MaxRows, q.Limits.MaxResultBytes = driver.MaxQueryMaxRows, driver.MaxQueryMaxResultBytes
+	return c.q.AuthoritativeQuery(ctx, p, q)
 }
 
 // ---- a schema-qualified name reads every partition (AQ-2) ----

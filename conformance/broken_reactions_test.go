@@ -10,7 +10,7 @@ import (
 
 // TestSuiteCatchesBrokenReactions runs the RX cases against wrappers of the
 // SQLite driver that each break one reaction rule, and checks that exactly
-// that rule fails (STYLE pitfall 9). The wrappers keep both halves of the
+// that rule fails. The wrappers keep both halves of the
 // reactions capability (a wrapper that dropped one would be caught by
 // ERR-3, not by these cases).
 func TestSuiteCatchesBrokenReactions(t *testing.T) {

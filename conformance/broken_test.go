@@ -16,7 +16,7 @@ import (
 // failure points at the right rule).
 func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 	broken := []brokenDriver{
-		{name: "leaky-scan", want: []string{"P-1", "P-2", "V-1"}, wrap: func(c driver.Conn) driver.Conn {
+		{name: "leaky-scan", want: []string{"P-1", "P-2", "V-1"}, also: []string{"PULL-3"}, wrap: func(c driver.Conn) driver.Conn {
 			return &leakyScan{connWrap: connWrap{c}, parts: map[string]bool{}}
 		}},
 		// Every case that counts commits after a rollback notices; Push
@@ -25,7 +25,8 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		{name: "burn-seq-on-rollback", want: []string{"SEQ-2", "TX-2", "TX-8", "V-9"},
 			also: []string{"PUSH-1", "PUSH-2", "PUSH-5", "PUSH-7"},
 			wrap: func(c driver.Conn) driver.Conn { return &burnOnRollback{connWrap{c}} }},
-		{name: "split-commit-at-limit", want: []string{"WIN-4"},
+		// Pull returns the windows it reads (PULL-6).
+		{name: "split-commit-at-limit", want: []string{"WIN-4"}, also: []string{"PULL-6"},
 			wrap: func(c driver.Conn) driver.Conn { return &splitAtLimit{connWrap{c}} }},
 		// Its results live in memory, beyond the reach of the retention
 		// deletions too.
@@ -39,10 +40,12 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &halfCapability{connWrap{c}} }},
 		{name: "capability-lost-by-wrapper", caps: []driver.Capability{driver.CapAdmin}, want: []string{"ERR-3"},
 			wrap: func(c driver.Conn) driver.Conn { return &connWrap{c} }},
-		// Push's deletes keep the row too.
-		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4"},
+		// Push's deletes keep the row too; a bootstrap page then holds a
+		// deleted row (PULL-5).
+		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4", "PULL-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &deleteIsNoop{connWrap{c}} }},
-		{name: "descending-scan", want: []string{"SCAN-1"},
+		// Bootstrap pages are scans (PULL-2…PULL-5, PULL-8).
+		{name: "descending-scan", want: []string{"SCAN-1"}, also: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8"},
 			wrap: func(c driver.Conn) driver.Conn { return &descendingScan{connWrap{c}} }},
 		{name: "integers-through-float64", want: []string{"V-3", "VAL-1"},
 			wrap: func(c driver.Conn) driver.Conn { return &lossyIntegers{connWrap{c}} }},
@@ -90,7 +93,7 @@ func (c connWrap) unwrap() driver.Conn { return c.Conn }
 // runBroken runs the suite (or b.match of it) against each broken driver in
 // parallel and checks that every rule of b.want fails and nothing fails
 // outside b.want and b.also — the suite can fail, and its failures point at
-// the rule that was broken (STYLE pitfall 9).
+// the rule that was broken.
 func runBroken(t *testing.T, broken []brokenDriver) {
 	t.Helper()
 	if testing.Short() {

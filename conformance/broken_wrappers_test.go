@@ -14,8 +14,8 @@ import (
 
 // Deliberately broken drivers: each wraps a real SQLite Conn and breaks
 // one promise of the contract. broken_test.go runs the suite against each
-// and asserts that exactly the rules it breaks fail (STYLE pitfall 9: an
-// untested suite).
+// and asserts that exactly the rules it breaks fail (a suite that is
+// never shown failing is untested).
 
 // connWrap forwards every core method to the wrapped Conn. Embedding the
 // interface drops the wrapped Conn's optional capabilities, which is what

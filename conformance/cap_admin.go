@@ -11,7 +11,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the admin capability (CONTRACT.md ADM-1, ADM-2): read-only console
+// Cases of the admin capability (docs/contract.md ADM-1, ADM-2): read-only console
 // views. Client records newest first; commit metadata newest first, paged
 // with an exclusive beforeSeq cursor so every page is reachable; scope
 // activity counting only matching changes; row scopes lookup.

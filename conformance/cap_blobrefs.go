@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the blob-refs capability (CONTRACT.md BLOB-1): Tx.SetBlobRefs
+// Cases of the blob-refs capability (docs/contract.md BLOB-1): Tx.SetBlobRefs
 // replaces a row's set of referenced blob ids (empty clears; deleting the
 // row clears), ListRowsReferencingBlob returns the existing rows with
 // their current scopes, ListReferencedBlobIDs lists distinct ids, paged.

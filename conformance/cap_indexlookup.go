@@ -7,7 +7,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the index-lookup capability (CONTRACT.md IXL-1…IXL-4): exact
+// Cases of the index-lookup capability (docs/contract.md IXL-1…IXL-4): exact
 // lookups through a declared index, bounded and resumable (IXL-1), inside
 // a Tx over staged writes (IXL-3), never turning an index into a scope
 // (IXL-4). The IXL-2 error-order cases are in cap_indexlookup_errors.go.

@@ -10,7 +10,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Cases of the authoritative-query capability (CONTRACT.md AQ-1…AQ-5).
+// Cases of the authoritative-query capability (docs/contract.md AQ-1…AQ-5).
 // The hostile corpus (cap_query_corpus.go, with more attacks in
 // cap_query_corpus_extra.go) and the dialect-parity corpus
 // (cap_query_parity.go) become one case per entry,

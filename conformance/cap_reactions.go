@@ -10,7 +10,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Cases of the reactions capability (CONTRACT.md RX-1…RX-10): this file
+// Cases of the reactions capability (docs/contract.md RX-1…RX-10): this file
 // holds the helpers and RX-1 (enqueue in the push transaction); claims are
 // in cap_reactions_claim.go, ownership and failure in
 // cap_reactions_owner.go, listing and pruning in cap_reactions_admin.go.

@@ -1,6 +1,6 @@
 // Package conformance is the shared behaviour suite every syncstore driver,
 // bundled or third-party, is held to. Each case checks one rule of
-// CONTRACT.md and is named by it ("SEQ-2/rollback-consumes-nothing").
+// docs/contract.md and is named by it ("SEQ-2/rollback-consumes-nothing").
 // Core cases bind every driver; a capability's cases run only when the
 // driver declares the capability (by implementing its interfaces) and
 // are reported as not implemented otherwise — never silently passed.
@@ -96,8 +96,8 @@ var registry []Case
 // register adds cases to the suite; called from init in each rule file.
 func register(cs ...Case) { registry = append(registry, cs...) }
 
-// groupOrder fixes the report order of rule groups (CONTRACT.md order).
-var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "SCAN", "PR", "CR", "REG", "HZ", "PUSH", "RET", "ERR",
+// groupOrder fixes the report order of rule groups (docs/contract.md order).
+var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "SCAN", "PR", "CR", "REG", "HZ", "PUSH", "PULL", "RET", "ERR",
 	"RX", "AQ", "IXL", "BLOB", "ADM", "FAN"}
 
 func ruleKey(rule string) (int, int) {

@@ -11,7 +11,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Rule group SEQ: the dense per-partition commit sequence (CONTRACT.md
+// Rule group SEQ: the dense per-partition commit sequence (docs/contract.md
 // SEQ-1…SEQ-6). Every commit these cases make records one upsert of a todo
 // in project seqProject, so one window read returns the whole log.
 

@@ -41,11 +41,13 @@ var errCodes = []struct {
 	{driver.CodeUnsupported, driver.ErrUnsupported, false},
 	{driver.CodeDuplicateReactionKey, driver.ErrDuplicateReactionKey, false},
 	{driver.CodeQueryInvalid, driver.ErrQueryInvalid, false},
+	{driver.CodeQueryLimit, driver.ErrQueryLimit, false},
 	{driver.CodeIndexNotFound, driver.ErrIndexNotFound, false},
 	{driver.CodeIndexValueCountMismatch, driver.ErrIndexValueCountMismatch, false},
 	{driver.CodeCommitOutcomeUnknown, driver.ErrCommitOutcomeUnknown, true},
 	{driver.CodeCursorExpired, driver.ErrCursorExpired, false},
 	{driver.CodeCursorAhead, driver.ErrCursorAhead, false},
+	{driver.CodeClientActorMismatch, driver.ErrClientActorMismatch, false},
 	{driver.CodeClosed, driver.ErrClosed, false},
 	{driver.CodeInternal, driver.ErrInternal, false},
 }

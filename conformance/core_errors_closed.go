@@ -288,6 +288,8 @@ func init() {
 			if calls != 0 {
 				t.Errorf("ERR-4: RunInTx after Close called fn %d times; want 0", calls)
 			}
+			_, err = store.Pull(ctx, "p1", pullReq(pullSub("s", "p7", 0), pullSub("b", "p7", syncstore.PullBootstrap)))
+			errExpectTyped(t, "Store.Pull after Close", err, driver.CodeClosed)
 		}},
 	)
 }

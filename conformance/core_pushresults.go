@@ -10,7 +10,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Rule group PR: stored push results and idempotency (CONTRACT.md PR-1…PR-6;
+// Rule group PR: stored push results and idempotency (docs/contract.md PR-1…PR-6;
 // PR-5, a corrupted stored result, is checked per driver since only the
 // driver can corrupt its own storage).
 

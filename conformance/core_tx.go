@@ -12,7 +12,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Rule group TX, visibility and lifecycle (CONTRACT.md TX-2…TX-5). The
+// Rule group TX, visibility and lifecycle (docs/contract.md TX-2…TX-5). The
 // serialization cases (TX-1, TX-9) are in core_tx_concurrency.go, the
 // failure cases (TX-6…TX-8) in core_tx_failures.go.
 

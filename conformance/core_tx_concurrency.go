@@ -11,7 +11,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Rule group TX, serialization (CONTRACT.md TX-1, TX-9). The cases judge
+// Rule group TX, serialization (docs/contract.md TX-1, TX-9). The cases judge
 // outcomes, never the engine's name: an engine whose Begin waits must hand
 // the partition over in order; an engine whose Begin returns at once
 // (optimistic, D1) must fail the later Commit with write_conflict (TX-9).

@@ -10,7 +10,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Rule group TX, failures (CONTRACT.md TX-6 cancelled contexts, TX-7
+// Rule group TX, failures (docs/contract.md TX-6 cancelled contexts, TX-7
 // unreachable engines, TX-8 CommitRejected).
 
 // txExpectUnchanged checks that p still holds exactly the todo base (seq

@@ -7,7 +7,7 @@ import (
 	"github.com/syncstore/syncstore/internal/faulttest"
 )
 
-// Rule TX-10 (CONTRACT.md): Commit tells the truth about its outcome. nil
+// Rule TX-10 (docs/contract.md): Commit tells the truth about its outcome. nil
 // only if the Tx landed; an error other than
 // sync.storage.commit_outcome_unknown only if nothing of it landed; an
 // unknown outcome resolves by reading what the Tx wrote (its push result).

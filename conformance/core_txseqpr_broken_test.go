@@ -13,7 +13,7 @@ import (
 // TestTxSeqPRCasesCatchBrokenDrivers runs the TX, SEQ and PR cases against
 // wrappers of the SQLite driver that each break transactions, the commit
 // sequence or push results in one way, and checks that exactly the
-// expected rules of those groups fail (STYLE pitfall 9).
+// expected rules of those groups fail.
 func TestTxSeqPRCasesCatchBrokenDrivers(t *testing.T) {
 	match := regexp.MustCompile(`^(TX|SEQ|PR)-`)
 	broken := []struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // Rule group V: input validation, enforced once by sync before a driver
-// is called (CONTRACT.md V-1…V-10), and SCH-8 as sync checks it. Each case
+// is called (docs/contract.md V-1…V-10), and SCH-8 as sync checks it. Each case
 // wraps the case's store in a sync.Store with TestSchema ensured and runs
 // part of the catalog of bad calls (core_validation_calls.go), asserting
 // the exact code; V-9 runs the whole catalog between two snapshots of the

@@ -9,8 +9,7 @@ import (
 
 // ERR-3, wrapping: a wrapper for tracing or metrics (driver.WrapConn) must
 // keep every capability of what it wraps, Conn and Tx halves alike
-// (DESIGN: "A wrapper must keep the capabilities of what it wraps";
-// STYLE pitfall 6). The case wraps the harness's Conn, so it checks the
+// ("a wrapper must keep the capabilities of what it wraps"). The case wraps the harness's Conn, so it checks the
 // wrapper against every driver's real combination of interfaces.
 
 // wrapCalls are hooks that count the calls through a wrapped Conn.

@@ -13,7 +13,7 @@ import (
 // TestCursorCasesCatchBrokenDrivers runs the cases of WIN-8, HZ-4 and
 // CR-3 against wrappers of the SQLite driver that each break one promise
 // of cursors and paging, and checks that the broken rule fails and
-// nothing else does (STYLE pitfall 9).
+// nothing else does.
 func TestCursorCasesCatchBrokenDrivers(t *testing.T) {
 	match := regexp.MustCompile(`^(WIN-8|HZ-4|CR-3)/`)
 	broken := []brokenDriver{

@@ -11,7 +11,7 @@ import (
 // TestPushCasesCatchBrokenDrivers runs the PUSH cases (sync.Store.Push
 // over a driver) against wrappers of the SQLite driver that each break
 // one promise Push relies on, and checks that exactly the expected rules
-// fail (STYLE pitfall 9): the engine is only as right as the driver
+// fail: the engine is only as right as the driver
 // under it, and the suite says which rule a driver breaks.
 func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 	match := regexp.MustCompile(`^PUSH-[0-9]+/`)

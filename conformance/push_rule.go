@@ -26,6 +26,9 @@ func init() {
 		Case{Name: "PUSH-3/batched-push-reads-match-single-reads", Run: pushBeginnerMatches},
 		Case{Name: "PUSH-4/versions-scopes-and-changes-from-the-rows-written", Run: pushAppliedShape},
 		Case{Name: "PUSH-4/delete-logs-the-last-scopes", Run: pushDelete},
+		// Catches: a row moved to another scope logged only under its new
+		// scopes, so the old scope's subscribers keep a stale copy.
+		Case{Name: "PUSH-4/moving-a-row-out-of-a-scope-logs-its-delete", Run: pushMove},
 		Case{Name: "PUSH-5/conflict-rejects-the-whole-commit", Run: pushAllOrNothing},
 		Case{Name: "PUSH-5/unique-collision-is-an-op-error", Run: pushUniqueCollision},
 		Case{Name: "PUSH-6/authorize-per-op-refusal-rejects", Run: pushAuthorize},
@@ -274,14 +277,16 @@ func pushAppliedShape(t T, h Harness) {
 	}
 	ch := func(r driver.Row) driver.Change { return upsertChange(tTodos, r) }
 	expectEqual(t, "PUSH-4: first response's changes", []driver.Change{ch(rowOf(b1, 1)), ch(rowOf(a1, 1))}, r1.Changes)
-	expectEqual(t, "PUSH-4: second response's changes", []driver.Change{ch(rows["ta"]), ch(rows["tc"])}, r2.Changes)
+	// ta leaves p1/o1: a delete under its old scopes comes before its upsert.
+	leave := driver.Change{Table: tTodos, RowID: "ta", Op: driver.OpDelete, Scopes: rowOf(a1, 1).Scopes}
+	expectEqual(t, "PUSH-4: second response's changes", []driver.Change{leave, ch(rows["ta"]), ch(rows["tc"])}, r2.Changes)
 	// The log, read by scope, carries exactly what was written.
 	meta := func(seq int64, client string, cs ...driver.Change) driver.Commit {
 		return driver.Commit{Seq: seq, ClientID: client, ClientCommitID: "k1", ActorID: "actor-" + client, CreatedAtMs: map[int64]int64{1: r1.RecordedAtMs, 2: r2.RecordedAtMs}[seq], Changes: cs}
 	}
 	expectEqual(t, "PUSH-4: log of project p2", []driver.Commit{meta(2, "c2", ch(rows["ta"]), ch(rows["tc"]))},
 		winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"project": {"p2"}}, math.MaxInt64)))
-	expectEqual(t, "PUSH-4: log of owner o1", []driver.Commit{meta(1, "c1", ch(rowOf(b1, 1)), ch(rowOf(a1, 1))), meta(2, "c2", ch(rows["tc"]))},
+	expectEqual(t, "PUSH-4: log of owner o1", []driver.Commit{meta(1, "c1", ch(rowOf(b1, 1)), ch(rowOf(a1, 1))), meta(2, "c2", leave, ch(rows["tc"]))},
 		winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"owner": {"o1"}}, math.MaxInt64)))
 	stored, _, err := conn.GetPushResult(t.Context(), "p1", "c2", "k1")
 	must(t, "GetPushResult", err)
@@ -307,6 +312,29 @@ func pushDelete(t T, h Harness) {
 	// Re-creating the row starts again at version 1.
 	r = pushDo(t, s, "p1", pushReq("c1", "k3", pushTodo("ta", "p7", "o1", "again", syncstore.Version(0))))
 	expectEqual(t, "PUSH-4: a re-created row's version", int64(1), r.Ops[0].ServerVersion)
+}
+
+func pushMove(t T, h Harness) {
+	conn, s := pushStore(t, h)
+	pushDo(t, s, "p1", pushReq("c1", "k1", pushTodo("ta", "p7", "o1", "a", nil)))
+	r := pushDo(t, s, "p1", pushReq("c1", "k2", pushTodo("ta", "p8", "o1", "moved", syncstore.Version(1))))
+	del := driver.Change{Table: tTodos, RowID: "ta", Op: driver.OpDelete, Scopes: driver.Scopes{"project": "p7", "owner": "o1"}}
+	moved := rowOf(pushTodo("ta", "p8", "o1", "moved", nil), 2)
+	up := driver.Change{Table: tTodos, RowID: "ta", Op: driver.OpUpsert, Scopes: moved.Scopes, Values: moved.Values, RowVersion: 2}
+	expectEqual(t, "PUSH-4: a move's changes (a delete under the old scopes, then the upsert)", []driver.Change{del, up}, r.Changes)
+	old := winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"project": {"p7"}}, math.MaxInt64))
+	expectEqual(t, "PUSH-4: commits of the old scope", []int64{1, 2}, seqs(old))
+	if len(old) == 2 {
+		expectEqual(t, "PUSH-4: what the old scope's subscribers read of the move", []driver.Change{del}, old[1].Changes)
+	}
+	nw := winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"project": {"p8"}}, math.MaxInt64))
+	expectEqual(t, "PUSH-4: commits of the new scope", []int64{2}, seqs(nw))
+	if len(nw) == 1 {
+		expectEqual(t, "PUSH-4: what the new scope's subscribers read of the move", []driver.Change{up}, nw[0].Changes)
+	}
+	// An edit that keeps the scopes logs the upsert alone.
+	r = pushDo(t, s, "p1", pushReq("c1", "k3", pushTodo("ta", "p8", "o1", "again", syncstore.Version(2))))
+	expectEqual(t, "PUSH-4: an edit within its scopes logs one change", 1, len(r.Changes))
 }
 
 // Catches: ops before the failing one written (not all-or-nothing), a

@@ -11,8 +11,7 @@ import (
 
 // TestRetentionCasesCatchBrokenDrivers runs the retention cases (PR-7,
 // CR-4, CR-5, RET) against wrappers of the SQLite driver that each get one
-// retention method wrong, and checks that exactly the expected rules fail
-// (STYLE pitfall 9).
+// retention method wrong, and checks that exactly the expected rules fail.
 func TestRetentionCasesCatchBrokenDrivers(t *testing.T) {
 	match := regexp.MustCompile(`^(PR-7|CR-4|CR-5|RET-[0-9]+)/`)
 	runBroken(t, []brokenDriver{

@@ -7,7 +7,7 @@ import "context"
 // by driver name.
 type Capability string
 
-// The optional capabilities of CONTRACT.md.
+// The optional capabilities of docs/contract.md.
 const (
 	CapReactions          Capability = "reactions"
 	CapAuthoritativeQuery Capability = "authoritative-query"
@@ -198,11 +198,14 @@ type ReactionsTx interface {
 
 // Query is a host-registered SELECT (AQ-1): SQL in the portable
 // SQLite-family dialect with `?`/`?N` parameters, Args bound in order, and
-// Tables the declared tables it reads.
+// Tables the declared tables it reads. Limits bounds its time on the
+// engine, its result and the values it builds (AQ-6); the zero value is
+// the safe default set (see QueryLimits).
 type Query struct {
 	SQL    string
 	Args   []any
 	Tables []string
+	Limits QueryLimits
 }
 
 // QueryResult holds the rows of a query (values int64 | float64 | string |

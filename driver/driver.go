@@ -6,7 +6,7 @@
 // # Writing a driver
 //
 //  1. Implement Driver, Conn and Tx. Every method of Conn and Tx is core:
-//     CONTRACT.md's rule groups SCH, ROW/VAL, P, TX, SEQ, WIN, SCAN, PR, CR,
+//     docs/contract.md's rule groups SCH, ROW/VAL, P, TX, SEQ, WIN, SCAN, PR, CR,
 //     REG, HZ and ERR bind every driver. Each method's comment names its
 //     rules.
 //  2. Input is already valid. The sync package enforces group V (ids,

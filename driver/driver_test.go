@@ -3,7 +3,11 @@ package driver_test
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,8 +65,15 @@ func TestRetryableCodes(t *testing.T) {
 			t.Errorf("%s.Retryable() = %v, want %v", c, got, retryable[c])
 		}
 	}
-	if len(seen) != 28 {
-		t.Errorf("Codes lists %d codes, want 28", len(seen))
+	// Every Code constant declared in errors.go is listed, and nothing else.
+	declared := declaredCodes(t)
+	for c := range declared {
+		if !seen[c] {
+			t.Errorf("Codes does not list %s", c)
+		}
+	}
+	if len(seen) != len(declared) {
+		t.Errorf("Codes lists %d codes, errors.go declares %d", len(seen), len(declared))
 	}
 }
 
@@ -182,4 +193,40 @@ func TestClientRecordQueryNext(t *testing.T) {
 	if want := (driver.ClientRecordQuery{AfterUpdatedAtMs: 42, AfterClientID: "c9", Limit: 7}); got != want {
 		t.Errorf("Next = %+v, want %+v", got, want)
 	}
+}
+
+// declaredCodes returns the values of the Code constants errors.go
+// declares (parsed, so a new code cannot be left out of Codes).
+func declaredCodes(t *testing.T) map[driver.Code]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[driver.Code]bool{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+				continue
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[driver.Code(s)] = true
+				}
+			}
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("found %d Code constants in errors.go: the parse missed them", len(out))
+	}
+	return out
 }

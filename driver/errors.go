@@ -9,7 +9,7 @@ import (
 // never change meaning between releases; messages may.
 type Code string
 
-// The error codes of CONTRACT.md. Each has a sentinel below for errors.Is.
+// The error codes of docs/contract.md. Each has a sentinel below for errors.Is.
 const (
 	// CodeInvalidArgument: an argument breaks a V rule (V-1, V-2, V-8, REG-1).
 	CodeInvalidArgument Code = "sync.storage.invalid_argument"
@@ -62,6 +62,12 @@ const (
 	CodeDuplicateReactionKey Code = "sync.storage.duplicate_reaction_key"
 	// CodeQueryInvalid: an authoritative query outside AQ-1/AQ-2.
 	CodeQueryInvalid Code = "sync.storage.query_invalid"
+	// CodeQueryLimit: an authoritative query hit one of its bounds
+	// (QueryLimits: rows, result bytes, value size, time on the engine,
+	// engine memory, rewrite cost; AQ-6). The error is (or wraps) a
+	// *QueryLimitError naming the bound. Nothing was written; not
+	// retryable: the same query fails the same way.
+	CodeQueryLimit Code = "sync.storage.query_limit"
 	// CodeIndexNotFound: an index lookup on an undeclared index (IXL-2).
 	CodeIndexNotFound Code = "sync.storage.index_not_found"
 	// CodeIndexValueCountMismatch: an index lookup with the wrong number of values (IXL-2).
@@ -85,6 +91,10 @@ const (
 	// WIN-8): a cursor this store never issued (a restored backup, a
 	// replica behind the primary). Nothing is returned. Not retryable.
 	CodeCursorAhead Code = "sync.cursor_ahead"
+	// CodeClientActorMismatch: a pull (sync.Store.Pull) names a client id
+	// whose stored record is bound to another actor id (PULL-9). Nothing
+	// is written. Not retryable: a client id belongs to one actor.
+	CodeClientActorMismatch Code = "sync.client_actor_mismatch"
 	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
 	CodeClosed Code = "sync.storage.closed"
 	// CodeInternal: an engine failure the driver could not classify. Not
@@ -207,11 +217,13 @@ var (
 	ErrUnsupported                = &Error{Code: CodeUnsupported, OpIndex: -1}
 	ErrDuplicateReactionKey       = &Error{Code: CodeDuplicateReactionKey, OpIndex: -1}
 	ErrQueryInvalid               = &Error{Code: CodeQueryInvalid, OpIndex: -1}
+	ErrQueryLimit                 = &Error{Code: CodeQueryLimit, OpIndex: -1}
 	ErrIndexNotFound              = &Error{Code: CodeIndexNotFound, OpIndex: -1}
 	ErrIndexValueCountMismatch    = &Error{Code: CodeIndexValueCountMismatch, OpIndex: -1}
 	ErrCommitOutcomeUnknown       = &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1}
 	ErrCursorExpired              = &Error{Code: CodeCursorExpired, OpIndex: -1}
 	ErrCursorAhead                = &Error{Code: CodeCursorAhead, OpIndex: -1}
+	ErrClientActorMismatch        = &Error{Code: CodeClientActorMismatch, OpIndex: -1}
 	ErrClosed                     = &Error{Code: CodeClosed, OpIndex: -1}
 	ErrInternal                   = &Error{Code: CodeInternal, OpIndex: -1}
 )
@@ -222,6 +234,7 @@ func Codes() []Code {
 		CodeInvalidClientID, CodeSchemaInvalid, CodeSchemaMismatch, CodeSchemaNewer,
 		CodeSchemaMigrationUnsupported, CodeUnknownTable, CodeConstraintViolation, CodeTxFinished,
 		CodeWriteConflict, CodeIdempotencyCacheMiss, CodeIdempotencyKeyReused, CodePushTooLarge, CodeInvalidHorizon, CodeUnavailable, CodeUnsupported,
-		CodeDuplicateReactionKey, CodeQueryInvalid, CodeIndexNotFound, CodeIndexValueCountMismatch,
-		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClosed, CodeInternal}
+		CodeDuplicateReactionKey, CodeQueryInvalid, CodeQueryLimit, CodeIndexNotFound, CodeIndexValueCountMismatch,
+		CodeCommitOutcomeUnknown, CodeCursorExpired, CodeCursorAhead, CodeClientActorMismatch, CodeClosed,
+		CodeInternal}
 }

@@ -1,6 +1,6 @@
 package driver
 
-// ColumnType is the portable type of a column (DESIGN: column types).
+// ColumnType is the portable type of a column (docs/contract.md, SCH).
 type ColumnType string
 
 // The column types and the Go type a value of each has in Values:

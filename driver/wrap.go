@@ -40,7 +40,7 @@ type Hooks struct {
 // Tx its Begin returns implements exactly the Tx halves (ReactionsTx,
 // IndexLookupTx, BlobRefsTx) of the Tx conn's Begin returned. So wrapping
 // never changes what a driver declares, and never repairs a driver that
-// declares half a capability either (ERR-3; STYLE pitfall 6). Errors are
+// declares half a capability either (ERR-3). Errors are
 // returned unchanged (ERR-1). The wrapper adds no state: it is safe for
 // concurrent use exactly when conn is. A nil conn returns nil.
 //

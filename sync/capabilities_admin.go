@@ -6,7 +6,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Typed access to the admin capability (CONTRACT.md ADM-1, ADM-2): read-only
+// Typed access to the admin capability (docs/contract.md ADM-1, ADM-2): read-only
 // console views. Input is validated (group V) before the driver is
 // called; a driver without the capability → CodeUnsupported with
 // Capability "admin" (ERR-2).

@@ -6,7 +6,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Typed access to the blob-refs capability (CONTRACT.md BLOB-1): which
+// Typed access to the blob-refs capability (docs/contract.md BLOB-1): which
 // rows reference which blobs. Input is validated (group V) before the
 // driver is called; a driver without the capability → CodeUnsupported
 // with Capability "blob-refs" (ERR-2).

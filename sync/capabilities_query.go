@@ -10,7 +10,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Typed access to the authoritative-query capability (CONTRACT.md
+// Typed access to the authoritative-query capability (docs/contract.md
 // AQ-1…AQ-5). What the SQL may say — one SELECT, reading only its
 // declared tables — is judged by the driver against its engine; what can
 // be checked without an engine is checked here first.
@@ -35,13 +35,18 @@ const MaxQueryBytes = 100_000
 // but the declared tables (infrastructure tables and system catalogs
 // included), a declared table the SQL does not read, and a bind value
 // count that does not match the parameters; nothing is ever written.
+// q.Limits outside driver.QueryLimits' ranges → CodeInvalidLimit (V-5).
+// A query that hits one of q.Limits (zero fields: the defaults — 10,000
+// rows, 16 MiB of result, 1 MiB per value, 5 s on the engine) or whose
+// text is too deeply nested to rewrite → CodeQueryLimit, a
+// *driver.QueryLimitError naming the bound; not retryable (AQ-6).
 // Without the capability → CodeUnsupported (ERR-2).
 func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
 	if err := checkCtx(ctx, "AuthoritativeQuery"); err != nil {
 		return *new(driver.QueryResult), err
 	}
 	const op = "AuthoritativeQuery"
-	aq, ok := s.conn.(driver.AuthoritativeQueryConn)
+	aq, ok := s.reader(ctx).(driver.AuthoritativeQueryConn)
 	if !ok {
 		return driver.QueryResult{}, s.unsupported(op, driver.CapAuthoritativeQuery)
 	}
@@ -68,6 +73,11 @@ func (cs *compiledSchema) checkQuery(op string, q driver.Query) error {
 		if _, err := cs.table(op, t); err != nil {
 			return err
 		}
+	}
+	if err := q.Limits.Check(); err != nil {
+		e := err.(*driver.Error)
+		e.Message = op + ": " + e.Message
+		return e
 	}
 	switch {
 	case q.SQL == "":

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
@@ -225,6 +226,15 @@ func TestCapabilitiesValidation(t *testing.T) {
 		call func() error
 		want driver.Code
 	}{
+		{"AuthoritativeQuery negative MaxRows", func() error {
+			_, err := s.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: "SELECT id FROM notes", Tables: notes, Limits: driver.QueryLimits{MaxRows: -1}})
+			return err
+		}, driver.CodeInvalidLimit},
+		{"AuthoritativeQuery Timeout over 10 min", func() error {
+			_, err := s.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: "SELECT id FROM notes", Tables: notes,
+				Limits: driver.QueryLimits{Timeout: driver.MaxQueryTimeout + time.Second}})
+			return err
+		}, driver.CodeInvalidLimit},
 		{"SetBlobRefs unknown table", setRefs("nope", "n1", "b1"), driver.CodeUnknownTable},
 		{"SetBlobRefs empty row id", setRefs("notes", "", "b1"), driver.CodeInvalidArgument},
 		{"SetBlobRefs empty blob id", setRefs("notes", "n1", "b1", ""), driver.CodeInvalidArgument},

@@ -44,7 +44,7 @@ func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.
 		return *new([]driver.Row), err
 	}
 	const op = "ScanRowsByIndex"
-	ixl, ok := s.conn.(driver.IndexLookupConn)
+	ixl, ok := s.reader(ctx).(driver.IndexLookupConn)
 	if !ok {
 		return nil, s.unsupported(op, driver.CapIndexLookup)
 	}

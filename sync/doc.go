@@ -28,7 +28,7 @@
 //
 // # Validation
 //
-// Every Store and Tx method checks its input against CONTRACT.md group V
+// Every Store and Tx method checks its input against docs/contract.md group V
 // before the driver is called, in one place (validate.go): partitions
 // (V-1), ids (V-2), values against the ensured schema's column types
 // (V-3), row ids and scopes against the primary-key and scope columns
@@ -91,6 +91,26 @@
 // SetPushOptions adds host hooks run inside the push's Tx: Authorize per
 // op (a *Refusal rejects the commit with an application code) and
 // PlanReactions per applied commit (reactions enqueued with it).
+//
+// # Pulling
+//
+// Store.Pull serves one client's subscriptions (rule group PULL): a
+// subscription with cursor PullBootstrap gets its scope's rows in pages
+// pinned at one commit seq, with a BootstrapToken for the next page; one
+// with a cursor gets the whole commits after it that touched its scope,
+// and a NextCursor that moves past the commits that did not. A
+// subscription whose cursor fell below the horizon is reset
+// (ErrCursorExpired as its Reason): the client drops its rows and
+// bootstraps again. The client sends back NextCursor and BootstrapToken:
+//
+//	resp, err := store.Pull(ctx, partition, sync.PullRequest{ClientID: c, ActorID: a,
+//		Subscriptions: []sync.PullSubscription{{ID: "mine", Table: "todos",
+//			Scopes: sync.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
+//
+// Pull writes the client record that Prune's active-cursor floor reads
+// (RET-1), so run Prune beside it. The host authorizes the scopes before
+// calling Pull; a client id stays bound to the actor that first pulled
+// with it (ErrClientActorMismatch).
 //
 // # Capabilities
 //

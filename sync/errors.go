@@ -13,7 +13,7 @@ type Code = driver.Code
 // Capability names an optional group of rules a driver may implement.
 type Capability = driver.Capability
 
-// The error codes of CONTRACT.md, re-exported from driver.
+// The error codes of docs/contract.md, re-exported from driver.
 const (
 	CodeInvalidArgument            = driver.CodeInvalidArgument
 	CodeInvalidValue               = driver.CodeInvalidValue
@@ -36,11 +36,13 @@ const (
 	CodeUnsupported                = driver.CodeUnsupported
 	CodeDuplicateReactionKey       = driver.CodeDuplicateReactionKey
 	CodeQueryInvalid               = driver.CodeQueryInvalid
+	CodeQueryLimit                 = driver.CodeQueryLimit
 	CodeIndexNotFound              = driver.CodeIndexNotFound
 	CodeIndexValueCountMismatch    = driver.CodeIndexValueCountMismatch
 	CodeCommitOutcomeUnknown       = driver.CodeCommitOutcomeUnknown
 	CodeCursorExpired              = driver.CodeCursorExpired
 	CodeCursorAhead                = driver.CodeCursorAhead
+	CodeClientActorMismatch        = driver.CodeClientActorMismatch
 	CodeClosed                     = driver.CodeClosed
 	CodeInternal                   = driver.CodeInternal
 )
@@ -69,11 +71,13 @@ var (
 	ErrUnsupported                = driver.ErrUnsupported
 	ErrDuplicateReactionKey       = driver.ErrDuplicateReactionKey
 	ErrQueryInvalid               = driver.ErrQueryInvalid
+	ErrQueryLimit                 = driver.ErrQueryLimit
 	ErrIndexNotFound              = driver.ErrIndexNotFound
 	ErrIndexValueCountMismatch    = driver.ErrIndexValueCountMismatch
 	ErrCommitOutcomeUnknown       = driver.ErrCommitOutcomeUnknown
 	ErrCursorExpired              = driver.ErrCursorExpired
 	ErrCursorAhead                = driver.ErrCursorAhead
+	ErrClientActorMismatch        = driver.ErrClientActorMismatch
 	ErrClosed                     = driver.ErrClosed
 	ErrInternal                   = driver.ErrInternal
 )

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -215,6 +216,12 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 				return p.reject(ctx, tx, nowMs, results, resp)
 			}
 			results[i].ServerVersion = v
+			if exists[i] && !maps.Equal(cur[i].Scopes, row.Scopes) {
+				// The row leaves scope values it had: a delete under its
+				// old scopes tells their subscribers to drop it; the
+				// upsert after it reaches the new ones (PUSH-4).
+				changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpDelete, Scopes: cur[i].Scopes})
+			}
 			changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpUpsert,
 				Scopes: row.Scopes, Values: row.Values, RowVersion: v})
 		case driver.OpDelete:

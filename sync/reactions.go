@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// This file is typed access to the reactions capability (CONTRACT.md
+// This file is typed access to the reactions capability (docs/contract.md
 // RX-1…RX-10): a durable outbox written in the push transaction, claimed
 // by workers with a lease. Every method validates its input (group V)
 // before the driver sees it, and returns CodeUnsupported with Capability

@@ -8,7 +8,7 @@ import (
 )
 
 // Store is an open store: a driver.Conn behind the validation of
-// CONTRACT.md group V. It has the methods of driver.Conn with the same
+// docs/contract.md group V. It has the methods of driver.Conn with the same
 // signatures; each checks its input first, in argument order (partition,
 // then table, then the rest), and calls the driver only when the input is
 // valid, so bad input writes nothing (V-9) and every engine rejects it the
@@ -22,6 +22,8 @@ type Store struct {
 	schema atomic.Pointer[compiledSchema]
 	retry  atomic.Pointer[RetryPolicy]
 	push   atomic.Pointer[PushOptions]
+	// replica serves the reads marked by AllowReplica (replica.go).
+	replica atomic.Pointer[Store]
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and
@@ -109,7 +111,7 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, erro
 	if err := idPartition.check("MaxCommitSeq", partition); err != nil {
 		return 0, err
 	}
-	return s.conn.MaxCommitSeq(ctx, partition)
+	return s.reader(ctx).MaxCommitSeq(ctx, partition)
 }
 
 // ReadCommitWindow is driver.Conn's, after V-1; a known table (SCH-8);
@@ -126,6 +128,14 @@ func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver
 	}
 	if err := s.checkWindow("ReadCommitWindow", partition, q); err != nil {
 		return nil, err
+	}
+	if r := s.reader(ctx); r != s.conn {
+		commits, err := r.ReadCommitWindow(ctx, partition, q)
+		if driver.CodeOf(err) != driver.CodeCursorAhead {
+			return commits, err
+		}
+		// The replica trails the client's cursor: the primary serves it,
+		// so the cursor never goes backwards (REP-3).
 	}
 	return s.conn.ReadCommitWindow(ctx, partition, q)
 }
@@ -173,7 +183,7 @@ func (s *Store) GetRow(ctx context.Context, partition, table, id string) (driver
 	if err := checkGetRow(op, s.schema.Load(), table, id); err != nil {
 		return driver.Row{}, false, err
 	}
-	return s.conn.GetRow(ctx, partition, table, id)
+	return s.reader(ctx).GetRow(ctx, partition, table, id)
 }
 
 func checkGetRow(op string, cs *compiledSchema, table, id string) error {
@@ -199,7 +209,7 @@ func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQue
 	if err != nil || empty {
 		return nil, err
 	}
-	return s.conn.ScanRows(ctx, partition, q)
+	return s.reader(ctx).ScanRows(ctx, partition, q)
 }
 
 func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, err error) {

@@ -12,7 +12,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// This file holds the checks of CONTRACT.md group V, in one place. Every
+// This file holds the checks of docs/contract.md group V, in one place. Every
 // check runs before a driver is called (V-9 holds by construction) and
 // builds its message from names and rule IDs only, never from the value at
 // fault (V-10).

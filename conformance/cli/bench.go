@@ -27,10 +27,10 @@ type benchConfig struct {
 
 // registerBenchFlags adds the benchmark flags to fs.
 func registerBenchFlags(fs *flag.FlagSet, cfg *benchConfig) {
-	fs.BoolVar(&cfg.on, "bench", false, "run the standard benchmark (BENCH.md W1–W7) instead of the suite; -run then selects workloads by id (e.g. 'W1|W6')")
+	fs.BoolVar(&cfg.on, "bench", false, "run the standard benchmark (docs/performance.md W1–W7) instead of the suite; -run then selects workloads by id (e.g. 'W1|W6')")
 	fs.IntVar(&cfg.runs, "bench-runs", 3, "with -bench: runs per workload, each on a fresh store (rates are the median; ≥ 3)")
-	fs.IntVar(&cfg.commits, "bench-commits", 5000, "with -bench: W1's number of commits (BENCH.md: 5000)")
-	fs.BoolVar(&cfg.scale, "bench-scale", false, "with -bench: add one W1 run at 10× -bench-commits (BENCH.md's scaling check)")
+	fs.IntVar(&cfg.commits, "bench-commits", 5000, "with -bench: W1's number of commits (docs/performance.md: 5000)")
+	fs.BoolVar(&cfg.scale, "bench-scale", false, "with -bench: add one W1 run at 10× -bench-commits (docs/performance.md's scaling check)")
 }
 
 // validate checks the benchmark flags against the rest of cfg.

@@ -37,7 +37,7 @@
 //	-v             print every case's output lines, not only a failing case's
 //	-list          list the cases (rule, capability, name) without running them
 //	-timeout D     bound for one case (default 2m)
-//	-bench         run the standard benchmark (BENCH.md W1–W6) instead of
+//	-bench         run the standard benchmark (docs/performance.md W1–W6) instead of
 //	               the suite and print a table of median rates and peak
 //	               memory per workload; -run selects workloads ('W1|W6'),
 //	               -format text or json; see also -bench-runs (3),

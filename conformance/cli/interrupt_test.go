@@ -29,10 +29,41 @@ var (
 	stallArmed atomic.Bool
 )
 
+// coreName is a driver registered only in this test binary: the real
+// SQLite driver with every capability hidden (its Conns are the core
+// only), so capability cases report NOT IMPLEMENTED — every bundled
+// driver declares every capability.
+const coreName = "test-only-sqlite-core"
+
 func init() {
 	base, _ := sync.Lookup("sqlite")
 	sync.Register(stallName, stallDriver{base})
+	sync.Register(coreName, coreDriver{base})
 }
+
+type coreDriver struct{ base driver.Driver }
+
+func (d coreDriver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
+	c, err := d.base.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return coreConn{c}, nil
+}
+
+// coreArmed lets coreDriver provision stores; unarmed, -driver all
+// leaves it out as unreachable.
+var coreArmed atomic.Bool
+
+func (d coreDriver) Provision(ctx context.Context, baseDSN string) (string, func(context.Context) error, error) {
+	if !coreArmed.Load() {
+		return "", nil, driver.Errorf(driver.CodeUnavailable, "test driver not armed: connection refused")
+	}
+	return d.base.(driver.Provisioner).Provision(ctx, baseDSN)
+}
+
+// coreConn hides the capabilities of the Conn it embeds.
+type coreConn struct{ driver.Conn }
 
 type stallDriver struct{ base driver.Driver }
 
@@ -140,7 +171,9 @@ func TestInterruptedRunJSONL(t *testing.T) {
 func TestJSONLReport(t *testing.T) {
 	const pattern = `^(ROW-4/|ERR-1/unreachable-is-retryable|FAN-1/)`
 	n := selected(t, pattern)
-	code, out, errOut := run(t, "-run", pattern, "-format", "jsonl")
+	coreArmed.Store(true)
+	defer coreArmed.Store(false)
+	code, out, errOut := run(t, "-driver", coreName, "-run", pattern, "-format", "jsonl")
 	if code != ExitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
 	}
@@ -149,7 +182,7 @@ func TestJSONLReport(t *testing.T) {
 		t.Fatalf("%d lines, want %d (run, cases, summary):\n%s", len(lines), n+2, out)
 	}
 	run := lines[0]
-	if run["type"] != "run" || run["driver"] != "sqlite" || run["cases"] != float64(n) {
+	if run["type"] != "run" || run["driver"] != coreName || run["cases"] != float64(n) {
 		t.Errorf("run line %v", run)
 	}
 	status := map[string]int{}
@@ -172,17 +205,19 @@ func TestJSONLReport(t *testing.T) {
 // capability the driver does not declare) are separate counts in every
 // report format.
 func TestSkippedAndNotImplementedCountedApart(t *testing.T) {
-	// SQLite declares no commit-fanout; the CLI's harness has no
-	// Unreachable, so that case skips.
+	// The core-only driver declares no commit-fanout; the CLI's harness
+	// has no Unreachable, so that case skips.
 	const pattern = `^(ERR-1/unreachable-is-retryable|FAN-1/)`
 	fan := selected(t, `^FAN-1/`)
+	coreArmed.Store(true)
+	defer coreArmed.Store(false)
 
-	code, out, _ := run(t, "-run", pattern)
+	code, out, _ := run(t, "-driver", coreName, "-run", pattern)
 	if got := summaryCounts(t, out); code != ExitOK || got != [5]int{0, 0, 1, fan, 0} {
 		t.Errorf("text: exit %d, counts %v; want 0 and [0 0 1 %d 0]", code, got, fan)
 	}
 
-	_, out, _ = run(t, "-run", pattern, "-format", "json")
+	_, out, _ = run(t, "-driver", coreName, "-run", pattern, "-format", "json")
 	var rep conformance.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
@@ -191,7 +226,7 @@ func TestSkippedAndNotImplementedCountedApart(t *testing.T) {
 		t.Errorf("json: skipped %d, notImplemented %d, interrupted %d; want 1, %d, 0", rep.Skipped, rep.NotImplemented, rep.Interrupted, fan)
 	}
 
-	_, out, _ = run(t, "-run", pattern, "-format", "junit")
+	_, out, _ = run(t, "-driver", coreName, "-run", pattern, "-format", "junit")
 	s := parseJUnit(t, out).Suites[0]
 	props := map[string]string{}
 	for _, p := range s.Properties {

@@ -10,7 +10,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// BenchmarkSuiteWorkloads runs BENCH.md's standard workload (W1–W6)
+// BenchmarkSuiteWorkloads runs docs/performance.md's standard workload (W1–W6)
 // through the shared conformance code (conformance.RunBenchmarks) against
 // the D1 double, one fresh database per workload run, so W1 here is the
 // same work, checks and metrics as on every other driver (the older

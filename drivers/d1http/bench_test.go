@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// BenchmarkWorkloads runs BENCH.md's W1–W3 against the D1 double (one
+// BenchmarkWorkloads runs docs/performance.md's W1–W3 against the D1 double (one
 // benchmark iteration = the whole run; commits set by -benchtime=Nx,
 // default 1 → 1,000 commits):
 //

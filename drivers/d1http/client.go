@@ -65,6 +65,7 @@ const (
 	outRefused                   // answered with an error: nothing applied, retrying will not help
 	outNotApplied                // a transient failure known to have applied nothing (429, dial error)
 	outUnknown                   // timeout, reset, 5xx: a write may or may not have landed
+	outTooBig                    // the answer is longer than the caller's bound: not read, not retried
 )
 
 // attemptErr is the error of one failed attempt.
@@ -102,13 +103,22 @@ type client struct {
 	expiredAt atomic.Int64
 }
 
+// maxAnswerBytes bounds the answer to one request read into memory.
+const maxAnswerBytes = 256 << 20
+
 // send posts one batch to /raw once.
 func (c *client) send(ctx context.Context, stmts []stmt) ([]result, *attemptErr) {
+	return c.sendWith(ctx, stmts, c.requestTimeout, maxAnswerBytes)
+}
+
+// sendWith is send with its own request timeout and answer size bound: an
+// answer longer than maxBody is not read past it (outTooBig).
+func (c *client) sendWith(ctx context.Context, stmts []stmt, timeout time.Duration, maxBody int64) ([]result, *attemptErr) {
 	body, err := json.Marshal(map[string]any{"batch": stmts})
 	if err != nil {
 		return nil, &attemptErr{out: outRefused, msg: "encode request", cause: err}
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url+"/raw", bytes.NewReader(body))
 	if err != nil {
@@ -130,9 +140,12 @@ func (c *client) send(ctx context.Context, stmts []stmt) ([]result, *attemptErr)
 		return nil, &attemptErr{out: outUnknown, cause: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return nil, &attemptErr{out: outUnknown, status: resp.StatusCode, cause: err}
+	}
+	if int64(len(data)) > maxBody {
+		return nil, &attemptErr{out: outTooBig, status: resp.StatusCode, msg: "the answer is over the size bound"}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		return nil, &attemptErr{out: outNotApplied, status: resp.StatusCode, retryAfter: retryAfter(resp.Header.Get("Retry-After"))}
@@ -210,6 +223,48 @@ func (c *client) read(ctx context.Context, what string, stmts ...stmt) ([]result
 		}
 	}
 }
+
+// readQuery is read for an authoritative query under limits (AQ-6): the
+// request ends at limits.Timeout (D1's own engine limit is 30 s; the
+// driver cannot end a statement on D1 sooner, only stop waiting for it),
+// an answer longer than queryAnswerBytes(limits) is not read, and neither
+// is retried — the same statement would fail the same way, and a retry
+// would hold D1's one engine of the database for other partitions too.
+// Only a failure known to have applied nothing and not caused by the
+// statement (429, a refused connection) is retried, within the timeout.
+// Errors: a *driver.QueryLimitError (time, bytes); the *attemptErr of an
+// answer D1 refused (the caller classifies it); else classify's.
+func (c *client) readQuery(ctx context.Context, what string, limits driver.QueryLimits, stmts ...stmt) ([]result, error) {
+	qctx, cancel := context.WithTimeout(ctx, limits.Timeout)
+	defer cancel()
+	p := newPacer()
+	for attempt := 1; ; attempt++ {
+		res, e := c.sendWith(qctx, stmts, limits.Timeout, queryAnswerBytes(limits))
+		switch {
+		case e == nil:
+			return res, nil
+		case ctx.Err() != nil:
+			return nil, classify(ctx, e, what)
+		case e.out == outTooBig:
+			return nil, driver.NewQueryLimitError(driver.BoundBytes, limits.MaxResultBytes, nil, what)
+		case qctx.Err() != nil:
+			// The request outlived the bound.
+			return nil, driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), nil, what)
+		case e.out == outRefused:
+			return nil, e
+		case e.out != outNotApplied || attempt >= c.maxAttempts || !p.wait(qctx, e.retryAfter):
+			if qctx.Err() != nil && ctx.Err() == nil {
+				return nil, driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), nil, what)
+			}
+			return nil, classify(ctx, e, what)
+		}
+	}
+}
+
+// queryAnswerBytes is the longest answer readQuery reads: the result
+// bound three times over (D1's JSON, and the typed encoding of
+// D1QueryWrap, spell a value in up to about twice its bytes) plus 1 MiB.
+func queryAnswerBytes(l driver.QueryLimits) int64 { return 3*l.MaxResultBytes + 1<<20 }
 
 // applied is what a write batch returns: its statements' results, or,
 // when the answer was lost but the batch is known to have landed, nil
@@ -333,7 +388,11 @@ func classify(ctx context.Context, e *attemptErr, what string) error {
 	case strings.Contains(e.msg, "UNIQUE constraint failed"):
 		return driver.Wrap(driver.CodeConstraintViolation, e, "%s: unique index collision (SCH-10)", what)
 	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:
-		return driver.Wrap(driver.CodeInternal, e, "%s: D1 refused the API token", what)
+		return driver.Wrap(driver.CodeInvalidArgument, e, "%s: D1 refused the DSN's API token; retrying will not help", what)
+	case e.status == http.StatusNotFound:
+		return driver.Wrap(driver.CodeInvalidArgument, e, "%s: the DSN's account or database does not exist on D1; retrying will not help", what)
+	case strings.Contains(e.msg, "SQLITE_TOOBIG"):
+		return driver.Wrap(driver.CodeInvalidValue, e, "%s: a value or statement is over D1's size limits (docs/d1http.md); nothing was written", what)
 	}
 	return driver.Wrap(driver.CodeInternal, e, "%s", what)
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/driver/fanpoll"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -19,6 +20,7 @@ type Conn struct {
 	state    atomic.Pointer[schemaState]
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
+	fan      fanpoll.Hub // commit fanout by polling (fanout.go)
 }
 
 var (
@@ -63,6 +65,7 @@ func (c *Conn) storedFormat(ctx context.Context) (string, error) {
 // CodeClosed (ERR-4). A second Close is a no-op.
 func (c *Conn) Close() error {
 	c.closed.Store(true)
+	c.fan.Close()
 	return nil
 }
 

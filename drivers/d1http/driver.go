@@ -14,6 +14,9 @@
 //	  - request_timeout_ms: the timeout of one HTTP request (default 30000,
 //	    D1's own request limit).
 //	  - max_attempts: attempts per operation on transient failures (default 8).
+//	  - fanout_poll_ms: how often SubscribeCommits polls the partitions'
+//	    heads (default 1000, at least 10; each poll is one read request,
+//	    billed by D1 as one row read per partition).
 //
 // # How the contract is met
 //
@@ -81,6 +84,7 @@ type config struct {
 	account, database, token, endpoint string
 	requestTimeout                     time.Duration
 	maxAttempts                        int
+	fanoutPoll                         time.Duration // commit fanout's poll interval (fanout.go)
 }
 
 func parseDSN(dsn string) (config, error) {
@@ -92,7 +96,7 @@ func parseDSN(dsn string) (config, error) {
 		return bad("scheme is not d1")
 	}
 	cfg := config{account: u.Host, database: strings.Trim(u.Path, "/"), endpoint: DefaultEndpoint,
-		requestTimeout: 30 * time.Second, maxAttempts: 8}
+		requestTimeout: 30 * time.Second, maxAttempts: 8, fanoutPoll: defaultFanoutPoll}
 	if cfg.account == "" || strings.Contains(cfg.database, "/") {
 		return bad("missing account, or a path with more than a database")
 	}
@@ -120,6 +124,13 @@ func parseDSN(dsn string) (config, error) {
 			return bad("max_attempts is not a positive integer")
 		}
 		cfg.maxAttempts = n
+	}
+	if v := q.Get("fanout_poll_ms"); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 10 {
+			return bad("fanout_poll_ms is not an integer of at least 10")
+		}
+		cfg.fanoutPoll = time.Duration(ms) * time.Millisecond
 	}
 	return cfg, nil
 }
@@ -167,6 +178,7 @@ func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "d1http: the DSN names no database")
 	}
 	c := &Conn{cl: newClient(cfg)}
+	c.fan.Heads, c.fan.Interval = c.commitHeads, cfg.fanoutPoll
 	if err := c.initInfra(ctx); err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func openSpied(t *testing.T, h http.Handler, token string, schema driver.Schema)
 	return conn.(*Conn), s
 }
 
-// w1Push is one BENCH.md W1 push: 10 fresh todos, a commit, its result.
+// w1Push is one docs/performance.md W1 push: 10 fresh todos, a commit, its result.
 func w1Push(ctx context.Context, c *Conn, i int) ([]driver.Row, error) {
 	cm := conformance.W1Commit(i)
 	tx, err := c.Begin(ctx, conformance.BenchPartition)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
@@ -68,24 +70,28 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	desc, err := tw.describe(ctx, rq, declared)
+	limits := q.Limits.WithDefaults()
+	desc, err := tw.describe(ctx, rq, declared, limits)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	wrapped := d.D1QueryWrap(rq.SQL, len(desc.columns))
+	wrapped := d.D1QueryWrap(rq.SQL, len(desc.columns), limits.MaxRows)
 	if len(wrapped) > d1MaxStatementBytes {
 		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
 			"query is %d bytes once rewritten; D1 takes at most %d per statement (AQ-1)", len(wrapped), d1MaxStatementBytes)
 	}
-	res, err := c.cl.read(ctx, what, st(d.D1QueryMaxSeq, partition), st(wrapped, rq.Args, partition))
+	res, err := c.cl.readQuery(ctx, what, limits, st(d.D1QueryMaxSeq, partition), st(wrapped, rq.Args, partition))
 	if err != nil {
 		var ae *attemptErr
-		if ctx.Err() == nil && errors.As(err, &ae) && ae.out == outRefused &&
-			ae.status != http.StatusUnauthorized && ae.status != http.StatusForbidden {
-			return driver.QueryResult{}, driver.Wrap(driver.CodeQueryInvalid, ae, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
+		if errors.As(err, &ae) && ae.out == outRefused && ae.status != http.StatusUnauthorized && ae.status != http.StatusForbidden {
+			return driver.QueryResult{}, refusedQuery(ae, limits)
+		}
+		if errors.As(err, &ae) {
+			return driver.QueryResult{}, classify(ctx, ae, what)
 		}
 		return driver.QueryResult{}, err
 	}
+	meter := limits.Meter(what)
 	out := driver.QueryResult{Columns: desc.columns}
 	seqRows := res[0].Results.Rows
 	if len(seqRows) != 1 || len(seqRows[0]) != 1 {
@@ -103,15 +109,41 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 			return driver.QueryResult{}, driver.Errorf(driver.CodeInternal, "%s: D1 returned %d columns, the statement has %d",
 				what, len(raw), len(desc.columns))
 		}
+		if err := meter.Row(); err != nil {
+			return driver.QueryResult{}, err
+		}
 		row := make([]any, len(raw))
 		for j, v := range raw {
 			if row[j], err = d.D1QueryValue(v, desc.boolean[j]); err != nil {
+				return driver.QueryResult{}, err
+			}
+			if err := meter.Value(driver.QueryValueSize(row[j])); err != nil {
 				return driver.QueryResult{}, err
 			}
 		}
 		out.Rows[i] = row
 	}
 	return out, nil
+}
+
+// refusedQuery classifies a query D1 refused (AQ-6): its engine's
+// message naming a bound — a value over SQLITE_LIMIT_LENGTH (D1: 2 MB),
+// its time limit, memory — → CodeQueryLimit; anything else is the
+// statement's own making → CodeQueryInvalid. The message itself is never
+// kept: D1 quotes data in some (bad JSON path: 'one'), V-10.
+func refusedQuery(ae *attemptErr, limits driver.QueryLimits) error {
+	const what = "d1http: authoritative query"
+	cause := errors.New("D1 error " + strconv.Itoa(ae.code))
+	msg := strings.ToLower(ae.msg)
+	switch {
+	case strings.Contains(msg, "sqlite_toobig") || strings.Contains(msg, "too big"):
+		return driver.NewQueryLimitError(driver.BoundValueBytes, limits.MaxValueBytes, cause, what)
+	case strings.Contains(msg, "time limit") || strings.Contains(msg, "timeout") || strings.Contains(msg, "interrupt"):
+		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), cause, what)
+	case strings.Contains(msg, "sqlite_nomem") || strings.Contains(msg, "out of memory"):
+		return driver.NewQueryLimitError(driver.BoundMemory, 0, cause, what)
+	}
+	return driver.Wrap(driver.CodeQueryInvalid, cause, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
 }
 
 // queryTables checks the declared tables against the ensured schema

@@ -42,11 +42,12 @@ import (
 // twinCacheSize bounds the twins kept (least recently used dropped).
 const twinCacheSize = 8
 
-// twinRunLimit bounds the twin's first step of a statement. Over empty
-// tables it is immediate, unless the statement computes without reading
-// any table (a recursive CTE counting to a billion): such a statement is
-// refused rather than allowed to hold the twin, which every query of the
-// layout shares.
+// twinRunLimit bounds the twin's first step of a statement (or the
+// query's Timeout, when shorter). Over empty tables it is immediate,
+// unless the statement computes without reading any table (a recursive
+// CTE counting to a billion): such a statement hits its time bound here
+// (CodeQueryLimit, AQ-6), before D1 runs it, rather than holding the
+// twin, which every query of the layout shares.
 const twinRunLimit = 2 * time.Second
 
 var twins struct {
@@ -150,10 +151,11 @@ type twinResult struct {
 
 // describe prepares q (its first step runs on empty tables) under the
 // policy of a query declaring declared, and returns its result columns.
-// Errors: CodeQueryInvalid when the policy denies something, the engine
+// Errors: CodeQueryLimit "time" when the first step outlives twinRunLimit
+// or limits.Timeout; CodeQueryInvalid when the policy denies something, the engine
 // rejects the statement, or a declared table is never read; CodeUnavailable
 // when ctx ended.
-func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string) (twinResult, error) {
+func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string, limits driver.QueryLimits) (twinResult, error) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	pol := &twinPolicy{declared: map[string]bool{}, reserved: tw.reserved, used: map[string]bool{}}
@@ -173,7 +175,8 @@ func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string) (t
 		tw.broken = true
 		return twinResult{}, driver.Wrap(driver.CodeInternal, err, "d1http: authoritative query: schema twin")
 	}
-	rctx, cancel := context.WithTimeout(ctx, twinRunLimit)
+	runLimit := min(twinRunLimit, limits.Timeout)
+	rctx, cancel := context.WithTimeout(ctx, runLimit)
 	res, err := tw.run(rctx, q)
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded) // read before cancel sets it
 	cancel()
@@ -189,8 +192,10 @@ func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string) (t
 				"query reads a relation other than its declared tables, writes, or calls a function it may not (AQ-1, AQ-2)")
 		}
 		if timedOut {
-			return twinResult{}, driver.Errorf(driver.CodeQueryInvalid,
-				"query takes more than %s to produce its first row without any table row (AQ-1)", twinRunLimit)
+			// It would spin on D1 as long, or longer with rows: the time
+			// bound, hit before anything is sent (AQ-6).
+			return twinResult{}, driver.NewQueryLimitError(driver.BoundTime, runLimit.Milliseconds(),
+				errors.New("the statement computes without table rows past the bound"), "d1http: authoritative query")
 		}
 		return twinResult{}, driver.Wrap(driver.CodeQueryInvalid, err, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
 	}

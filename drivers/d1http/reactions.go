@@ -11,7 +11,7 @@ import (
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
-// The reactions capability (CONTRACT.md RX-1…RX-10), both halves, over the
+// The reactions capability (docs/contract.md RX-1…RX-10), both halves, over the
 // SQL of internal/sqlitedialect (reactions.go, and d1_reactions.go for the
 // JSON transport). Input is already valid (sync).
 //

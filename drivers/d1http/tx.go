@@ -285,7 +285,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // CodeUnavailable if it did not (and now never will), and
 // CodeCommitOutcomeUnknown only if the fence could not be sent.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() []stmt {
+	commits := t.commits
+	err := t.finish(ctx, func() []stmt {
+		commits = t.commits
 		if len(t.writes) == 0 && len(t.extra) == 0 {
 			return nil
 		}
@@ -297,6 +299,10 @@ func (t *Tx) Commit(ctx context.Context) error {
 		}
 		return append(batch, t.extra...)
 	}, nil)
+	if err == nil && commits > 0 {
+		t.c.fan.Publish(driver.CommitWake{Partition: t.partition, CommitSeq: t.baseMax + commits}) // FAN-1, this Conn at once
+	}
+	return err
 }
 
 // finish ends the Tx once: it sends the batch build returns (if any).

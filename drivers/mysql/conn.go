@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -30,6 +31,10 @@ type Conn struct {
 	// a statement packet always fits. A single row larger than it is sent
 	// alone, as before batching.
 	stmtBytes int
+	// maxPacket is the server's max_allowed_packet, or the DSN's when
+	// smaller (bytes): the most one statement's bound values may take
+	// (fitsPacket).
+	maxPacket int
 	stmts     *stmtCache
 	state     atomic.Pointer[schemaState]
 	// ensureMu serializes this Conn's EnsureSchema calls; other processes
@@ -38,6 +43,8 @@ type Conn struct {
 	closed   atomic.Bool
 	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 	aq       queryPool      // authoritative queries (query.go)
+	replica  bool           // the server is a read-only replica (replica.go)
+	fan      fanpoll.Hub    // commit fanout by polling (fanout.go)
 
 	// connector makes the pool's connections; outcomes is a small pool of
 	// its own that settles lost COMMIT answers (outcome.go), opened on
@@ -59,7 +66,7 @@ const lockWaitTimeoutS = 5
 // open probes the server's flavour, then opens the configured pool and
 // creates the infrastructure tables.
 func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
-	version, maxPacket, err := probeVersion(ctx, cfg)
+	version, maxPacket, readOnly, err := probeVersion(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +74,8 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 		maxPacket = int64(cfg.MaxAllowedPacket)
 	}
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
-		stmtBytes: int(max(maxPacket/2, minStmtBytes))}
+		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket), replica: readOnly}
+	c.fan.Heads = c.commitHeads
 	c.coll = "utf8mb4_0900_bin"
 	isolationVar := "transaction_isolation"
 	if c.maria {
@@ -89,6 +97,12 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	cfg.Params["sql_mode"] = "'" + coreSQLMode + "'"
 	cfg.Params[isolationVar] = "'READ-COMMITTED'"
 	cfg.Params["innodb_lock_wait_timeout"] = strconv.Itoa(lockWaitTimeoutS)
+	if c.replica {
+		// Every transaction and statement of a replica's sessions is
+		// read-only: a write fails on the server (1792) even for a user
+		// read_only does not stop (replica.go).
+		cfg.Params[readOnlyVar(c.maria)] = "1"
+	}
 	c.cfg = cfg
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -117,27 +131,28 @@ const minStmtBytes = 512
 // probeVersion connects once with the user's configuration and returns
 // VERSION() and @@max_allowed_packet (bytes). CodeUnavailable when the
 // server cannot be reached.
-func probeVersion(ctx context.Context, cfg *mysql.Config) (string, int64, error) {
+func probeVersion(ctx context.Context, cfg *mysql.Config) (string, int64, bool, error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return "", 0, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
+		return "", 0, false, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
 	var v string
 	var maxPacket int64
-	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet").Scan(&v, &maxPacket); err != nil {
-		if errNumber(err) != 0 {
-			return "", 0, driver.Wrap(driver.CodeUnavailable, err, "mysql: connect")
-		}
-		return "", 0, mapErr(ctx, err, "mysql: connect")
+	var readOnly bool
+	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@max_allowed_packet, @@read_only").Scan(&v, &maxPacket, &readOnly); err != nil {
+		return "", 0, false, connectErr(ctx, err)
 	}
-	return v, maxPacket, nil
+	return v, maxPacket, readOnly, nil
 }
 
 // initInfra creates the infrastructure tables (idempotent), checks the
 // stored format and upgrades an older one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
+	if c.replica {
+		return c.openReplica(ctx)
+	}
 	for _, q := range infraDDL {
 		if err := c.retry(ctx, func() error {
 			_, err := c.db.ExecContext(ctx, q)
@@ -165,6 +180,7 @@ func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.fan.Close()
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}

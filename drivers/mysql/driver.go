@@ -62,8 +62,8 @@
 // SQLite-family text rewritten token by token, each declared table a
 // partition-restricted CTE, run READ ONLY WITH CONSISTENT SNAPSHOT on
 // connections with no default database; see query.go and query_text.go),
-// index-lookup, blob-refs and admin. Not declared: commit-fanout
-// (CodeUnsupported through sync, ERR-2). See docs/mysql.md.
+// index-lookup, blob-refs, admin and commit-fanout (polling the
+// partitions' heads, fanout.go). See docs/mysql.md.
 //
 // # Limits (InnoDB key length, 3,072 bytes)
 //

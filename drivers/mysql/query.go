@@ -43,9 +43,9 @@ import (
 
 var _ driver.AuthoritativeQueryConn = (*Conn)(nil)
 
-// queryStatementTimeout bounds one authoritative query on the server
-// (max_statement_time on MariaDB, max_execution_time on MySQL); the
-// context's deadline bounds it on the client.
+// queryStatementTimeout is the query pool's session default for the
+// statement time limit (max_statement_time on MariaDB, max_execution_time
+// on MySQL); runQuery sets each query's own Timeout (AQ-6) before it runs.
 const queryStatementTimeout = 60 * time.Second
 
 // queryConns bounds the open connections of the query pool.
@@ -155,7 +155,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, "mysql: authoritative query: acquire a connection")
 	}
-	res, err := c.runQuery(ctx, conn, mq, partition)
+	res, err := c.runQuery(ctx, conn, mq, partition, q.Limits.WithDefaults())
 	if err != nil {
 		// Never pool a connection that may still be inside the transaction.
 		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
@@ -200,17 +200,36 @@ var mysqlArgRules = sd.QueryArgRules{BoolAsInt: true, RefuseNUL: true}
 // systemSchemas are refused as qualifiers even if the server hides them.
 var systemSchemas = wordSet(`information_schema mysql performance_schema sys main temp`)
 
-// runQuery is steps 1–3 of the file comment on conn.
-func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partition string) (driver.QueryResult, error) {
+// queryGrace is how long past Timeout the driver waits for the server's
+// statement time limit before it ends the statement itself.
+const queryGrace = time.Second
+
+// runQuery is steps 1–3 of the file comment on conn, under limits (AQ-6):
+// the session's statement time limit (max_statement_time on MariaDB,
+// max_execution_time on MySQL) is limits.Timeout; the host's statement is
+// read on a context ending queryGrace after it, with its rows metered as
+// they stream. When a bound is hit, or the context ends, while the
+// statement runs, the statement is ended at once — the connection is
+// dropped rather than the rest read — and KILL QUERY stops its server
+// thread.
+func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partition string, limits driver.QueryLimits) (driver.QueryResult, error) {
 	const what = "mysql: authoritative query"
 	var res driver.QueryResult
+	setLimit := "SET SESSION max_execution_time = " + strconv.FormatInt(limits.TimeoutMillis(), 10)
+	if c.maria {
+		setLimit = "SET SESSION max_statement_time = " + strconv.FormatFloat(float64(limits.TimeoutMillis())/1000, 'f', 3, 64)
+	}
+	if _, err := conn.ExecContext(ctx, setLimit); err != nil {
+		return res, c.mapErr(ctx, err, what)
+	}
 	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		return res, c.mapErr(ctx, err, what)
 	}
 	var schemas sql.NullString
+	var thread int64
 	err := conn.QueryRowContext(ctx, "SELECT COALESCE((SELECT max_seq FROM "+quoteIdent(c.cfg.DBName)+
-		".`_sync_partitions` WHERE p = ?), 0), (SELECT JSON_ARRAYAGG(schema_name) FROM information_schema.schemata)",
-		partition).Scan(&res.MaxCommitSeq, &schemas)
+		".`_sync_partitions` WHERE p = ?), 0), (SELECT JSON_ARRAYAGG(schema_name) FROM information_schema.schemata), CONNECTION_ID()",
+		partition).Scan(&res.MaxCommitSeq, &schemas, &thread)
 	if err != nil {
 		return res, c.mapErr(ctx, err, what)
 	}
@@ -232,13 +251,18 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 			return res, queryInvalid("query qualifies a name with a database: tables are read by their names alone (AQ-2)")
 		}
 	}
-	cols, rows, err := readRows(ctx, conn, mq.sql, mq.args)
+	qctx, cancel := context.WithTimeout(ctx, limits.Timeout+queryGrace)
+	defer cancel()
+	cols, rows, err := readRows(qctx, cancel, conn, mq.sql, mq.args, limits.Meter(what))
 	if err != nil && mq.plain != "" && errNumber(err) == erBadField && strings.Contains(err.Error(), nzColumnPrefix) {
 		// A bare name of the select list was not a declared table's column.
-		cols, rows, err = readRows(ctx, conn, mq.plain, mq.args)
+		cols, rows, err = readRows(qctx, cancel, conn, mq.plain, mq.args, limits.Meter(what))
 	}
 	if err != nil {
-		return res, queryErr(ctx, err)
+		if qctx.Err() != nil {
+			c.killQuery(thread)
+		}
+		return res, queryErr(ctx, errors.Is(qctx.Err(), context.DeadlineExceeded), limits, err)
 	}
 	res.Columns, res.Rows = cols, rows
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -263,14 +287,35 @@ func foldName(name string) string {
 // erBadField is ER_BAD_FIELD_ERROR: an unknown column.
 const erBadField = 1054
 
-// readRows runs stmt and decodes every row (see AuthoritativeQuery),
-// folding the hidden -0.0 columns into the columns they describe.
-func readRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]string, [][]any, error) {
+// killQuery stops the statement of server thread id (KILL QUERY), on the
+// main pool and a short detached context: the query connection was
+// dropped, but the server may keep running its statement until it next
+// writes to it. Best effort: the statement time limit stops it anyway.
+func (c *Conn) killQuery(id int64) {
+	if id <= 0 {
+		return
+	}
+	kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = c.db.ExecContext(kctx, "KILL QUERY "+strconv.FormatInt(id, 10))
+}
+
+// readRows runs stmt on ctx and decodes its rows (see AuthoritativeQuery),
+// folding the hidden -0.0 columns into the columns they describe; each
+// row and value is counted by m before it is kept (AQ-6). At a bound it
+// calls cancel before closing the rows, so the statement is dropped with
+// the connection instead of read to its end.
+func readRows(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, stmt string, args []any, m *driver.QueryMeter) (_ []string, _ [][]any, err error) {
 	rows, err := conn.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+		rows.Close()
+	}()
 	types, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, nil, err
@@ -302,6 +347,9 @@ func readRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]s
 		ptrs[i] = &vals[i]
 	}
 	for rows.Next() {
+		if err := m.Row(); err != nil {
+			return nil, nil, err
+		}
 		for i := range vals {
 			vals[i] = nil
 		}
@@ -314,6 +362,9 @@ func readRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]s
 				continue
 			}
 			if row[visible[i]], err = decodeQueryValue(types[i].DatabaseTypeName(), v); err != nil {
+				return nil, nil, err
+			}
+			if err := m.Value(driver.QueryValueSize(row[visible[i]])); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -399,24 +450,37 @@ func decodeQueryValue(ty string, v any) (any, error) {
 	return bad()
 }
 
-// queryErr classifies an error of the host's statement: an ended
-// context, a lost connection or the statement time limit →
-// CodeUnavailable; any other server error (syntax, unknown table, column
-// or function, no database selected, a duplicate CTE name, a bad
-// value…) is of the statement's own making → CodeQueryInvalid, keeping
-// only the error number (the server's message may quote a value, V-10).
-func queryErr(ctx context.Context, err error) error {
+// queryErr classifies an error of the host's statement (ctx is the
+// caller's; expired says the driver's own deadline for the statement
+// passed): the statement time limit, an interruption or that deadline
+// while ctx lives → CodeQueryLimit "time"; the server out of memory or
+// its temporary table full → CodeQueryLimit "memory" (AQ-6); an ended
+// context or a lost connection → CodeUnavailable; any other server
+// error (syntax, unknown table, column or function, no database
+// selected, a duplicate CTE name, a bad value…) is of the statement's
+// own making → CodeQueryInvalid. Only the error number is kept: the
+// server's message may quote a value (V-10).
+func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, err error) error {
+	const what = "mysql: authoritative query"
 	var de *driver.Error
 	if errors.As(err, &de) {
 		return err
 	}
 	if ctx.Err() != nil {
-		return mapErr(ctx, err, "mysql: authoritative query")
+		return mapErr(ctx, err, what)
 	}
-	switch n := errNumber(err); n {
-	case 0, erLockWaitTimeout, erLockDeadlock, erLockAborted:
+	n := errNumber(err)
+	cause := errors.New("server error " + strconv.Itoa(int(n)))
+	switch n {
+	case 0:
+		if expired {
+			return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), nil, what)
+		}
+	case erLockWaitTimeout, erLockDeadlock, erLockAborted:
 	case erQueryInterrupt, erStatementTimeout, erMySQLExecutionTimeout:
-		return driver.Errorf(driver.CodeUnavailable, "mysql: authoritative query: interrupted (statement time limit %s)", queryStatementTimeout)
+		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), cause, what)
+	case erOutOfMemory, erOutOfSortMemory, erRecordFileFull:
+		return driver.NewQueryLimitError(driver.BoundMemory, 0, cause, what)
 	default:
 		return driver.Wrap(driver.CodeQueryInvalid, errors.New("server error "+strconv.Itoa(int(n))),
 			"query is not a valid query of its declared tables (AQ-1, AQ-2)")
@@ -424,8 +488,12 @@ func queryErr(ctx context.Context, err error) error {
 	return mapErr(ctx, err, "mysql: authoritative query")
 }
 
-// Time-limit errors: MariaDB's max_statement_time, MySQL's max_execution_time.
+// Time-limit errors: MariaDB's max_statement_time, MySQL's
+// max_execution_time; resource errors of a statement.
 const (
+	erOutOfMemory           = 1037 // ER_OUTOFMEMORY
+	erOutOfSortMemory       = 1038 // ER_OUT_OF_SORTMEMORY
+	erRecordFileFull        = 1114 // ER_RECORD_FILE_FULL: a temporary table reached its size limit
 	erStatementTimeout      = 1969
 	erMySQLExecutionTimeout = 3024
 )

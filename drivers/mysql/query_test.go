@@ -384,3 +384,23 @@ func FuzzMySQLQueryRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestQueryNestedReplaceRefused: replace() nested deeper than
+// maxReplaceNesting is refused before it reaches the server (AQ-6): a
+// 9-deep nest once ran a MariaDB thread for over 43 minutes past
+// max_statement_time and KILL QUERY.
+func TestQueryNestedReplaceRefused(t *testing.T) {
+	x := `title`
+	for range maxReplaceNesting + 1 {
+		x = `replace(` + x + `, 'a', 'aaaaaaaaaa')`
+	}
+	q := `SELECT length(` + x + `) AS n FROM todos`
+	declared := []queryTable{{name: "todos", cols: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "title", Type: driver.TypeString}}}}
+	if _, err := rewriteQuery(q, nil, "db", "utf8mb4_bin", declared, "p1"); driver.CodeOf(err) != driver.CodeQueryInvalid {
+		t.Fatalf("%d nested replace: %v, want query_invalid", maxReplaceNesting+1, err)
+	}
+	ok := `SELECT replace(replace(replace(title, 'a', 'b'), 'c', 'd'), 'e', 'f') AS n FROM todos`
+	if _, err := rewriteQuery(ok, nil, "db", "utf8mb4_bin", declared, "p1"); err != nil {
+		t.Fatalf("3 nested replace: %v", err)
+	}
+}

@@ -249,6 +249,9 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	if err := sd.CheckCalls(ps, callAllowList); err != nil {
 		return myQuery{}, err
 	}
+	if sd.CallNesting(ps, "replace") > maxReplaceNesting {
+		return myQuery{}, queryInvalid("query nests replace() more than %d deep: MariaDB builds such values past its statement time limit and KILL (AQ-6)", maxReplaceNesting)
+	}
 	if err := checkCTENames(ps, canon); err != nil {
 		return myQuery{}, err
 	}
@@ -298,6 +301,11 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 	}
 	return q, nil
 }
+
+// maxReplaceNesting bounds replace() inside replace() (AQ-6): each level
+// can multiply a value's length, and MariaDB has run a 9-deep nest for
+// over 43 minutes, ignoring max_statement_time and KILL QUERY.
+const maxReplaceNesting = 3
 
 // callAllowList is what CheckCalls admits before "(".
 var callAllowList = func() map[string]bool {
@@ -1056,7 +1064,19 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 		}
 		return kindUnknown
 	}
+	// Each range's kind is computed once: nested operands (1/(1/(…)))
+	// would otherwise be typed again at every level (AQ-6).
+	typed := map[[2]int]numKind{}
+	var typeOfRange func(a, b int) numKind
 	typeOf = func(a, b int) numKind {
+		if k, ok := typed[[2]int{a, b}]; ok {
+			return k
+		}
+		k := typeOfRange(a, b)
+		typed[[2]int{a, b}] = k
+		return k
+	}
+	typeOfRange = func(a, b int) numKind {
 		if a < 0 || b < a {
 			return kindUnknown
 		}
@@ -1096,12 +1116,18 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 		}
 		return kindUnknown
 	}
+	// chainStart and chainKind remember, per "/" or "%" already decided,
+	// where its left operand starts and its kind, so the next operator of
+	// the same multiplicative chain (1/2/3/…) continues from there instead
+	// of walking the chain again: linear, not quadratic, in the chain's
+	// length (AQ-6).
+	chainStart, chainKind := map[int]int{}, map[int]numKind{}
 	for i, p := range r.ps {
 		if p.Kind != sd.TokOp || (p.Text != "/" && p.Text != "%") {
 			continue
 		}
 		// The left operand: the multiplicative chain ending before i.
-		start := -1
+		start, via := -1, -1
 		for j := r.prev(i); j >= 0; {
 			s := j
 			switch q := r.ps[j]; {
@@ -1140,13 +1166,31 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 			if op < 0 || (r.ps[op].Text != "*" && r.ps[op].Text != "/" && r.ps[op].Text != "%") {
 				break
 			}
+			if cs, ok := chainStart[op]; ok {
+				start, via = cs, op
+				break
+			}
 			j = r.prev(op)
 		}
 		rs := r.next(i)
 		end := sd.MulOperandEnd(r.ps, rs, isMyKeyword)
 		var lk, rk numKind
 		if start >= 0 && end >= 0 {
-			lk, rk = typeOf(start, r.prev(i)), typeOf(rs, end)
+			if via >= 0 {
+				// The chain up to the remembered operator, then what follows it.
+				lk = kindUnknown
+				if prevKind, tail := chainKind[via], typeOf(r.next(via), r.prev(i)); prevKind != kindUnknown && tail != kindUnknown {
+					lk = max(prevKind, tail)
+				}
+			} else {
+				lk = typeOf(start, r.prev(i))
+			}
+			rk = typeOf(rs, end)
+			chainStart[i] = start
+			chainKind[i] = max(lk, rk)
+			if lk == kindUnknown || rk == kindUnknown {
+				chainKind[i] = kindUnknown
+			}
 		}
 		switch {
 		case lk == kindInt && rk == kindInt:

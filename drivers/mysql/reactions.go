@@ -8,7 +8,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The reactions capability (CONTRACT.md RX-1…RX-10): both halves, over the
+// The reactions capability (docs/contract.md RX-1…RX-10): both halves, over the
 // SQL of reactions_sql.go. Input is already valid (sync).
 //
 // MySQL has no UPDATE … RETURNING, so a claim is one short transaction:

@@ -2,7 +2,7 @@ package mysql
 
 import "strings"
 
-// The reactions capability (CONTRACT.md RX-1…RX-10) in MySQL's dialect.
+// The reactions capability (docs/contract.md RX-1…RX-10) in MySQL's dialect.
 //
 // One table, _sync_reactions, keyed (p, k). due_at_ms is the time a row
 // can next be claimed: available_at_ms while pending, the lease expiry
@@ -17,7 +17,7 @@ import "strings"
 //
 // and two more indexes serve listing (p, status, created_at_ms, k) and
 // pruning (p, status, updated_at_ms, k). Every statement is served by an
-// index (DESIGN: cost must not grow with the store). Strings are
+// index (docs/performance.md: cost must not grow with the store). Strings are
 // VARBINARY: keys and types order bytewise (RX-2).
 
 // reactionsDDL creates the reactions table; idempotent, part of infraDDL

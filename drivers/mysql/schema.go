@@ -64,6 +64,13 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 		c.install(schema, layout)
 		return nil
 	}
+	if c.replica {
+		if ver > schema.Version {
+			return driver.Errorf(driver.CodeSchemaNewer, "mysql: the replica's stored schema is version %d, newer than %d", ver, schema.Version)
+		}
+		return driver.Errorf(driver.CodeUnavailable,
+			"mysql: the replica has not applied schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
+	}
 	if err := c.migrate(ctx, schema, layout); err != nil {
 		return err
 	}

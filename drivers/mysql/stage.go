@@ -99,6 +99,22 @@ func batchLen(tuples [][]any, maxRows, maxBytes int) int {
 	return n
 }
 
+// packetSlack is what a statement packet needs besides its bound values
+// (bytes): the header, the statement id, flags and type bytes of the
+// parameters.
+const packetSlack = 4096
+
+// fitsPacket refuses args (one row, one logged change) whose values
+// cannot travel in one statement under the server's max_allowed_packet:
+// the server would drop the connection and the write would look
+// retryable. CodeInvalidValue; nothing is sent.
+func (c *Conn) fitsPacket(args []any, what string) error {
+	if argBytes(args)+packetSlack > c.maxPacket {
+		return errPacket(what)
+	}
+	return nil
+}
+
 // argBytes estimates what args take in a statement packet (bytes).
 func argBytes(args []any) int {
 	n := 0

@@ -61,6 +61,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.replica {
+		return nil, errReplica("mysql: begin")
+	}
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
 		t, err := c.begin(ctx, partition)
 		if err == nil {
@@ -156,7 +159,10 @@ func isAbort(ctx context.Context, err error) bool {
 		return true
 	}
 	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, "":
+	case driver.CodeInternal, driver.CodeUnavailable, driver.CodeWriteConflict, "":
+		// A write conflict is a deadlock or a Galera abort: the engine
+		// rolled the whole transaction back, and a later statement
+		// would run outside it.
 		return true
 	}
 	return false
@@ -226,6 +232,9 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err != nil {
 			return err
 		}
+		if err := t.c.fitsPacket(args, "mysql: upsert row"); err != nil {
+			return err
+		}
 		if x.upsert != "" && !x.nullInRequired(args) {
 			return t.stage(ctx, x, args)
 		}
@@ -293,7 +302,11 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			vals, version = b, ch.RowVersion
 		}
 		// p and seq are set below, once the seq is known.
-		chRows = append(chRows, []any{nil, nil, i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version})
+		r := []any{t.partition, int64(0), i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version}
+		if err := t.c.fitsPacket(r, "mysql: append commit"); err != nil {
+			return 0, err
+		}
+		chRows = append(chRows, r)
 		vars = vars[:0]
 		for k := range scopes {
 			vars = append(vars, k)
@@ -312,13 +325,26 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		for _, r := range csRows {
 			r[0], r[4] = t.partition, seq
 		}
-		if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
-			return err
+		err := func() error {
+			if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
+				return err
+			}
+			if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
+				return err
+			}
+			return t.insertBatches(ctx, &insertChangeScopesSQL, csRows)
+		}()
+		if driver.CodeOf(err) == driver.CodeConstraintViolation {
+			// The seq this Tx reserved is taken: impossible on one server
+			// (the partition row's lock serializes Begin), but on a Galera
+			// node a concurrent commit of the partition certified on
+			// another node is applied here before this Tx is aborted for
+			// it. A lost race: nothing of this Tx will be written (the
+			// error aborts it) and it may be run again (TX-9).
+			return driver.Errorf(driver.CodeWriteConflict,
+				"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
 		}
-		if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
-			return err
-		}
-		if err := t.insertBatches(ctx, &insertChangeScopesSQL, csRows); err != nil {
+		if err != nil {
 			return err
 		}
 		t.seq = seq
@@ -429,7 +455,11 @@ func (t *Tx) finish(ctx context.Context, prepare func() error) error {
 		t.rollback()
 		return driver.Wrap(driver.CodeUnavailable, err, "mysql: commit: context ended; the transaction was rolled back (TX-6)")
 	}
-	return t.commit(ctx)
+	err := t.commit(ctx)
+	if err == nil && t.seq > t.baseSeq {
+		t.c.fan.Publish(driver.CommitWake{Partition: t.partition, CommitSeq: t.seq}) // FAN-1, this process at once
+	}
+	return err
 }
 
 // commit sends COMMIT on a goroutine of its own (go-sql-driver's COMMIT

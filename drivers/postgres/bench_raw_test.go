@@ -13,7 +13,7 @@ import (
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
-// BenchmarkWorkloads runs BENCH.md's standard workload (W1–W6) through
+// BenchmarkWorkloads runs docs/performance.md's standard workload (W1–W6) through
 // the shared conformance code, one fresh database per workload run, on
 // the server internal/testdb finds:
 //

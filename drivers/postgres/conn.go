@@ -26,9 +26,14 @@ type Conn struct {
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
 
-	schemaName atomic.Pointer[string] // current_schema, read once (authoritative queries)
+	schemaName atomic.Pointer[string]          // current_schema, read once (authoritative queries)
+	procNames  atomic.Pointer[map[string]bool] // lower-case names of the server's functions, read once (field notation)
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+
+	// replica: the server is a hot standby; the Conn is read-only
+	// (replica.go).
+	replica bool
 }
 
 var (
@@ -42,7 +47,18 @@ func open(ctx context.Context, cfg *pgxpool.Config) (*Conn, error) {
 		return nil, mapErr(ctx, err, "postgres: open the pool")
 	}
 	c := &Conn{pool: pool, cfg: cfg}
-	if err := c.initInfra(ctx); err != nil {
+	rec, err := inRecovery(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, mapErr(ctx, err, "postgres: initialize the store")
+	}
+	if rec {
+		c.replica = true
+		err = c.openReplica(ctx)
+	} else {
+		err = c.initInfra(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}

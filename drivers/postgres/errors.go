@@ -24,6 +24,9 @@ import (
 //	40001, 40P01 serialization, deadlock      CodeUnavailable (retry)
 //	08xxx, 57P0x, 53xxx connection, shutdown  CodeUnavailable
 //	57014 query_canceled, 55P03 lock timeout  CodeUnavailable
+//	3D000 unknown database, 28xxx bad login   CodeInvalidArgument (the DSN; permanent), with the server's reason
+//	54xxx program limit exceeded              CodeInvalidValue (a value over an engine limit; permanent)
+//	25006 read-only transaction               CodeInvalidArgument (a write on a standby, REP-1)
 //	network errors, closed connection         CodeUnavailable
 //	anything else                             CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
@@ -47,6 +50,16 @@ func mapErr(ctx context.Context, err error, what string) error {
 			return driver.Wrap(driver.CodeConstraintViolation, errors.New("unique index collision"), "%s: unique index collision (SCH-10)", what)
 		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "57014", pe.Code == "55P03":
 			return driver.Wrap(driver.CodeUnavailable, err, "%s: transient engine failure", what)
+		case pe.Code == "3D000", strings.HasPrefix(pe.Code, "28"):
+			// The server's reason names the database or the role from
+			// the DSN, never a row value: keep it.
+			return driver.Wrap(driver.CodeInvalidArgument, errors.New(pe.Message+" (SQLSTATE "+pe.Code+")"),
+				"%s: the DSN's database or login is refused; retrying will not help", what)
+		case pe.Code == "25006":
+			return errReplica(what) // read_only_sql_transaction: a write reached a standby
+		case strings.HasPrefix(pe.Code, "54"):
+			return driver.Wrap(driver.CodeInvalidValue, errors.New("SQLSTATE "+pe.Code),
+				"%s: a value or statement is over an engine limit of PostgreSQL; nothing was written", what)
 		case len(pe.Code) >= 2 && (pe.Code[:2] == "08" || pe.Code[:2] == "53" || pe.Code[:3] == "57P"):
 			return driver.Wrap(driver.CodeUnavailable, err, "%s: engine unavailable", what)
 		}

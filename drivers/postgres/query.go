@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/syncstore/syncstore/driver"
@@ -96,7 +97,11 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	pq, err := rewriteQuery(text.SQL, args, schema, declared, cols, partition)
+	procs, err := c.functionNames(ctx)
+	if err != nil {
+		return driver.QueryResult{}, err
+	}
+	pq, err := rewriteQuery(text.SQL, args, schema, declared, cols, partition, procs)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -105,7 +110,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 		return driver.QueryResult{}, c.mapErr(ctx, err, "postgres: authoritative query: acquire a connection")
 	}
 	defer pc.Release()
-	res, err := c.runQuery(ctx, pc.Conn(), schema, declared, pq, partition)
+	res, err := c.runQuery(ctx, pc.Conn(), schema, declared, pq, partition, q.Limits.WithDefaults())
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if _, rerr := pc.Exec(rctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); rerr != nil {
@@ -159,8 +164,56 @@ func (c *Conn) storeSchema(ctx context.Context) (string, error) {
 	return *s, nil
 }
 
-// runQuery is steps 1–2 of the file comment on conn.
-func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, declared []string, pq pgQuery, partition string) (driver.QueryResult, error) {
+// queryWorkMem is the work_mem of an authoritative query's transaction
+// (AQ-6): PostgreSQL's default, whatever the server's setting, so a sort
+// or hash of one query spills to disk beyond it instead of growing.
+const queryWorkMem = "4MB"
+
+// queryTempFileFactor × MaxResultBytes bounds the temporary files of an
+// authoritative query (temp_file_limit, set only when the role may set it:
+// a superuser, or one granted SET on it).
+const queryTempFileFactor = 16
+
+// queryGrace is how long past Timeout the driver waits for the server's
+// statement_timeout before it ends the statement itself (a server that
+// cannot be reached, a network stall).
+const queryGrace = time.Second
+
+// functionNames returns the lower-case names of the server's functions
+// (pg_proc), read once: a name written after "." that is one of them is
+// field notation, t.f meaning f(t), unless a declared table has such a
+// column (rewriteQuery).
+func (c *Conn) functionNames(ctx context.Context) (map[string]bool, error) {
+	if m := c.procNames.Load(); m != nil {
+		return *m, nil
+	}
+	rows, err := c.pool.Query(ctx, "SELECT DISTINCT lower(proname) FROM pg_catalog.pg_proc")
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: authoritative query: list functions")
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: authoritative query: list functions")
+	}
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	c.procNames.Store(&m)
+	return m, nil
+}
+
+// runQuery is steps 1–2 of the file comment on conn, under limits (AQ-6):
+// statement_timeout at limits.Timeout, work_mem and (when allowed)
+// temp_file_limit set locally in the read-only transaction; the host's
+// statement is read on a context ending queryGrace after the timeout,
+// with the connection refusing any message longer than the result bound,
+// and its rows metered as they stream. A bound hit ends the statement at
+// once (the context is cancelled rather than the rest read and dropped);
+// the caller then rolls back or closes the connection.
+func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, declared []string, pq pgQuery, partition string,
+	limits driver.QueryLimits) (driver.QueryResult, error) {
+	const what = "postgres: authoritative query"
 	var res driver.QueryResult
 	var plan []byte
 	b := &pgx.Batch{}
@@ -168,12 +221,16 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 	b.Queue("SET LOCAL extra_float_digits = 3")
 	b.Queue("SET LOCAL bytea_output = 'hex'")
 	b.Queue("SET LOCAL standard_conforming_strings = on")
+	b.Queue("SELECT set_config('statement_timeout', $1, true), set_config('work_mem', $2, true)",
+		strconv.FormatInt(limits.TimeoutMillis(), 10), queryWorkMem)
+	b.Queue(`SELECT set_config('temp_file_limit', $1, true) WHERE current_setting('is_superuser') = 'on'`,
+		strconv.FormatInt(limits.MaxResultBytes*queryTempFileFactor/1024, 10))
 	b.Queue(`SELECT coalesce((SELECT max_seq FROM _sync_partitions WHERE partition = $1), 0)`, partition).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&res.MaxCommitSeq) })
 	b.Queue("EXPLAIN (VERBOSE, FORMAT JSON) "+pq.sql, pq.args...).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&plan) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return res, queryErr(ctx, err)
+		return res, queryErr(ctx, false, limits, err)
 	}
 	used, err := checkPlan(plan, schema, declared)
 	if err != nil {
@@ -184,22 +241,40 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 			return res, queryInvalid("query declares table %s but does not read it (AQ-2)", t)
 		}
 	}
-	rows, err := conn.Query(ctx, pq.sql, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, pq.args...)...)
+	qctx, cancel := context.WithTimeout(ctx, limits.Timeout+queryGrace)
+	defer cancel()
+	fe := conn.PgConn().Frontend()
+	fe.SetMaxBodyLen(int(min(limits.MaxResultBytes+64<<10, 0x3fffffff-1)))
+	defer fe.SetMaxBodyLen(0x3fffffff - 1) // pgproto3's default
+	rows, err := conn.Query(qctx, pq.sql, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, pq.args...)...)
 	if err != nil {
-		return res, queryErr(ctx, err)
+		return res, rowsErr(ctx, qctx, limits, err)
 	}
+	stop := func(err error) (driver.QueryResult, error) {
+		cancel() // end the statement now: Close would read the rest
+		rows.Close()
+		return res, err
+	}
+	meter := limits.Meter(what)
 	fields := rows.FieldDescriptions()
 	res.Columns = make([]string, len(fields))
 	for i, f := range fields {
 		res.Columns[i] = f.Name
 	}
 	for rows.Next() {
+		if err := meter.Row(); err != nil {
+			return stop(err)
+		}
 		raw := rows.RawValues()
 		row := make([]any, len(raw))
 		for i, v := range raw {
+			if int64(len(v)) > limits.MaxValueBytes+2 && fields[i].DataTypeOID != pgtype.ByteaOID ||
+				int64(len(v)) > 2*limits.MaxValueBytes+2 {
+				// Longer than any value within the bound decodes to (bytea: \x and two digits a byte).
+				return stop(driver.NewQueryLimitError(driver.BoundValueBytes, limits.MaxValueBytes, nil, what))
+			}
 			if row[i], err = decodeText(fields[i].DataTypeOID, v); err != nil {
-				rows.Close()
-				return res, err
+				return stop(err)
 			}
 			if bv, ok := row[i].(bool); ok && fields[i].TableOID == 0 {
 				// Not a column of a table: SQLite's predicates are integers 1/0;
@@ -209,17 +284,31 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 					row[i] = int64(1)
 				}
 			}
+			if err := meter.Value(driver.QueryValueSize(row[i])); err != nil {
+				return stop(err)
+			}
 		}
 		res.Rows = append(res.Rows, row)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return res, queryErr(ctx, err)
+		return res, rowsErr(ctx, qctx, limits, err)
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		return res, c.mapErr(ctx, err, "postgres: authoritative query")
 	}
 	return res, nil
+}
+
+// rowsErr classifies an error of running or reading the host's
+// statement on qctx (see queryErr): a message over the connection's body
+// limit is the bytes bound.
+func rowsErr(ctx, qctx context.Context, limits driver.QueryLimits, err error) error {
+	var tooLong *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &tooLong) {
+		return driver.NewQueryLimitError(driver.BoundBytes, limits.MaxResultBytes, nil, "postgres: authoritative query")
+	}
+	return queryErr(ctx, errors.Is(qctx.Err(), context.DeadlineExceeded), limits, err)
 }
 
 // planNode is the part of an EXPLAIN (FORMAT JSON) node checkPlan reads.
@@ -354,20 +443,40 @@ func decodeJSONScalar(raw []byte) (any, error) {
 	return string(raw), nil
 }
 
-// queryErr classifies an error of the host's statement: an ended context
-// or a lost connection → CodeUnavailable; an error of the statement's own
-// making (syntax, unknown relation, column or function, types, data,
-// read-only violation, limits) → CodeQueryInvalid; else mapErr.
-func queryErr(ctx context.Context, err error) error {
+// queryErr classifies an error of the host's statement (ctx is the
+// caller's; expired says the driver's own deadline for the statement
+// passed): a bound hit → CodeQueryLimit (AQ-6) — statement_timeout
+// (57014) or that deadline → "time", class 53 (out of memory, disk full,
+// temp_file_limit) and class XX (an internal error such as an allocation
+// over 1 GB) → "memory", 54000 (a value over PostgreSQL's own size
+// limits) → "value_bytes"; an ended context or a lost connection →
+// CodeUnavailable; an error of the statement's own making (syntax,
+// unknown relation, column or function, types, data, read-only
+// violation, other limits) → CodeQueryInvalid; else mapErr. Only the
+// SQLSTATE is kept: the server's text may quote a value (V-10).
+func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, err error) error {
+	const what = "postgres: authoritative query"
 	var de *driver.Error
 	if errors.As(err, &de) {
 		return err
 	}
 	if ctx.Err() != nil {
-		return mapErr(ctx, err, "postgres: authoritative query")
+		return mapErr(ctx, err, what)
 	}
 	var pe *pgconn.PgError
+	if expired && !errors.As(err, &pe) {
+		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), err, what)
+	}
 	if errors.As(err, &pe) && len(pe.Code) == 5 {
+		state := errors.New("SQLSTATE " + pe.Code)
+		switch {
+		case pe.Code == "57014":
+			return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), state, what)
+		case pe.Code == "54000":
+			return driver.NewQueryLimitError(driver.BoundValueBytes, limits.MaxValueBytes, state, what)
+		case pe.Code[:2] == "53" || pe.Code[:2] == "XX":
+			return driver.NewQueryLimitError(driver.BoundMemory, 0, state, what)
+		}
 		switch pe.Code[:2] {
 		case "42", "22", "21", "0A", "2F", "54", "3F":
 			return driver.Wrap(driver.CodeQueryInvalid, errors.New("SQLSTATE "+pe.Code),

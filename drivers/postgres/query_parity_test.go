@@ -17,7 +17,7 @@ import (
 func TestQueryParityRewrite(t *testing.T) {
 	cols := map[string][]string{"todos": {"id", "title", "done", "updated_at"}}
 	rw := func(text string) (string, error) {
-		q, err := rewriteQuery(text, nil, "s", []string{"todos"}, cols, "p1")
+		q, err := rewriteQuery(text, nil, "s", []string{"todos"}, cols, "p1", nil)
 		return q.sql, err
 	}
 	for _, c := range []struct{ sql, want string }{

@@ -47,6 +47,12 @@ func TestQueryHostilePostgres(t *testing.T) {
 		`SELECT id::text FROM todos`,
 		`SELECT t.id FROM todos t, _sync_partitions p`,
 		`SELECT id FROM users`,
+		// Field notation: t.f is f(t) (AQ-1; issue 18).
+		`SELECT t.quote_literal AS q FROM todos t`,
+		`SELECT t.to_json AS j FROM todos t`,
+		`SELECT (t).row_to_json AS j FROM todos t`,
+		`SELECT t."to_jsonb" AS j FROM todos t`,
+		`SELECT 1 AS quote_literal, t.quote_literal FROM todos t`,
 	} {
 		_, err := c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: sql, Tables: todos})
 		if driver.CodeOf(err) != driver.CodeQueryInvalid {

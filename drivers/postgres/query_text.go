@@ -96,11 +96,22 @@ func queryInvalid(format string, args ...any) error {
 
 // rewriteQuery checks and rewrites text (already passed CheckQueryText,
 // binding args by SQLite numbering) for the store's schema, with a CTE
-// for each declared table (its application columns cols[t]).
-func rewriteQuery(text string, args []any, schema string, declared []string, cols map[string][]string, partition string) (pgQuery, error) {
+// for each declared table (its application columns cols[t]). procs are
+// the server's function names: a name after "." that is one of them,
+// outside queryFunctions and not a column of a declared table, is refused
+// — PostgreSQL reads t.f as the call f(t) (field notation), which would
+// bypass the allow-list (t.quote_literal, t.to_json).
+func rewriteQuery(text string, args []any, schema string, declared []string, cols map[string][]string, partition string,
+	procs map[string]bool) (pgQuery, error) {
 	toks, err := sd.Tokenize(text)
 	if err != nil {
 		return pgQuery{}, err
+	}
+	columns := map[string]bool{}
+	for _, t := range declared {
+		for _, c := range cols[t] {
+			columns[strings.ToLower(c)] = true
+		}
 	}
 	var pieces []piece
 	var pgArgs []any
@@ -178,6 +189,11 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 					(fixedSchemas[prev.Name] || prev.Kind == sd.TokString || prev.Name == strings.ToLower(schema)) {
 					return pgQuery{}, queryInvalid("query qualifies a name with a schema: tables are read by their names alone (AQ-2)")
 				}
+			}
+		}
+		if p.Name != "" && procs[p.Name] && !queryFunctions[p.Name] && !columns[p.Name] {
+			if prev := sd.LastSignificant(pieces); prev != nil && prev.Kind == sd.TokOp && prev.Text == "." {
+				return pgQuery{}, queryInvalid("query calls a function through field notation (x.f is f(x) to PostgreSQL) at byte %d (AQ-1)", tk.Start)
 			}
 		}
 		if p.Name != "" {

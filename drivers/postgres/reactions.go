@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The reactions capability (CONTRACT.md RX-1…RX-10): both halves, over
+// The reactions capability (docs/contract.md RX-1…RX-10): both halves, over
 // the SQL of reactions_sql.go. Input is already valid (sync checks group
 // V before a driver is called).
 

@@ -1,6 +1,6 @@
 package postgres
 
-// The reactions capability (CONTRACT.md RX-1…RX-10) in PostgreSQL.
+// The reactions capability (docs/contract.md RX-1…RX-10) in PostgreSQL.
 //
 // One table, _sync_reactions, keyed (partition, key) — the same layout as
 // the SQLite dialect's. due_at_ms is the time a row can next be claimed:

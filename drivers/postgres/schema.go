@@ -51,6 +51,13 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	if err != nil {
 		return err
 	}
+	if (ver != schema.Version || stored != layout) && c.replica {
+		if ver > schema.Version {
+			return driver.Errorf(driver.CodeSchemaNewer, "postgres: the standby's stored schema is version %d, newer than %d", ver, schema.Version)
+		}
+		return driver.Errorf(driver.CodeUnavailable,
+			"postgres: the standby has not replayed schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
+	}
 	if ver != schema.Version || stored != layout {
 		if err := c.migrate(ctx, schema, layout); err != nil {
 			return err

@@ -68,6 +68,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.replica {
+		return nil, errReplica("postgres: begin")
+	}
 	for attempt := int32(0); ; attempt++ {
 		t, retry, err := c.begin(ctx, partition, nil)
 		if err == nil {

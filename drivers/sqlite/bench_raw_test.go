@@ -11,7 +11,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// BenchmarkRawLoop is the physical ceiling of BENCH.md's W1 on this
+// BenchmarkRawLoop is the physical ceiling of docs/performance.md's W1 on this
 // engine (conformance.RunRawLoop: the same 5,000 commits of 10 rows, W1's
 // metrics, the result read back through the driver), into the very
 // tables and indexes the driver creates (EnsureSchema runs first,

@@ -10,11 +10,11 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// BenchmarkPush is BENCH.md's W1 shape on one partition: per commit, its
+// BenchmarkPush is docs/performance.md's W1 shape on one partition: per commit, its
 // own transaction with 10 upserts of fresh rows (projects p0…p19 round
 // robin, owners o0…o49), AppendCommit, PutPushResult, Commit. One
 // benchmark iteration is one commit. With -benchtime=5000x (or 50000x) it
-// also reports the rate of every tenth of the commits (DESIGN.md: cost
+// also reports the rate of every tenth of the commits (docs/performance.md: cost
 // must not grow with the store):
 //
 //	go test ./drivers/sqlite -run '^$' -bench BenchmarkPush -benchtime=5000x

@@ -6,7 +6,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 )
 
-// BenchmarkWorkloads runs BENCH.md's standard workload (W1–W6) through
+// BenchmarkWorkloads runs docs/performance.md's standard workload (W1–W6) through
 // the shared conformance code, one fresh store (a file in its own
 // directory) per workload run, exactly as any other driver is measured:
 //

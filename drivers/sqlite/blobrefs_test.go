@@ -10,7 +10,7 @@ import (
 )
 
 // TestBlobRefsPlans pins the plans of the blob-refs statements (BLOB-1;
-// DESIGN: cost must not grow with the store): listings walk the primary
+// docs/performance.md: cost must not grow with the store): listings walk the primary
 // key, replacing and clearing a row's set use the row index, and the rows
 // of a blob join the application table on its primary key.
 func TestBlobRefsPlans(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/driver/fanpoll"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 	"github.com/syncstore/syncstore/internal/txset"
 )
@@ -39,6 +40,8 @@ type Conn struct {
 	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 	tmpDir   string         // private directory of a ":memory:" store, removed by Close
 	aq       *queryPool     // authoritative-query connections (query.go)
+	fan      fanpoll.Hub    // commit fanout (fanout.go)
+	fanFile  string         // the store file's URI, the key of the in-process hub
 
 	// promote lists statements write transactions prepared for
 	// themselves, to be prepared on the writer's pool (stage.go).
@@ -57,9 +60,10 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
+	c.joinFanout(t.fanKey())
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()
-		return nil, mapErr(ctx, err, what)
+		return nil, openErr(ctx, err, t.path, what)
 	}
 	if c.w, err = openDB(t.dsnFor(true), 1); err != nil {
 		return fail(err, "sqlite: open the writer")
@@ -123,6 +127,7 @@ func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.leaveFanout()
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}

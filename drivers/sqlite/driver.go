@@ -133,6 +133,7 @@ func (Driver) Open(ctx context.Context, dsn string) (driver.Conn, error) {
 // write-lock wait (ms).
 type target struct {
 	uri    string
+	path   string // the database file's path, "" when unknown (a file: URI)
 	params url.Values
 	tmpDir string
 	busyMs int
@@ -159,13 +160,17 @@ func parseDSN(dsn string) (target, error) {
 		return target{uri: fileURI(filepath.Join(dir, "store.db")), params: url.Values{}, tmpDir: dir, busyMs: busyMs}, nil
 	}
 	if strings.HasPrefix(base, "file:") {
-		return target{uri: base, params: params, busyMs: busyMs}, nil
+		t := target{uri: base, params: params, busyMs: busyMs}
+		if u, err := url.Parse(base); err == nil && filepath.IsAbs(filepath.FromSlash(u.Path)) {
+			t.path = filepath.FromSlash(u.Path)
+		}
+		return t, nil
 	}
 	abs, err := filepath.Abs(base)
 	if err != nil {
 		return target{}, driver.Wrap(driver.CodeInvalidArgument, err, "sqlite: resolve the database path")
 	}
-	return target{uri: fileURI(abs), params: params, busyMs: busyMs}, nil
+	return target{uri: fileURI(abs), path: abs, params: params, busyMs: busyMs}, nil
 }
 
 // busyTimeout takes the write-lock wait out of params (_busy_timeout or
@@ -198,6 +203,16 @@ func busyTimeout(params url.Values) (int, error) {
 		return 0, driver.Errorf(driver.CodeInvalidArgument, "sqlite: %s must be one whole number of milliseconds, 0…2147483647", key)
 	}
 	return int(ms), nil
+}
+
+// fanKey names the store's file for the in-process fanout hub: its
+// absolute path when known, else the URI without parameters.
+func (t target) fanKey() string {
+	if t.path != "" {
+		return t.path
+	}
+	base, _, _ := strings.Cut(t.uri, "?")
+	return base
 }
 
 // fileURI turns an absolute path into a SQLite file URI, escaping '?',

@@ -7,7 +7,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// TestIndexLookupPlans pins the plans of index lookups (IXL-4, DESIGN:
+// TestIndexLookupPlans pins the plans of index lookups (IXL-4; docs/performance.md:
 // cost must not grow with the store): served by the declared index, the
 // after-id bound and the order included, for a non-unique and a unique
 // index, with a NULL value too.

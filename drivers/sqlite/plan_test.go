@@ -62,7 +62,7 @@ func checkPlans(t *testing.T, c *Conn, cases []planCase) {
 }
 
 // TestPlans pins the plans of the hot statements (WIN-7, SCAN-5, and
-// DESIGN.md's "cost must not grow with the store"): every one is served by
+// docs/performance.md's "cost must not grow with the store"): every one is served by
 // the index made for its access, never by a scan of the log or of a table.
 // The store holds data, and ANALYZE ran, so the planner has statistics
 // that could tempt it into a scan.

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -154,7 +156,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 		return driver.QueryResult{}, c.mapErr(ctx, err, "sqlite: query connection")
 	}
 	defer conn.Close()
-	res, err := c.runQuery(ctx, conn, partition, declared, text.SQL, args)
+	res, err := c.runQuery(ctx, conn, partition, declared, text.SQL, args, q.Limits.WithDefaults())
 	if err != nil {
 		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn }) // drop the connection
 		return driver.QueryResult{}, err
@@ -183,8 +185,13 @@ func (c *Conn) queryTables(tables []string) ([]string, error) {
 	return out, nil
 }
 
-// runQuery is steps 1–5 of the package comment on one connection.
-func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, declared []string, stmt string, args []any) (driver.QueryResult, error) {
+// runQuery is steps 1–5 of the package comment on one connection, under
+// limits (AQ-6): the host's statement runs with SQLITE_LIMIT_LENGTH at
+// limits.MaxValueBytes (a longer string or blob, built or read, fails
+// with SQLITE_TOOBIG), on a context ending at limits.Timeout (the driver
+// interrupts the engine), and its rows are metered as they are read.
+func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, declared []string, stmt string, args []any,
+	limits driver.QueryLimits) (driver.QueryResult, error) {
 	const what = "sqlite: authoritative query"
 	setAuth := func(fn sqlite.AuthorizerFn) error {
 		return conn.Raw(func(dc any) error {
@@ -245,11 +252,21 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 	if err := setAuth(policy.authorize); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
-	cols, rows, err := readQueryRows(ctx, conn, stmt, args)
+	oldLength, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, int(min(limits.MaxValueBytes, math.MaxInt32)))
 	if err != nil {
-		return driver.QueryResult{}, queryErr(ctx, policy, err)
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
+	qctx, cancel := context.WithTimeout(ctx, limits.Timeout)
+	cols, rows, err := readQueryRows(qctx, conn, stmt, args, limits.Meter(what))
+	expired := errors.Is(qctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil {
+		return driver.QueryResult{}, queryErr(ctx, expired, limits, policy, err)
 	}
 	// 5
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, oldLength); err != nil {
+		return driver.QueryResult{}, c.mapErr(ctx, err, what)
+	}
 	if err := setAuth(nil); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
@@ -303,13 +320,21 @@ func (c *Conn) buildQueryViews(ctx context.Context, conn *sql.Conn, layout d.Lay
 
 var bytesType = reflect.TypeOf([]byte(nil))
 
-// readQueryRows runs the host's statement and reads every row (AQ-4):
+// readQueryRows runs the host's statement and reads its rows (AQ-4):
 // int64, float64, string, []byte (an empty blob stays a non-nil empty
 // slice), nil, and bool for a column declared BOOLEAN (a boolean column).
-func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any) ([]string, [][]any, error) {
-	rows, err := conn.QueryContext(ctx, stmt, args...)
+// Every row and value is counted by m before it is kept; the first bound
+// hit ends the read (AQ-6). An error of the statement while it runs (not
+// while it is prepared) is a *runErr: its text may quote data.
+func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any, m *driver.QueryMeter) ([]string, [][]any, error) {
+	prepared, err := conn.PrepareContext(ctx, stmt)
 	if err != nil {
 		return nil, nil, err
+	}
+	defer prepared.Close()
+	rows, err := prepared.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, nil, &runErr{err}
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -326,6 +351,9 @@ func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any)
 	}
 	var out [][]any
 	for rows.Next() {
+		if err := m.Row(); err != nil {
+			return nil, nil, err
+		}
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
 		for i := range vals {
@@ -356,39 +384,69 @@ func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any)
 			default:
 				return nil, nil, driver.Errorf(driver.CodeInternal, "sqlite: query result column %d has an unexpected %T", i+1, v)
 			}
+			if err := m.Value(driver.QueryValueSize(vals[i])); err != nil {
+				return nil, nil, err
+			}
 		}
 		out = append(out, vals)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, &runErr{err}
 	}
 	return cols, out, nil
 }
 
-// queryErr classifies an error of the host's statement: refused by the
-// policy or rejected by the engine as SQL (a syntax error, an unknown
-// table or column, a bind range, a runtime error of the statement's own
-// making) → CodeQueryInvalid; a context that ended or a busy engine →
-// CodeUnavailable; anything else → CodeInternal.
-func queryErr(ctx context.Context, p *queryPolicy, err error) error {
+// runErr is an engine error raised while the host's statement ran. Its
+// text may quote a row value (`bad JSON path: 'one'`), so queryErr never
+// prints it (V-10).
+type runErr struct{ err error }
+
+func (e *runErr) Error() string { return e.err.Error() }
+func (e *runErr) Unwrap() error { return e.err }
+
+// queryErr classifies an error of the host's statement (ctx is the
+// caller's; expired says the statement's own deadline, limits.Timeout,
+// passed): a bound hit (that deadline while ctx lives, SQLITE_TOOBIG,
+// SQLITE_NOMEM) → CodeQueryLimit (AQ-6); refused by the policy or
+// rejected by the engine as SQL (a syntax error, an unknown table or
+// column, a bind range, a runtime error of the statement's own making) →
+// CodeQueryInvalid; a context that ended or a busy engine →
+// CodeUnavailable; anything else → CodeInternal. The engine's text of an
+// error raised while the statement ran is replaced by its result code: it
+// may quote a row value (V-10).
+func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, p *queryPolicy, err error) error {
+	const what = "sqlite: authoritative query"
 	var de *driver.Error
 	if errors.As(err, &de) {
 		return err
 	}
 	if ctx.Err() != nil {
-		return mapErr(ctx, err, "sqlite: authoritative query")
+		return mapErr(ctx, err, what)
 	}
-	if p.wasDenied() {
+	var se *sqlite.Error
+	code := 0
+	if errors.As(err, &se) {
+		code = se.Code()
+	}
+	var re *runErr
+	if errors.As(err, &re) {
+		err = fmt.Errorf("SQLite result code %d", code) // never the engine's text (V-10)
+	}
+	switch {
+	case expired:
+		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), err, what)
+	case code&0xff == sqlite3.SQLITE_TOOBIG:
+		return driver.NewQueryLimitError(driver.BoundValueBytes, limits.MaxValueBytes, err, what)
+	case code&0xff == sqlite3.SQLITE_NOMEM:
+		return driver.NewQueryLimitError(driver.BoundMemory, 0, err, what)
+	case p.wasDenied():
 		return driver.Wrap(driver.CodeQueryInvalid, err,
 			"query reads a relation other than its declared tables, writes, or calls a function it may not (AQ-1, AQ-2)")
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_MISMATCH,
-			sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CONSTRAINT:
-			return driver.Wrap(driver.CodeQueryInvalid, err, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
-		}
+	switch code & 0xff {
+	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_MISMATCH,
+		sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CONSTRAINT:
+		return driver.Wrap(driver.CodeQueryInvalid, err, "query is not a valid query of its declared tables (AQ-1, AQ-2)")
 	}
-	return mapErr(ctx, err, "sqlite: authoritative query")
+	return mapErr(ctx, err, what)
 }

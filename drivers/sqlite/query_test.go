@@ -80,7 +80,7 @@ func TestQueryPolicyAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.runQuery(ctx, conn, "p1", []string{"todos"}, sql, nil)
+		_, err = c.runQuery(ctx, conn, "p1", []string{"todos"}, sql, nil, driver.QueryLimits{}.WithDefaults())
 		if got := driver.CodeOf(err); got != driver.CodeQueryInvalid {
 			t.Errorf("runQuery(%q): error %v, want %s", sql, err, driver.CodeQueryInvalid)
 		}

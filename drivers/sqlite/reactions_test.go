@@ -35,7 +35,7 @@ func rxEnqueue(t *testing.T, c *Conn, p, prefix, typ string, n int, createdAt in
 // TestReactionPlans pins every reaction statement to its index on a store
 // where most reactions are finished: claims read the small partial due
 // index, never the table, so their cost does not grow with history
-// (DESIGN.md "cost must not grow with the store").
+// (docs/performance.md, "cost must not grow with the store").
 func TestReactionPlans(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)

@@ -21,6 +21,7 @@ type Tx struct {
 
 	mu       gosync.Mutex
 	finished bool
+	lastSeq  int64 // the last seq AppendCommit allocated, 0 if none (announced by Commit, FAN-1)
 	// aborted is set when an operation failed with an engine error or
 	// because its context ended. SQLite may have rolled the transaction
 	// back on its own (an interrupt, a full disk), after which further
@@ -212,7 +213,11 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 		if err := t.execChunks(ctx, seq, changes.Changes, 7, d.MaxChangeRows, d.InsertChangeRows); err != nil {
 			return err
 		}
-		return t.execChunks(ctx, seq, changes.Scopes, 4, d.MaxChangeScopeRows, d.InsertChangeScopeRows)
+		if err := t.execChunks(ctx, seq, changes.Scopes, 4, d.MaxChangeScopeRows, d.InsertChangeScopeRows); err != nil {
+			return err
+		}
+		t.lastSeq = seq
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -246,6 +251,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if err := t.st.exec(ctx, d.RollbackToSavepoint); err != nil {
 			return err
 		}
+		t.lastSeq = 0
 		if err := t.st.exec(ctx, d.InsertPushResult, t.partition, clientID, clientCommitID, string(text)); err != nil {
 			return err
 		}
@@ -265,12 +271,16 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // (outcome_test.go puts both inside the COMMIT). In WAL mode a COMMIT
 // waits for no lock, so it returns within the time of its own write.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() error {
+	err := t.finish(ctx, func() error {
 		if err := t.flushStaged(ctx); err != nil {
 			return err
 		}
 		return t.st.tx.Commit()
 	})
+	if err == nil && t.lastSeq > 0 {
+		t.c.publish(driver.CommitWake{Partition: t.partition, CommitSeq: t.lastSeq})
+	}
+	return err
 }
 
 // finish runs fn (which ends the engine transaction on success) once; on

@@ -7,50 +7,37 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
-	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
 	"github.com/syncstore/syncstore/sync"
 )
 
 func main() {
-	ctx, now := context.Background(), time.Now().UnixMilli()
+	ctx := context.Background()
 	store, err := sync.Open("sqlite", "app.db") // a path, a file: URI, or :memory:
 	check(err)
 	defer store.Close()
-	check(store.EnsureSchema(ctx, driver.Schema{Version: 1, Tables: []driver.Table{{Name: "todos", PrimaryKey: "id",
-		Columns: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "project_id", Type: driver.TypeString}},
-		Scopes:  []driver.Scope{{Variable: "project", Column: "project_id"}}}}}))
+	check(store.EnsureSchema(ctx, sync.Schema{Version: 1, Tables: []sync.Table{{Name: "todos", PrimaryKey: "id",
+		Columns: []sync.Column{{Name: "id", Type: sync.TypeString}, {Name: "project_id", Type: sync.TypeString}},
+		Scopes:  []sync.Scope{{Variable: "project", Column: "project_id"}}}}}))
 
-	// Push: the rows, the commit that logs them and the push result, in one transaction.
-	row := driver.Row{ID: "t1", ServerVersion: 1, Scopes: driver.Scopes{"project": "p7"},
-		Values: driver.Values{"id": "t1", "project_id": "p7"}}
-	check(store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		if _, seen, err := tx.GetPushResult(ctx, "client-1", "commit-1"); err != nil || seen {
-			return err // a retried push: the stored result is the answer
-		}
-		if err := tx.UpsertRow(ctx, "todos", row); err != nil {
-			return err
-		}
-		seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "client-1", ClientCommitID: "commit-1",
-			ActorID: "user-1", CreatedAtMs: now, Changes: []driver.Change{{Table: "todos", RowID: row.ID,
-				Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: row.ServerVersion}}})
-		if err != nil {
-			return err
-		}
-		return tx.PutPushResult(ctx, "client-1", "commit-1", driver.PushResult{Status: driver.PushApplied,
-			CommitSeq: seq, RecordedAtMs: now, Ops: []driver.OpResult{{Status: driver.OpApplied}}})
-	}))
+	// Push: one client commit, all or nothing. Sent again (a retry), it
+	// answers the stored result and writes nothing.
+	res, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "client-1", ClientCommitID: "commit-1",
+		ActorID: "user-1", Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: sync.OpUpsert,
+			Values: sync.Values{"id": "t1", "project_id": "p7"}, BaseVersion: sync.Version(0)}}}) // 0: a create
+	check(err)
+	fmt.Printf("push: %s at commit %d (replayed %v)\n", res.Status, res.CommitSeq, res.Replayed)
 
-	// Pull: the commits after cursor 0 that touch project p7's todos.
-	through, err := store.MaxCommitSeq(ctx, "tenant-1")
+	// Pull: another client bootstraps project p7's todos, then follows
+	// the log from the cursor it was given.
+	sub := sync.PullSubscription{ID: "p7", Table: "todos", Scopes: sync.ScopeFilter{"project": {"p7"}},
+		Cursor: sync.PullBootstrap}
+	pull, err := store.Pull(ctx, "tenant-1", sync.PullRequest{ClientID: "client-2", ActorID: "user-2",
+		Subscriptions: []sync.PullSubscription{sub}})
 	check(err)
-	commits, err := store.ReadCommitWindow(ctx, "tenant-1", driver.WindowQuery{Table: "todos",
-		Filter: driver.ScopeFilter{"project": {"p7"}}, AfterSeq: 0, ThroughSeq: through, LimitChanges: 100})
-	check(err)
-	for _, c := range commits {
-		fmt.Printf("commit %d from %s: %s %s\n", c.Seq, c.ClientID, c.Changes[0].Op, c.Changes[0].RowID)
+	for _, row := range pull.Subscriptions[0].Rows {
+		fmt.Printf("pull: %s version %d, next cursor %d\n", row.ID, row.ServerVersion, pull.Subscriptions[0].NextCursor)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -31,11 +32,12 @@ func TestReadmeShowsThisFile(t *testing.T) {
 }
 
 // TestRun runs the example twice on the same store: the second push is a
-// retry of the first, so it must not add a commit.
+// retry of the first, so it must be answered from the stored result and
+// not add a commit; both pulls bootstrap the one row.
 func TestRun(t *testing.T) {
 	t.Chdir(t.TempDir())
-	want := "commit 1 from client-1: upsert t1\n"
-	for i := range 2 {
+	for i, replayed := range []bool{false, true} {
+		want := fmt.Sprintf("push: applied at commit 1 (replayed %v)\npull: t1 version 1, next cursor 1\n", replayed)
 		if got := captureStdout(t, main); got != want {
 			t.Errorf("run %d printed %q, want %q", i+1, got, want)
 		}

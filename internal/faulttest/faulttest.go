@@ -149,11 +149,29 @@ func Verify(t testing.TB, c Store, partition string, n int, mustLand map[int]boo
 // CounterPush adds one to the partition's counter row in one Tx whose
 // commit carries key and stores a push result under it.
 func CounterPush(ctx context.Context, c driver.Conn, partition, key string) error {
+	return counterPush(ctx, c, partition, key, false)
+}
+
+// CounterPushOnce is CounterPush made idempotent as a host's push is: when
+// the Tx sees key's push result (an earlier attempt landed although its
+// caller was told otherwise, or was not told at all), it writes nothing
+// and returns nil. So a push may be sent again after any error, to any
+// node, without applying twice.
+func CounterPushOnce(ctx context.Context, c driver.Conn, partition, key string) error {
+	return counterPush(ctx, c, partition, key, true)
+}
+
+func counterPush(ctx context.Context, c driver.Conn, partition, key string, once bool) error {
 	tx, err := c.Begin(ctx, partition)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
+	if once {
+		if _, landed, err := tx.GetPushResult(ctx, "w", key); err != nil || landed {
+			return err
+		}
+	}
 	row, ok, err := tx.GetRow(ctx, "todos", "counter")
 	if err != nil {
 		return err

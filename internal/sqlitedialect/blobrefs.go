@@ -13,7 +13,7 @@ import (
 // key in order and the rows referencing one blob are a key range. A second
 // index (partition, tbl, row_id, blob_id) serves replacing a row's set
 // and clearing it when the row is deleted: every statement is served by
-// an index (DESIGN: cost must not grow with the store).
+// an index (docs/performance.md: cost must not grow with the store).
 //
 // The set of a row is written in the push transaction, so it lands with
 // the commit and vanishes with a rollback. Deleting a row clears its set

@@ -337,7 +337,11 @@ const D1QueryMaxColumns = 1000
 // as 'b' + hex (JSON has no bytes). Decode each with D1QueryValue. The
 // wrapper reads the CTE once, without an ORDER BY or a join, so SQLite
 // keeps the host's row order (co-routine or flattened with its ORDER BY).
-func D1QueryWrap(q string, n int) string {
+// With maxRows > 0 it ends with LIMIT maxRows+1: D1 stops producing rows
+// one past the rows bound, so a query of millions of rows costs the
+// engine, and the answer, at most that (AQ-6); the extra row tells the
+// bound was hit.
+func D1QueryWrap(q string, n, maxRows int) string {
 	cols := make([]string, n)
 	sel := make([]string, n)
 	for i := range n {
@@ -348,8 +352,12 @@ func D1QueryWrap(q string, n int) string {
 			" < -1.7976931348623157e308 THEN '-' ELSE " + c + " END) WHEN 'text' THEN 't' || " + c +
 			" WHEN 'blob' THEN 'b' || hex(" + c + ") END"
 	}
+	limit := ""
+	if maxRows > 0 {
+		limit = " LIMIT " + strconv.Itoa(maxRows+1)
+	}
 	return "WITH " + Quote(D1QueryResultCTE) + "(" + strings.Join(cols, ", ") + ") AS (" + q + ") SELECT " +
-		strings.Join(sel, ", ") + " FROM " + Quote(D1QueryResultCTE)
+		strings.Join(sel, ", ") + " FROM " + Quote(D1QueryResultCTE) + limit
 }
 
 // D1QueryResultCTE is the name of D1QueryWrap's CTE (a _sync name: the

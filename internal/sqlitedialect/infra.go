@@ -96,6 +96,10 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`
 
 // Partition counters (SEQ, HZ).
 const (
+	// SelectCommitHeads: ?1 after partition, ?2 limit → (partition,
+	// max_seq) of partitions with commits, ascending: a range read of the
+	// primary key (commit fanout by polling, FAN-1).
+	SelectCommitHeads = `SELECT partition, max_seq FROM _sync_partitions WHERE partition > ?1 AND max_seq > 0 ORDER BY partition LIMIT ?2`
 	// SelectPartitionSeqs: ?1 partition → max_seq, horizon_seq (no row: both 0).
 	SelectPartitionSeqs = `SELECT max_seq, horizon_seq FROM _sync_partitions WHERE partition = ?1`
 	// NextSeq allocates the next commitSeq of ?1 and returns it (SEQ-1,

@@ -209,6 +209,13 @@ func numberLen(s string) int {
 // (SQLITE_MAX_VARIABLE_NUMBER's default).
 const MaxQueryParams = 32766
 
+// MaxQueryDepth is the deepest nesting of parentheses a query may have
+// (AQ-6). Every driver's rewriter walks the text in time linear in its
+// length for a bounded depth; a deeper text (4,950 nested CASTs, 24,700
+// nested divisions — attacks, never a host's report) is refused before
+// any rewriting, so rewriting a 100 KB text takes milliseconds.
+const MaxQueryDepth = 100
+
 // QueryText is a query that passed CheckQueryText.
 type QueryText struct {
 	// SQL is the one statement, without a trailing ';' or comment.
@@ -220,7 +227,8 @@ type QueryText struct {
 }
 
 // CheckQueryText admits one SELECT or WITH … SELECT statement (AQ-1):
-// a second statement, a statement of another kind, a named parameter,
+// a second statement, a statement of another kind, parentheses nested
+// deeper than MaxQueryDepth (AQ-6), a named parameter,
 // `?0`/`?N` beyond MaxQueryParams or with a leading zero (`?01`), or a
 // name qualified by the schema "main" or "temp" (in any spelling: main.t, "MAIN".t, [temp] . t,
 // 'main'.t — also an alias so named, a deliberate false positive) →
@@ -237,12 +245,20 @@ func CheckQueryText(sql string) (QueryText, error) {
 	if err != nil {
 		return QueryText{}, err
 	}
-	first, end, params, prev := -1, 0, 0, -1
+	first, end, params, prev, depth := -1, 0, 0, -1, 0
 	for i, tk := range toks {
 		switch tk.Kind {
 		case TokSpace:
 			continue
 		case TokOp:
+			switch sql[tk.Start:tk.End] {
+			case "(":
+				if depth++; depth > MaxQueryDepth {
+					return bad("query nests parentheses deeper than %d levels at byte %d (AQ-6)", MaxQueryDepth, tk.Start)
+				}
+			case ")":
+				depth--
+			}
 			if sql[tk.Start:tk.End] == "." && prev >= 0 && isSchemaName(sql, toks[prev]) {
 				return bad("query qualifies a name with schema %s at byte %d: tables are read by their names alone (AQ-2)",
 					strings.ToLower(unquote(sql, toks[prev])), toks[prev].Start)

@@ -1,6 +1,7 @@
 package sqlitedialect
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
@@ -80,6 +81,45 @@ func TestTokenizeSpans(t *testing.T) {
 	for i := range kinds {
 		if kinds[i] != wantKinds[i] || texts[i] != wantTexts[i] {
 			t.Errorf("token %d = %d %q, want %d %q", i, kinds[i], texts[i], wantKinds[i], wantTexts[i])
+		}
+	}
+}
+
+func TestCheckQueryTextRefusesDeepNesting(t *testing.T) {
+	ok := "SELECT " + strings.Repeat("(", MaxQueryDepth) + "1" + strings.Repeat(")", MaxQueryDepth) + " FROM todos"
+	if _, err := CheckQueryText(ok); err != nil {
+		t.Fatalf("depth %d: %v", MaxQueryDepth, err)
+	}
+	deep := "SELECT " + strings.Repeat("(", MaxQueryDepth+1) + "1" + strings.Repeat(")", MaxQueryDepth+1) + " FROM todos"
+	if _, err := CheckQueryText(deep); driver.CodeOf(err) != driver.CodeQueryInvalid {
+		t.Fatalf("depth %d: %v, want query_invalid", MaxQueryDepth+1, err)
+	}
+	for _, name := range []string{"nested-cast-attack", "nested-division-attack"} {
+		if _, err := CheckQueryText(CostlyQueries()[name]); driver.CodeOf(err) != driver.CodeQueryInvalid {
+			t.Errorf("%s: %v, want query_invalid (AQ-6 depth)", name, err)
+		}
+	}
+}
+
+func TestCallNesting(t *testing.T) {
+	for sql, want := range map[string]int{
+		"SELECT 1":                    0,
+		"SELECT replace(a, 'x', 'y')": 1,
+		"SELECT replace(replace(a, 'x', 'y'), 'b', replace(c, 'd', 'e'))": 2,
+		"SELECT REPLACE ( replace(replace(a,'1','2'),'3','4'), '5', '6')": 3,
+		"SELECT replace(a, 'x', (upper(replace(b, 'y', 'z'))))":           2,
+		"SELECT (replace)(a), replace(b, 'c', 'd')":                       1,
+	} {
+		toks, err := Tokenize(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []Piece
+		for _, tk := range toks {
+			ps = append(ps, Piece{Kind: tk.Kind, Text: sql[tk.Start:tk.End], Name: strings.ToLower(sql[tk.Start:tk.End])})
+		}
+		if got := CallNesting(ps, "replace"); got != want {
+			t.Errorf("CallNesting(%q) = %d, want %d", sql, got, want)
 		}
 	}
 }

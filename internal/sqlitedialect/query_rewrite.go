@@ -171,3 +171,40 @@ func PrependCTEs(ps []Piece, ctes string, render func([]Piece) string) string {
 	}
 	return "WITH " + ctes + " " + strings.TrimSpace(render(ps))
 }
+
+// CallNesting returns how deeply calls of the (lower-case) function name
+// nest inside each other's arguments in ps: 0 when it is not called, 1
+// for replace(x, …), 2 for replace(replace(x, …), …). One pass, linear
+// in ps. Drivers bound functions that build values whose size multiplies
+// per level (AQ-6).
+func CallNesting(ps []Piece, name string) int {
+	var stack []bool // one entry per open "(": whether it opens a call of name
+	depth, deepest := 0, 0
+	lastWord := -1
+	for i, p := range ps {
+		switch {
+		case p.Kind == TokSpace:
+			continue
+		case p.Kind == TokOp && p.Text == "(":
+			call := lastWord >= 0 && ps[lastWord].Name == name
+			stack = append(stack, call)
+			if call {
+				depth++
+				deepest = max(deepest, depth)
+			}
+		case p.Kind == TokOp && p.Text == ")":
+			if n := len(stack); n > 0 {
+				if stack[n-1] {
+					depth--
+				}
+				stack = stack[:n-1]
+			}
+		}
+		if p.Kind == TokWord || p.Kind == TokQuotedID {
+			lastWord = i
+		} else {
+			lastWord = -1
+		}
+	}
+	return deepest
+}

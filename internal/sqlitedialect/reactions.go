@@ -7,7 +7,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// The reactions capability (CONTRACT.md RX-1…RX-10) in the SQLite dialect.
+// The reactions capability (docs/contract.md RX-1…RX-10) in the SQLite dialect.
 //
 // One table, _sync_reactions, keyed (partition, key). due_at_ms is the
 // time a row can next be claimed: available_at_ms while pending, the lease

@@ -57,7 +57,7 @@ func plan(t *testing.T, db *sql.DB, stmt string, args ...any) []string {
 
 // TestReactionPlansUseIndexes pins the plan of every reaction statement:
 // each reads _sync_reactions only through the index meant for it, and no
-// statement scans the table (DESIGN.md: cost must not grow with the store).
+// statement scans the table (docs/performance.md: cost must not grow with the store).
 func TestReactionPlansUseIndexes(t *testing.T) {
 	db := rxDB(t)
 	types := `["a","b"]`

@@ -1,5 +1,5 @@
-// Package testdb gives tests a fresh database on a real engine (DESIGN:
-// "Tests and real databases"). For each engine the server is found, once
+// Package testdb gives tests a fresh database on a real engine (no mocks in
+// place of a database). For each engine the server is found, once
 // per test process, in this order:
 //
 //  1. the DSN in the engine's environment variable

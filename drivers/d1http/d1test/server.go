@@ -29,6 +29,7 @@
 package d1test
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -41,7 +42,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the engine behind every database
+	"modernc.org/sqlite" // the engine behind every database
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Handler is the D1 double as an http.Handler. Create it with NewHandler;
@@ -125,7 +127,7 @@ func (h *Handler) CreateDatabase(account, name string) (string, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := db.Ping(); err != nil {
+	if err := limitLength(db); err != nil {
 		_ = db.Close()
 		return "", err
 	}
@@ -223,4 +225,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// MaxValueBytes is D1's limit on one string, BLOB or table row: a longer
+// one, stored or built by a statement (printf, replace, ||), fails it
+// with SQLITE_TOOBIG. The double sets it as SQLITE_LIMIT_LENGTH on its
+// one connection.
+const MaxValueBytes = 2_000_000
+
+// limitLength opens db's one connection and sets MaxValueBytes on it.
+func limitLength(db *sql.DB) error {
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, MaxValueBytes)
+	return err
 }

@@ -1,0 +1,51 @@
+package mysql
+
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+var _ driver.CommitFanoutConn = (*Conn)(nil)
+
+// selectCommitHeads: after partition, limit → committed heads, a range
+// read of _sync_partitions' primary key (fanout polling, FAN-1).
+const selectCommitHeads = `SELECT p, max_seq FROM _sync_partitions WHERE p > ? AND max_seq > 0 ORDER BY p LIMIT ?`
+
+// SubscribeCommits delivers a wake for every commit that lands in the
+// store, from any Conn of any process or Galera node (FAN-1), until ctx
+// ends or the Conn closes; then it closes the channel. MySQL has no
+// notification channel, so the Conn polls (driver/fanpoll): every 100 ms
+// (fanpoll.DefaultInterval) one range read of the partitions' heads for
+// all subscribers of the Conn (ceil(partitions/1,000) statements), and
+// commits made through this Conn wake its subscribers at once. A failed
+// poll is followed by a catch-up wake for every partition that moved.
+// Latency for other processes: up to one interval plus one poll
+// (docs/scaling.md). Errors: CodeClosed after Close; CodeUnavailable when
+// the first read of the heads fails.
+func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.fan.Subscribe(ctx)
+}
+
+// commitHeads is the fanout Hub's HeadsFunc.
+func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driver.CommitWake, error) {
+	rows, err := c.query(ctx, nil, selectCommitHeads, []any{after, limit}, "mysql: read the partitions' heads")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.CommitWake
+	for rows.Next() {
+		var w driver.CommitWake
+		var p []byte
+		if err := rows.Scan(&p, &w.CommitSeq); err != nil {
+			return nil, c.mapErr(ctx, err, "mysql: read the partitions' heads")
+		}
+		w.Partition = string(p)
+		out = append(out, w)
+	}
+	return out, c.mapErr(ctx, rows.Err(), "mysql: read the partitions' heads")
+}

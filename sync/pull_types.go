@@ -1,0 +1,133 @@
+package sync
+
+// Bounds and defaults of Pull (rule group PULL).
+const (
+	// MaxPullSubscriptions bounds PullRequest.Subscriptions (PULL-1).
+	MaxPullSubscriptions = 100
+	// DefaultPullLimitChanges is a subscription's change limit when its
+	// LimitChanges is 0 (PULL-6).
+	DefaultPullLimitChanges = 1000
+	// DefaultPullLimitRows is a subscription's bootstrap page size when
+	// its LimitRows is 0 (PULL-3).
+	DefaultPullLimitRows = 1000
+	// PullBootstrap is the cursor of a subscription that has no rows yet
+	// and asks for a bootstrap (PULL-3).
+	PullBootstrap int64 = -1
+)
+
+// PullRequest is one client's pull (Store.Pull, rule group PULL). The zero
+// value is not valid: ClientID and ActorID are required.
+type PullRequest struct {
+	// ClientID identifies the client (its device or installation): V-2,
+	// not starting with RemoteCommandPrefix (V-7). Its record is bound to
+	// the first ActorID that pulls with it, for as long as the record
+	// lasts (retention deletes idle records, RET-6) (PULL-9).
+	ClientID string
+	// ActorID is the authenticated user or service the host pulls for
+	// (V-2). The host authorizes the subscriptions' scopes for it before
+	// calling Pull: Pull reads exactly the scopes it is given.
+	ActorID string
+	// WireVersion is stored in the client record as given (CR-1); 0 when
+	// the host has none.
+	WireVersion int64
+	// AtMs is the time the client record and the partition entry are
+	// stamped with, epoch milliseconds (PULL-8); 0 means now.
+	AtMs int64
+	// Subscriptions are served in order, each independently: 0…100
+	// (MaxPullSubscriptions), with distinct IDs.
+	Subscriptions []PullSubscription
+}
+
+// PullSubscription is one subscription of a PullRequest: the rows of one
+// table selected by a scope filter, and where the client is in them.
+type PullSubscription struct {
+	// ID names the subscription in the request, the response and the
+	// client record (V-2); distinct within a request.
+	ID string
+	// Table is a table of the ensured schema (SCH-8).
+	Table string
+	// Scopes select the rows as in a window read or a scan (WIN-3, V-6):
+	// at least one key; a key with an empty value list matches nothing.
+	Scopes ScopeFilter
+	// Cursor is the NextCursor of the subscription's previous response:
+	// ≥ 0 for an incremental pull (PULL-6), PullBootstrap (−1) for a
+	// subscription without rows (PULL-3). Ignored when BootstrapToken is
+	// set. Anything below −1 is CodeInvalidArgument.
+	Cursor int64
+	// BootstrapToken is the previous response's BootstrapToken, to fetch
+	// the next page of a bootstrap (PULL-4); "" otherwise. It is bound to
+	// the partition, Table and Scopes it was issued for.
+	BootstrapToken string
+	// LimitChanges bounds the changes of an incremental response (PULL-6):
+	// 1…10,000 (V-5), 0 = DefaultPullLimitChanges.
+	LimitChanges int
+	// LimitRows bounds the rows of a bootstrap page (PULL-3): 1…10,000
+	// (V-5), 0 = DefaultPullLimitRows.
+	LimitRows int
+}
+
+// PullStatus says how a subscription was served.
+type PullStatus string
+
+// The subscription outcomes of a pull.
+const (
+	// PullActive: the subscription was served; its rows or commits are in
+	// the result.
+	PullActive PullStatus = "active"
+	// PullReset: the subscription cannot continue from where the client
+	// is (Reason says why). The client discards the subscription's rows
+	// and bootstraps it again: NextCursor is PullBootstrap (PULL-2).
+	PullReset PullStatus = "reset"
+)
+
+// PullResponse is the outcome of a pull.
+type PullResponse struct {
+	// MaxCommitSeq is the partition's head as this pull read it: every
+	// subscription was served through it and no further (PULL-7).
+	MaxCommitSeq int64
+	// Epoch is the partition's log epoch from the registry (REG-1): a
+	// client that sees it change must bootstrap every subscription again.
+	Epoch string
+	// Subscriptions hold one result per requested subscription, in
+	// request order.
+	Subscriptions []PullResult
+}
+
+// PullResult is what one subscription got. Exactly one of Rows (a
+// bootstrap page) and Commits (an incremental window) may be non-empty; a
+// reset carries neither.
+type PullResult struct {
+	// ID is the subscription's ID.
+	ID string
+	// Status is PullActive or PullReset.
+	Status PullStatus
+	// Reason is the code of a reset: CodeCursorExpired (the cursor or the
+	// bootstrap's asOfCommitSeq is below the horizon: commits after it
+	// may be pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
+	// a cursor this store never issued); "" when active.
+	Reason Code
+	// Bootstrap reports a bootstrap page: Rows hold current rows of the
+	// scope in ascending id order. On the first page (the request's
+	// cursor was PullBootstrap and it had no token) the client replaces
+	// the subscription's rows with the pages it gets (PULL-3).
+	Bootstrap bool
+	// AsOfCommitSeq is the commit seq a bootstrap is pinned at (its first
+	// page read it as the partition's head); 0 when not bootstrapping.
+	AsOfCommitSeq int64
+	// Rows is one bootstrap page, at most the subscription's LimitRows.
+	Rows []Row
+	// BootstrapToken is non-empty while the bootstrap has more pages:
+	// send it back (with the same table and scopes) for the next one
+	// (PULL-4). Opaque text of at most 512 bytes (base64url).
+	BootstrapToken string
+	// Commits are the whole commits after the cursor that touched the
+	// scope, oldest first, each with only its matching changes (WIN-2).
+	// Reading stops once their changes reach LimitChanges; the commit
+	// that reaches it comes whole, never split (PULL-6).
+	Commits []Commit
+	// NextCursor is the cursor to send next: after a bootstrap page,
+	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
+	// an incremental window, where the next window starts (PULL-7); after
+	// a reset, PullBootstrap.
+	NextCursor int64
+}

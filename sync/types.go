@@ -1,0 +1,76 @@
+package sync
+
+import "github.com/syncstore/syncstore/driver"
+
+// The data types a host touches, so that a host imports this package
+// alone, as a database/sql host never imports database/sql/driver. Each
+// is the driver package's type under the same name (an alias: values
+// pass between the two freely); the driver package documents them.
+type (
+	// Schema, Table, Column, Scope, Index and ColumnType declare the
+	// synced tables (SCH).
+	Schema     = driver.Schema
+	Table      = driver.Table
+	Column     = driver.Column
+	Scope      = driver.Scope
+	Index      = driver.Index
+	ColumnType = driver.ColumnType
+
+	// Values are a row's values by column (int64 | float64 | string |
+	// []byte | bool | JSON | nil); Scopes a row's scope values by
+	// variable; ScopeFilter selects rows by scope (variable → values).
+	Values      = driver.Values
+	Scopes      = driver.Scopes
+	ScopeFilter = driver.ScopeFilter
+	JSON        = driver.JSON
+
+	// Row, Op, Change, Commit and CommitInput are rows and the log.
+	Row         = driver.Row
+	Op          = driver.Op
+	Change      = driver.Change
+	Commit      = driver.Commit
+	CommitInput = driver.CommitInput
+
+	// WindowQuery, ScanQuery, IndexQuery and Query are the reads.
+	WindowQuery = driver.WindowQuery
+	ScanQuery   = driver.ScanQuery
+	IndexQuery  = driver.IndexQuery
+	Query       = driver.Query
+	QueryResult = driver.QueryResult
+
+	// PushResult, PushStatus, OpResult and OpStatus are push outcomes.
+	PushResult = driver.PushResult
+	PushStatus = driver.PushStatus
+	OpResult   = driver.OpResult
+	OpStatus   = driver.OpStatus
+
+	// Reaction and ReactionInput are the reactions outbox (RX);
+	// CommitWake a commit-fanout wake (FAN-1).
+	Reaction      = driver.Reaction
+	ReactionInput = driver.ReactionInput
+	CommitWake    = driver.CommitWake
+)
+
+// Column types (SCH-1).
+const (
+	TypeString  = driver.TypeString
+	TypeInteger = driver.TypeInteger
+	TypeFloat   = driver.TypeFloat
+	TypeBoolean = driver.TypeBoolean
+	TypeJSON    = driver.TypeJSON
+	TypeBytes   = driver.TypeBytes
+)
+
+// Change operations, push and op outcomes.
+const (
+	OpUpsert     = driver.OpUpsert
+	OpDelete     = driver.OpDelete
+	PushApplied  = driver.PushApplied
+	PushRejected = driver.PushRejected
+	OpApplied    = driver.OpApplied
+	OpConflict   = driver.OpConflict
+	OpError      = driver.OpError
+)
+
+// CodeOf returns err's code ("" when it has none), as driver.CodeOf.
+func CodeOf(err error) Code { return driver.CodeOf(err) }
