@@ -101,8 +101,9 @@ type BenchReport struct {
 	// StoreBytesAfterW1 is the store's size after W1 (median over runs),
 	// 0 when the Conn is not a SizeReporter.
 	StoreBytesAfterW1 int64 `json:"storeBytesAfterW1,omitempty"`
-	// W7OverW1 is W7's time over W1's — W1's median commits/s over W7's —
-	// the engine's own cost (docs/performance.md: goal ≤ 1.25); 0 unless both ran.
+	// W7OverW1 is W7's time over W1's — the median over the runs of W1's
+	// commits/s over W7's in the same run (they run back to back) — the
+	// engine's own cost (docs/performance.md: goal ≤ 1.25); 0 unless both ran.
 	W7OverW1 float64 `json:"w7OverW1,omitempty"`
 	// PeakRSSBytes is the largest of the workloads' peaks.
 	PeakRSSBytes int64 `json:"peakRssBytes"`

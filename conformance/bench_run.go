@@ -248,9 +248,9 @@ func (b *benchRun) finish(rep *BenchReport) {
 	if len(b.sizes) > 0 {
 		rep.StoreBytesAfterW1 = int64(median(b.sizes))
 	}
-	w1, w7 := median(b.samples["W1"]["commits/s"]), median(b.samples["W7"]["commits/s"])
-	if w1 > 0 && w7 > 0 && b.selected("W1") && b.selected("W7") {
-		rep.W7OverW1 = w1 / w7
+	rep.W7OverW1 = pairedRatio(b.samples["W1"]["commits/s"], b.samples["W7"]["commits/s"])
+	if !b.selected("W1") || !b.selected("W7") {
+		rep.W7OverW1 = 0
 	}
 }
 
@@ -291,4 +291,22 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// pairedRatio is W7's time over W1's: the median over the runs of W1's
+// rate over W7's in the same run (the two run back to back, so a load
+// that drifts over minutes cancels out), or of the medians when the runs
+// do not pair up; 0 when either has no sample.
+func pairedRatio(w1, w7 []float64) float64 {
+	if len(w1) == 0 || len(w7) == 0 {
+		return 0
+	}
+	if len(w1) != len(w7) {
+		return median(w1) / median(w7)
+	}
+	r := make([]float64, len(w1))
+	for i := range w1 {
+		r[i] = w1[i] / w7[i]
+	}
+	return median(r)
 }

@@ -30,6 +30,13 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// rejected after some of its ops were written is half applied.
 		{name: "commit-rejected-keeps-writes", match: match, want: []string{"PUSH-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &rejectKeepsWrites{connWrap{c}} }},
+		// A driver.PushBeginner that files each row under the next key:
+		// its own case fails, and so do the pushes that trust it. (caps
+		// not nil: runBroken then adds no wrapper of its own, which would
+		// hide BeginPush.)
+		{name: "push-beginner-rows-shifted", match: match, want: []string{"PUSH-3"}, caps: []driver.Capability{},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7"},
+			wrap: func(c driver.Conn) driver.Conn { return &shiftedPushReads{connWrap{c}} }},
 	})
 }
 
@@ -86,4 +93,18 @@ func (t rejectKeepsWritesTx) CommitRejected(ctx context.Context, clientID, clien
 		return err
 	}
 	return t.Tx.Commit(ctx)
+}
+
+type shiftedPushReads struct{ connWrap }
+
+func (c *shiftedPushReads) BeginPush(ctx context.Context, p, clientID, commitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
+	tx, read, err := c.Conn.(driver.PushBeginner).BeginPush(ctx, p, clientID, commitID, keys)
+	if err != nil {
+		return nil, read, err
+	}
+	if n := len(read.Rows); n > 1 {
+		read.Rows = append(read.Rows[1:], read.Rows[0])
+		read.Found = append(read.Found[1:], read.Found[0])
+	}
+	return txWrap{tx}, read, nil
 }

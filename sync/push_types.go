@@ -107,7 +107,9 @@ type PushOptions struct {
 	// base version is checked — so a conflict never shows a server row
 	// to an actor the op was not allowed for — and never for a replay
 	// (PUSH-6). It sees the partition as it was before the commit
-	// (nothing of the commit is staged yet). It returns nil to allow the
+	// (nothing of the commit is staged yet), and must not modify in.Op's
+	// values. It is not called for the ops after one it refused or whose
+	// base version conflicts. It returns nil to allow the
 	// op, a *Refusal (errors.As) to reject the commit with an op error
 	// carrying the refusal's code, or any other error to abort the push:
 	// Push returns that error and writes nothing.

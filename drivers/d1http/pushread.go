@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowkeys"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -22,32 +23,15 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	}
 	out := driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
 	stmts := []stmt{st(d.D1BeginRead, partition), st(d.SelectPushResult, partition, clientID, clientCommitID)}
-	type group struct {
-		x   *d.Table
-		ids []int // key indexes
-	}
-	var groups []group
-	open := map[string]int{} // table → index in groups of its open group
-	for i, k := range keys {
-		x, err := c.table(k.Table)
+	groups := rowkeys.Groups(keys, d.MaxGetIn)
+	xs := make([]*d.Table, len(groups))
+	for gi, g := range groups {
+		x, err := c.table(g.Table)
 		if err != nil {
 			return nil, driver.PushRead{}, err
 		}
-		g, ok := open[k.Table]
-		if !ok || len(groups[g].ids) == d.MaxGetIn {
-			groups = append(groups, group{x: x})
-			g = len(groups) - 1
-			open[k.Table] = g
-		}
-		groups[g].ids = append(groups[g].ids, i)
-	}
-	for _, g := range groups {
-		args := make([]any, 0, 1+len(g.ids))
-		args = append(args, partition)
-		for _, i := range g.ids {
-			args = append(args, keys[i].ID)
-		}
-		stmts = append(stmts, st(g.x.D1Rows(g.x.GetIn(len(g.ids))), args...))
+		xs[gi] = x
+		stmts = append(stmts, st(x.D1Rows(x.GetIn(len(g.Index))), g.IDs(keys, partition)...))
 	}
 	res, err := c.cl.read(ctx, "d1http: begin a push", stmts...)
 	if err != nil {
@@ -71,18 +55,12 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 		out.HasResult = true
 	}
 	for gi, g := range groups {
-		at := make(map[string]int, len(g.ids))
-		for _, i := range g.ids {
-			at[keys[i].ID] = i
-		}
 		for _, raw := range res[2+gi].Results.Rows {
-			row, err := g.x.D1DecodeRow(raw)
+			row, err := xs[gi].D1DecodeRow(raw)
 			if err != nil {
 				return nil, driver.PushRead{}, err
 			}
-			if i, ok := at[row.ID]; ok {
-				out.Rows[i], out.Found[i] = row, true
-			}
+			g.Place(&out, row)
 		}
 	}
 	return t, out, nil

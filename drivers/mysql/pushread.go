@@ -2,8 +2,10 @@ package mysql
 
 import (
 	"context"
+	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowkeys"
 )
 
 var _ driver.PushBeginner = (*Conn)(nil)
@@ -14,7 +16,9 @@ const pushReadChunk = 500
 // BeginPush begins a push's Tx (Begin) and reads its stored result and
 // the current rows of keys (driver.PushBeginner) in 1 + one statement per
 // table (per 500 ids), instead of 1 + one per row: each statement is a
-// round trip, and a push of 10 rows would otherwise make 11.
+// round trip, and a push of 10 rows would otherwise make 11. The first
+// table's statement also reads the result (a LEFT JOIN of both on a
+// one-row table), so a push into one table makes ONE statement.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
 	dtx, err := c.Begin(ctx, partition)
 	if err != nil {
@@ -23,40 +27,25 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	t := dtx.(*Tx)
 	var out driver.PushRead
 	err = t.op(ctx, func() error {
-		var err error
-		out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
-		if err != nil || out.HasResult {
+		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+		groups := rowkeys.Groups(keys, pushReadChunk)
+		if len(groups) == 0 {
+			var err error
+			out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
 			return err
 		}
-		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		var tables []string
-		byTable := map[string]map[string]int{} // table → id → key index
-		for i, k := range keys {
-			m, ok := byTable[k.Table]
-			if !ok {
-				m = map[string]int{}
-				byTable[k.Table] = m
-				tables = append(tables, k.Table)
-			}
-			m[k.ID] = i
-		}
-		for _, name := range tables {
-			x, err := c.table(name)
+		for gi, g := range groups {
+			x, err := c.table(g.Table)
 			if err != nil {
 				return err
 			}
-			ids := make([]any, 0, len(byTable[name]))
-			for _, k := range keys {
-				if k.Table == name {
-					ids = append(ids, k.ID)
-				}
+			if gi == 0 {
+				err = t.readResultAndRowsIn(ctx, x, g, keys, clientID, clientCommitID, &out)
+			} else {
+				err = t.readRowsIn(ctx, x, g, keys, &out)
 			}
-			for len(ids) > 0 {
-				part := ids[:min(len(ids), pushReadChunk)]
-				ids = ids[len(part):]
-				if err := t.readRowsIn(ctx, x, part, byTable[name], &out); err != nil {
-					return err
-				}
+			if err != nil || out.HasResult {
+				return err
 			}
 		}
 		return nil
@@ -68,12 +57,11 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	return t, out, nil
 }
 
-// readRowsIn reads the rows of x whose ids are in ids, into out at the
-// positions at gives.
-func (t *Tx) readRowsIn(ctx context.Context, x *table, ids []any, at map[string]int, out *driver.PushRead) error {
+// readRowsIn reads the rows of x among g's keys into out.
+func (t *Tx) readRowsIn(ctx context.Context, x *table, g rowkeys.Group, keys []driver.RowKey, out *driver.PushRead) error {
 	q := "SELECT " + x.sel + " FROM " + quoteIdent(x.def.Name) + " WHERE " + quoteIdent(partitionColumn) + " = ? AND " +
-		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(ids)) + ")"
-	rows, err := t.c.query(ctx, t.tx, q, append([]any{t.partition}, ids...), "mysql: read rows for a push")
+		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(g.Index)) + ")"
+	rows, err := t.c.query(ctx, t.tx, q, g.IDs(keys, t.partition), "mysql: read rows for a push")
 	if err != nil {
 		return err
 	}
@@ -87,9 +75,51 @@ func (t *Tx) readRowsIn(ctx context.Context, x *table, ids []any, at map[string]
 		if err != nil {
 			return err
 		}
-		if i, ok := at[row.ID]; ok {
-			out.Rows[i], out.Found[i] = row, true
-		}
+		g.Place(out, row)
 	}
 	return t.c.mapErr(ctx, rows.Err(), "mysql: read rows for a push")
+}
+
+// readResultAndRowsIn reads the push result of (clientID, clientCommitID)
+// and the rows of x among g's keys in one statement: one row per row
+// found, or a single row with NULL row columns when none is; the result
+// column (NULL when none is stored) repeats on every row.
+func (t *Tx) readResultAndRowsIn(ctx context.Context, x *table, g rowkeys.Group, keys []driver.RowKey, clientID, clientCommitID string, out *driver.PushRead) error {
+	cols := []string{"t." + quoteIdent(versionColumn), "t." + quoteIdent(negZeroColumn)}
+	for _, c := range x.def.Columns {
+		cols = append(cols, "t."+quoteIdent(c.Name))
+	}
+	q := "SELECT r.result, " + strings.Join(cols, ", ") + " FROM (SELECT 1 AS one) AS o" +
+		" LEFT JOIN _sync_push_results r ON r.p = ? AND r.client_id = ? AND r.client_commit_id = ?" +
+		" LEFT JOIN " + quoteIdent(x.def.Name) + " t ON t." + quoteIdent(partitionColumn) + " = ? AND t." +
+		quoteIdent(x.def.PrimaryKey) + " IN (" + qmarks(len(g.Index)) + ")"
+	rows, err := t.c.query(ctx, t.tx, q, g.IDs(keys, t.partition, clientID, clientCommitID, t.partition), "mysql: read for a push")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var result []byte
+		dest := append([]any{&result}, x.scanDest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return t.c.mapErr(ctx, err, "mysql: read for a push")
+		}
+		if result != nil {
+			r, err := driver.DecodePushResult(result)
+			if err != nil {
+				return err
+			}
+			out.Result, out.HasResult = r, true
+			return nil
+		}
+		if *(dest[1].(*any)) == nil {
+			continue // no row of x among the keys
+		}
+		row, err := x.decodeRow(dest[1:])
+		if err != nil {
+			return err
+		}
+		g.Place(out, row)
+	}
+	return t.c.mapErr(ctx, rows.Err(), "mysql: read for a push")
 }

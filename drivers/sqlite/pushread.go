@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowkeys"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -28,38 +29,17 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			return err
 		}
 		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		var tables []string
-		ids := map[string][]int{} // table → key indexes
-		for i, k := range keys {
-			if _, ok := ids[k.Table]; !ok {
-				tables = append(tables, k.Table)
-			}
-			ids[k.Table] = append(ids[k.Table], i)
-		}
-		for _, name := range tables {
-			x, err := c.table(name)
+		for _, g := range rowkeys.Groups(keys, d.MaxGetIn) {
+			x, err := c.table(g.Table)
 			if err != nil {
 				return err
 			}
-			for all := ids[name]; len(all) > 0; {
-				part := all[:min(len(all), d.MaxGetIn)]
-				all = all[len(part):]
-				args := make([]any, 0, 1+len(part))
-				args = append(args, partition)
-				at := make(map[string]int, len(part))
-				for _, i := range part {
-					args = append(args, keys[i].ID)
-					at[keys[i].ID] = i
-				}
-				rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(part)), args)
-				if err != nil {
-					return err
-				}
-				for _, row := range rows {
-					if i, ok := at[row.ID]; ok {
-						out.Rows[i], out.Found[i] = row, true
-					}
-				}
+			rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition))
+			if err != nil {
+				return err
+			}
+			for _, row := range rows {
+				g.Place(&out, row)
 			}
 		}
 		return nil
