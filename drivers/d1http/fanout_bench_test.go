@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/fanbench"
 )
@@ -18,17 +17,5 @@ func BenchmarkWakeLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var conns [2]driver.Conn
-	for i := range conns {
-		c, err := Driver{}.Open(context.Background(), dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.EnsureSchema(context.Background(), conformance.TestSchema()); err != nil {
-			b.Fatal(err)
-		}
-		conns[i] = c
-	}
-	fanbench.WakeLatency(b, conns[0], conns[1], defaultFanoutPoll)
+	fanbench.WakeLatency(b, func() (driver.Conn, error) { return Driver{}.Open(context.Background(), dsn) }, defaultFanoutPoll)
 }

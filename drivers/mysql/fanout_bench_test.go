@@ -2,13 +2,12 @@ package mysql
 
 import (
 	"context"
-	"github.com/syncstore/syncstore/internal/testdb"
 	"testing"
 
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/internal/fanbench"
+	"github.com/syncstore/syncstore/internal/testdb"
 )
 
 // BenchmarkWakeLatency: the time from Commit returning on one instance to
@@ -16,17 +15,5 @@ import (
 // docs/scaling.md), reported as p50-ms and p99-ms.
 func BenchmarkWakeLatency(b *testing.B) {
 	dsn := testdb.NewMySQL(b)
-	var conns [2]driver.Conn
-	for i := range conns {
-		c, err := Driver{}.Open(context.Background(), dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.EnsureSchema(context.Background(), conformance.TestSchema()); err != nil {
-			b.Fatal(err)
-		}
-		conns[i] = c
-	}
-	fanbench.WakeLatency(b, conns[0], conns[1], fanpoll.DefaultInterval)
+	fanbench.WakeLatency(b, func() (driver.Conn, error) { return Driver{}.Open(context.Background(), dsn) }, fanpoll.DefaultInterval)
 }

@@ -11,19 +11,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/faulttest"
 )
 
-// WakeLatency makes b.N pushes on writer, one at a time, each waiting for
-// its wake on a subscription of reader (another instance of the same
-// store), and reports the latency's p50 and p99 in ms. Before each push
-// it sleeps a random time below jitter (the poll interval of a polling
-// driver), so pushes fall anywhere between two polls rather than right
-// after one; the sleep is not timed.
-func WakeLatency(b *testing.B, writer, reader driver.Conn, jitter time.Duration) {
+// WakeLatency opens two instances of one store with open (the schema
+// ensured on both), makes b.N pushes on the first, one at a time, each
+// waiting for its wake on a subscription of the second, and reports the
+// latency's p50 and p99 in ms. Before each push it sleeps a random time
+// below jitter (the poll interval of a polling driver), so pushes fall
+// anywhere between two polls rather than right after one; the sleep is
+// not timed.
+func WakeLatency(b *testing.B, open func() (driver.Conn, error), jitter time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var conns [2]driver.Conn
+	for i := range conns {
+		c, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+			b.Fatal(err)
+		}
+		conns[i] = c
+	}
+	writer, reader := conns[0], conns[1]
 	wakes, err := reader.(driver.CommitFanoutConn).SubscribeCommits(ctx)
 	if err != nil {
 		b.Fatal(err)

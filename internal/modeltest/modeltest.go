@@ -417,3 +417,18 @@ func (m *model) check(seed uint64) {
 
 // Name is a subtest's name for seed.
 func Name(seed uint64) string { return fmt.Sprintf("seed=%d", seed) }
+
+// RunSeeds runs the model for seeds 1…seeds, each in a subtest on a fresh
+// store from open (closed after it), and logs what each run did.
+func RunSeeds(t *testing.T, seeds uint64, open func(t *testing.T) (*sync.Store, error)) {
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(Name(seed), func(t *testing.T) {
+			store, err := open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			t.Log(Run(t, store, Config{Seed: seed}))
+		})
+	}
+}
