@@ -22,6 +22,9 @@ targets=(
 	"./drivers/postgres FuzzFrame"
 	"./drivers/mysql FuzzMySQLQueryRewrite"
 	"./internal/sqlitedialect FuzzD1QueryRewrite"
+	"./internal/sqlitedialect FuzzD1RewriteCost"
+	"./drivers/postgres FuzzRewriteCost"
+	"./drivers/mysql FuzzRewriteCost"
 )
 
 # Every Fuzz function of the repository must be listed above: a new target
