@@ -12,6 +12,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/testdb"
+	syncstore "github.com/syncstore/syncstore/sync"
 )
 
 // Round trips per push commit (issue 7, docs/performance.md "Raw-loop
@@ -154,3 +155,43 @@ func TestPushRoundTrips(t *testing.T) {
 
 // pushRoundTrips is what TestPushRoundTrips expects.
 const pushRoundTrips = 9
+
+// TestEnginePushRoundTrips pins what sync.Store.Push adds to a W1 push
+// commit (W7, docs/performance.md): one statement, BeginPush's read of
+// the push result and the ten rows (a LEFT JOIN, pushread.go) — the
+// engine's other work (validation, the request digest, versions) makes
+// no round trip.
+func TestEnginePushRoundTrips(t *testing.T) {
+	c, rc := openCounted(t)
+	s := syncstore.OpenConn(c)
+	ctx := context.Background()
+	if err := s.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	push := func(i int) {
+		ops := make([]syncstore.PushOp, conformance.BenchRowsPerCommit)
+		for k := range ops {
+			r := conformance.BenchTodo(i*conformance.BenchRowsPerCommit + k)
+			ops[k] = syncstore.PushOp{Table: conformance.BenchTable, RowID: r.ID, Op: driver.OpUpsert, Values: r.Values,
+				BaseVersion: syncstore.Version(0)}
+		}
+		resp, err := s.Push(ctx, conformance.BenchPartition, syncstore.PushRequest{ClientID: "bench",
+			ClientCommitID: "c" + itoa(int64(i)), ActorID: "a", Ops: ops})
+		if err != nil || resp.Status != driver.PushApplied || resp.Replayed {
+			t.Fatalf("push %d: %+v, %v; want applied", i, resp.Status, err)
+		}
+	}
+	const warm, measured = 5, 20
+	for i := range warm {
+		push(i)
+	}
+	before := rc.n.Load()
+	for i := warm; i < warm+measured; i++ {
+		push(i)
+	}
+	per := float64(rc.n.Load()-before) / measured
+	t.Logf("%.2f round trips per Store.Push of a W1 commit", per)
+	if per != pushRoundTrips+1 {
+		t.Errorf("%.2f round trips per Store.Push of a W1 commit, want %d (W1's and BeginPush's read)", per, pushRoundTrips+1)
+	}
+}
