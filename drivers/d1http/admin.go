@@ -19,9 +19,6 @@ var _ driver.AdminConn = (*Conn)(nil)
 // from just below the position. Integers come back as text, so the last
 // record's position is exact.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(q.Limit); err != nil {
-		return nil, err
-	}
 	stmt, args := d.D1AdminListClients, []any{partition, q.Limit}
 	if q.AfterClientID != "" {
 		stmt, args = d.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
@@ -58,9 +55,6 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
 	if beforeSeq < 0 {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
 	}
 	if beforeSeq == 0 {
 		beforeSeq = math.MaxInt64

@@ -17,16 +17,6 @@ var (
 	_ driver.BlobRefsTx   = (*Tx)(nil)
 )
 
-// maxListLimit bounds listing limits (V-5).
-const maxListLimit = 10000
-
-func checkListLimit(limit int) error {
-	if limit < 1 || limit > maxListLimit {
-		return driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
-	return nil
-}
-
 // SetBlobRefs stages the replacement of the row's blob set; empty clears
 // it (BLOB-1). Errors: CodeUnknownTable.
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
@@ -52,9 +42,6 @@ func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []str
 // limit (1…10,000) (BLOB-1).
 func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkListLimit(limit); err != nil {
 		return nil, err
 	}
 	state := c.state.Load()
@@ -94,9 +81,6 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 // ListReferencedBlobIDs returns the distinct referenced blob ids >
 // afterBlobID, ascending bytewise, at most limit (1…10,000) (BLOB-1).
 func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
-	}
 	rows, err := c.rows(ctx, "d1http: list referenced blob ids", d.BlobRefsListIDs, partition, afterBlobID, limit)
 	if err != nil {
 		return nil, err

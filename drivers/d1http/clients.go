@@ -38,9 +38,6 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // client_id > afterClientID, ascending bytewise, at most limit (CR-2,
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
-	}
 	rows, err := c.rows(ctx, "d1http: list client cursors", d.D1ListClientCursors, partition, afterClientID, limit)
 	if err != nil {
 		return nil, err
@@ -133,9 +130,6 @@ func decodeEntry(r []json.RawMessage) (driver.PartitionEntry, error) {
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.rows(ctx, "d1http: list partition registry", d.D1ListRegistry, afterPartition, limit)
 	if err != nil {
 		return nil, err
@@ -154,9 +148,6 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.rows(ctx, "d1http: list partitions", d.ListPartitions, afterPartition, limit)
 	if err != nil {
 		return nil, err

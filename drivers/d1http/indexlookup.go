@@ -17,14 +17,11 @@ var (
 	_ driver.IndexLookupTx   = (*Tx)(nil)
 )
 
-// maxIndexLookupLimit is IXL's limit bound (V-5).
-const maxIndexLookupLimit = 1000
-
 // ScanRowsByIndex returns committed rows whose index columns equal
 // q.Values (NULL matches NULL), ascending id after q.AfterRowID, at most
 // q.Limit (IXL-1). Errors in IXL-2's order: CodeUnknownTable,
-// CodeInvalidLimit, CodeIndexNotFound, CodeIndexValueCountMismatch,
-// CodeInvalidValue.
+// CodeIndexNotFound, CodeIndexValueCountMismatch, CodeInvalidValue.
+// q.Limit is trusted: sync.Store refuses one outside 1…1,000 (V-5).
 func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
 	x, ix, vals, err := c.indexQuery(q)
 	if err != nil {
@@ -39,9 +36,6 @@ func (c *Conn) indexQuery(q driver.IndexQuery) (*d.Table, driver.Index, string, 
 	x, err := c.table(q.Table)
 	if err != nil {
 		return nil, driver.Index{}, "", err
-	}
-	if q.Limit < 1 || q.Limit > maxIndexLookupLimit {
-		return nil, driver.Index{}, "", driver.Errorf(driver.CodeInvalidLimit, "index lookup limit must be 1…1000 (V-5, IXL-2)")
 	}
 	ix, ok := x.Def.Index(q.Index)
 	if !ok {

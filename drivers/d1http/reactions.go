@@ -163,9 +163,6 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 // ListReactions lists reactions newest first (createdAt desc, key desc),
 // each status read from its list index, at most q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	if err := checkListLimit(q.Limit); err != nil {
-		return nil, err
-	}
 	types, err := d.EncodeTypes(q.Types)
 	if err != nil {
 		return nil, err

@@ -26,9 +26,6 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	if q.LimitChanges < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "window limit must be 1…10000 (V-5)")
-	}
 	key, empty, ok := d.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")

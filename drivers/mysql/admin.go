@@ -52,12 +52,8 @@ STRAIGHT_JOIN _sync_changes AS ch ON ch.p = cs.p AND ch.seq = cs.seq AND ch.idx 
 
 // ListClientRecords returns one page of the partition's client records,
 // newest first (UpdatedAtMs descending, client id descending), after q's
-// exclusive position, at most q.Limit (1…10,000) (ADM-2). Errors:
-// CodeInvalidLimit.
+// exclusive position, at most q.Limit (1…10,000) (ADM-2).
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(q.Limit); err != nil {
-		return nil, err
-	}
 	stmt, args := adminListClients, []any{partition, int64(q.Limit)}
 	if q.AfterClientID != "" {
 		stmt, args = adminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
@@ -85,13 +81,10 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 // ListCommitMeta returns the metadata of the retained commits with seq <
 // beforeSeq (0 = from the newest), newest first, at most limit (1…10,000):
 // passing the last seq of a page as the next beforeSeq reaches every page
-// (ADM-1). Errors: beforeSeq < 0 → CodeInvalidArgument; CodeInvalidLimit.
+// (ADM-1). Errors: beforeSeq < 0 → CodeInvalidArgument.
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
 	if beforeSeq < 0 {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
 	}
 	if beforeSeq == 0 {
 		beforeSeq = math.MaxInt64

@@ -31,9 +31,6 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // CR-3): a range read of the clients' primary key that stops at the
 // limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
-	}
 	rows, err := c.query(ctx, nil, listClientCursors, []any{partition, afterClientID, int64(limit)}, "mysql: list client cursors")
 	if err != nil {
 		return nil, err
@@ -111,9 +108,6 @@ func (c *Conn) registryWrite(ctx context.Context, what string, clearClients bool
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.query(ctx, nil, listRegistry, []any{afterPartition, int64(limit)}, "mysql: list partition registry")
 	if err != nil {
 		return nil, err
@@ -135,9 +129,6 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.query(ctx, nil, listPartitions, []any{afterPartition, int64(limit)}, "mysql: list partitions")
 	if err != nil {
 		return nil, err

@@ -43,9 +43,6 @@ func (c *Conn) scanRows(ctx context.Context, tx *sql.Tx, partition string, q dri
 	if err != nil {
 		return nil, err
 	}
-	if q.Limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "scan limit must be 1…10000 (V-5)")
-	}
 	key, empty, ok := d.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "scan requires a scope filter (V-6)")

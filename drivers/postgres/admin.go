@@ -54,9 +54,6 @@ WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY(
 // exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
 // of _sync_clients_by_time from just below the position.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(q.Limit); err != nil {
-		return nil, err
-	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -92,9 +89,6 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
 	if beforeSeq < 0 {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
 	}
 	if err := c.check(); err != nil {
 		return nil, err

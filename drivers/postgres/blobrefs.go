@@ -54,16 +54,6 @@ ON CONFLICT DO NOTHING`
 	sqlBlobRefsListIDs = `SELECT DISTINCT blob_id FROM _sync_blob_refs WHERE partition = $1 AND blob_id > $2 ORDER BY blob_id LIMIT $3`
 )
 
-// maxListLimit is V-5's bound on a listing's limit.
-const maxListLimit = 10000
-
-func checkListLimit(limit int) error {
-	if limit < 1 || limit > maxListLimit {
-		return driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
-	return nil
-}
-
 // SetBlobRefs replaces the set of blob ids the row (table, rowID)
 // references with blobIDs (BLOB-1): an empty set clears it, a repeated id
 // counts once. Buffered (no round trip); it lands with the Tx's commit
@@ -88,9 +78,6 @@ func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []str
 // _sync_blob_refs joined to the table by primary key.
 func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkListLimit(limit); err != nil {
 		return nil, err
 	}
 	st := c.state.Load()
@@ -153,9 +140,6 @@ func (x *table) blobRowsSQL() string {
 // (1…10,000) (BLOB-1).
 func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkListLimit(limit); err != nil {
 		return nil, err
 	}
 	rows, err := c.pool.Query(ctx, sqlBlobRefsListIDs, partition, afterBlobID, int64(limit))

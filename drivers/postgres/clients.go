@@ -43,9 +43,6 @@ func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver
 // client_id > afterClientID, ascending bytewise, at most limit (CR-2,
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
-	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -102,9 +99,6 @@ func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch str
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -126,9 +120,6 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}

@@ -26,16 +26,13 @@ var (
 	_ driver.IndexLookupTx   = (*Tx)(nil)
 )
 
-// maxIndexLookupLimit is IXL-2's bound on an index lookup's limit (V-5).
-const maxIndexLookupLimit = 1000
-
 // ScanRowsByIndex returns the committed rows of partition whose index
 // columns equal q.Values position by position (nil matches NULL), with id
 // > q.AfterRowID, ascending bytewise by id, at most q.Limit (IXL-1). One
 // round trip. Errors, in IXL-2's order: CodeUnknownTable (SCH-8),
-// CodeInvalidLimit (limit outside 1…1,000), CodeIndexNotFound,
-// CodeIndexValueCountMismatch, CodeInvalidValue (naming the column, never
-// the value, V-10).
+// CodeIndexNotFound, CodeIndexValueCountMismatch, CodeInvalidValue (naming
+// the column, never the value, V-10). q.Limit is trusted: sync.Store
+// refuses one outside 1…1,000 before the driver runs (V-5).
 func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
 	x, sql, args, err := c.indexLookup(partition, q)
 	if err != nil {
@@ -69,9 +66,6 @@ func (c *Conn) indexLookup(partition string, q driver.IndexQuery) (*table, strin
 	x, err := c.table(q.Table)
 	if err != nil {
 		return nil, "", nil, err
-	}
-	if q.Limit < 1 || q.Limit > maxIndexLookupLimit {
-		return nil, "", nil, driver.Errorf(driver.CodeInvalidLimit, "index lookup limit must be 1…1000 (V-5, IXL-2)")
 	}
 	ix, ok := x.def.Index(q.Index)
 	if !ok {

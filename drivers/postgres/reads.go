@@ -39,9 +39,6 @@ func (c *Conn) scanQuery(partition string, q driver.ScanQuery) (*table, string, 
 	if err != nil {
 		return nil, "", nil, false, err
 	}
-	if q.Limit < 1 {
-		return nil, "", nil, false, driver.Errorf(driver.CodeInvalidLimit, "scan limit must be 1…10000 (V-5)")
-	}
 	query, args, none, err := x.scanPlan(partition, q)
 	return x, query, args, none, err
 }

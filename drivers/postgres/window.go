@@ -76,14 +76,11 @@ ORDER BY w.seq, w.idx`
 // A commit is appended whole, with only its matching changes in their
 // original order (WIN-2), and reading stops after the commit that brings
 // the matched changes to ≥ LimitChanges (WIN-4). Deletes carry no Values
-// and RowVersion 0 (WIN-6). Errors: CodeUnknownTable, CodeInvalidLimit,
+// and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
 // CodeScanRequiresScope, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
-	}
-	if q.LimitChanges < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "window limit must be 1…10000 (V-5)")
 	}
 	key, _, ok := sd.PickKey(q.Filter)
 	if !ok {

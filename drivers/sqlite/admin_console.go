@@ -18,9 +18,6 @@ var _ driver.AdminConn = (*Conn)(nil)
 // exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
 // of _sync_clients_by_time from just below the position.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	if err := checkListLimit(q.Limit); err != nil {
-		return nil, err
-	}
 	stmt, args := d.AdminListClients, []any{partition, int64(q.Limit)}
 	if q.AfterClientID != "" {
 		stmt, args = d.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
@@ -52,9 +49,6 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
 	if beforeSeq < 0 {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
 	}
 	if beforeSeq == 0 {
 		beforeSeq = math.MaxInt64

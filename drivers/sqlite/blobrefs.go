@@ -17,16 +17,6 @@ var (
 	_ driver.BlobRefsTx   = (*Tx)(nil)
 )
 
-// maxListLimit is V-5's bound on a listing's limit.
-const maxListLimit = 10000
-
-func checkListLimit(limit int) error {
-	if limit < 1 || limit > maxListLimit {
-		return driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
-	return nil
-}
-
 // SetBlobRefs replaces the set of blob ids the row (table, rowID)
 // references with blobIDs (BLOB-1): an empty set clears it, a repeated id
 // counts once. It lands with the Tx's commit and vanishes with its
@@ -61,9 +51,6 @@ func (t *Tx) clearBlobRefs(ctx context.Context, table, rowID string) error {
 // ordered by table name then row id (BLOB-1).
 func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkListLimit(limit); err != nil {
 		return nil, err
 	}
 	st := c.state.Load()
@@ -115,9 +102,6 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 // (1…10,000) (BLOB-1).
 func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkListLimit(limit); err != nil {
 		return nil, err
 	}
 	rows, err := c.query(ctx, c.reader(), d.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})

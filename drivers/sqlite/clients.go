@@ -30,9 +30,6 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // client_id > afterClientID, ascending bytewise, at most limit (CR-2,
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	if err := checkListLimit(limit); err != nil {
-		return nil, err
-	}
 	rows, err := c.query(ctx, c.reader(), d.ListClientCursors, []any{partition, afterClientID, int64(limit)})
 	if err != nil {
 		return nil, err

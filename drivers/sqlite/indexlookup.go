@@ -16,15 +16,12 @@ var (
 	_ driver.IndexLookupTx   = (*Tx)(nil)
 )
 
-// maxIndexLookupLimit is IXL-2's bound on an index lookup's limit (V-5).
-const maxIndexLookupLimit = 1000
-
 // ScanRowsByIndex returns the committed rows of partition whose index
 // columns equal q.Values position by position (nil matches NULL), with id
 // > q.AfterRowID, ascending bytewise by id, at most q.Limit (IXL-1).
-// Errors, in IXL-2's order: CodeUnknownTable (SCH-8), CodeInvalidLimit
-// (limit outside 1…1,000), CodeIndexNotFound, CodeIndexValueCountMismatch,
-// CodeInvalidValue.
+// Errors, in IXL-2's order: CodeUnknownTable (SCH-8), CodeIndexNotFound,
+// CodeIndexValueCountMismatch, CodeInvalidValue. q.Limit is trusted:
+// sync.Store refuses one outside 1…1,000 before the driver runs (V-5).
 func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
 	return c.scanRowsByIndex(ctx, c.reader(), partition, q)
 }
@@ -43,9 +40,6 @@ func (c *Conn) scanRowsByIndex(ctx context.Context, r runner, partition string, 
 	x, err := c.table(q.Table)
 	if err != nil {
 		return nil, err
-	}
-	if q.Limit < 1 || q.Limit > maxIndexLookupLimit {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "index lookup limit must be 1…1000 (V-5, IXL-2)")
 	}
 	ix, ok := x.Def.Index(q.Index)
 	if !ok {

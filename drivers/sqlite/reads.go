@@ -35,9 +35,6 @@ func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q drive
 	if err != nil {
 		return nil, err
 	}
-	if q.Limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "scan limit must be 1…10000 (V-5)")
-	}
 	plan, err := x.ScanSQL(partition, q)
 	if err != nil || plan.None {
 		return nil, err

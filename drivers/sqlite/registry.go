@@ -54,9 +54,6 @@ func (c *Conn) registryWrite(ctx context.Context, what string, pre []string, q, 
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.query(ctx, c.reader(), d.ListRegistry, []any{afterPartition, limit})
 	if err != nil {
 		return nil, err
@@ -78,9 +75,6 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	if limit < 1 {
-		return nil, driver.Errorf(driver.CodeInvalidLimit, "limit must be 1…10000 (V-5)")
-	}
 	rows, err := c.query(ctx, c.reader(), d.ListPartitions, []any{afterPartition, limit})
 	if err != nil {
 		return nil, err
