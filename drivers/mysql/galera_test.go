@@ -146,7 +146,7 @@ func TestGaleraStormAcrossNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pushes over 3 nodes (node 3 killed and restarted): %s; %d Txs found rolled back under a prepare",
+	t.Logf("%d pushes over 3 nodes (node 3 killed and restarted): %s; %d Txs found gone after a prepare",
 		total, &st, guardLost(conns))
 	if st.conflicts.Load() == 0 {
 		t.Error("no write conflict at all: the storm did not contend across nodes")
@@ -174,7 +174,7 @@ func TestGaleraPrepareAbort(t *testing.T) {
 	if err := pushStorm(ctx, conns, per, &st); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pushes over 3 nodes, a session per Tx: %s; %d Txs found rolled back under a prepare",
+	t.Logf("%d pushes over 3 nodes, a session per Tx: %s; %d Txs found gone after a prepare",
 		per*len(conns)*len(galeraParts), &st, guardLost(conns))
 	if st.conflicts.Load() == 0 {
 		t.Error("no write conflict at all: the storm did not contend across nodes")
@@ -208,8 +208,8 @@ func galeraStores(ctx context.Context, t *testing.T) []driver.Conn {
 	return conns
 }
 
-// guardLost is how many Txs the stores' wsrep guards found rolled back
-// under a prepare (wsrep.go).
+// guardLost is how many Txs the stores' wsrep guards found gone after a
+// prepare (wsrep.go).
 func guardLost(conns []driver.Conn) int64 {
 	var n int64
 	for _, c := range conns {

@@ -72,7 +72,10 @@ type wsrepGuard struct {
 	// connection's address from being reused while it is a key.
 	sessions map[any]*guardSession
 	txs      map[*sql.Tx]*guardSession
-	// lost counts the transactions found rolled back under a prepare.
+	// lost counts the checks that found the transaction gone. It also
+	// counts aborts the server did report on the prepare of a pool
+	// statement: database/sql's Tx.StmtContext keeps that error for the
+	// statement's first use, so the check runs and sees the rollback.
 	lost atomic.Int64
 }
 
