@@ -55,6 +55,11 @@ type Conn struct {
 
 	// hostDB: db is the host's (OpenDB), so Close leaves it open.
 	hostDB bool
+
+	// wsrep: the server is a MariaDB Galera node; its transactions are
+	// guarded against a brute-force abort lost under a prepare (wsrep.go).
+	wsrep bool
+	guard wsrepGuard
 }
 
 var (
@@ -186,6 +191,9 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	if c.replica {
 		return c.openReplica(ctx)
 	}
+	if err := c.probeWsrep(ctx); err != nil {
+		return err
+	}
 	for _, q := range infraDDL {
 		if err := c.retry(ctx, func() error {
 			_, err := c.db.ExecContext(ctx, q)
@@ -289,16 +297,13 @@ func (c *Conn) execRetry(ctx context.Context, what, q string, args ...any) error
 // in the background for later ones. Preparing it on the pool first would
 // take a second connection, which a pool of bounded size (a host's,
 // OpenDB) may not have while every connection is held by a transaction
-// waiting for this one's partition.
+// waiting for this one's partition. On a Galera node a statement prepared
+// inside a transaction is checked first (txStmt, wsrep.go).
 func (c *Conn) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
 	if tx == nil {
 		return c.stmts.get(ctx, q)
 	}
-	if st := c.stmts.peek(q); st != nil {
-		return tx.StmtContext(ctx, st), nil
-	}
-	c.stmts.warm(q)
-	return tx.PrepareContext(ctx, q)
+	return c.txStmt(ctx, tx, q)
 }
 
 // exec runs q on tx (nil: the pool) and returns the engine's result; the
@@ -308,37 +313,76 @@ func (c *Conn) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql
 		return nil, err
 	}
 	st, err := c.stmt(ctx, tx, q)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var res sql.Result
+		if res, err = st.ExecContext(ctx, args...); err == nil {
+			return res, nil
+		}
 	}
-	return st.ExecContext(ctx, args...)
+	c.txFailed(tx, err)
+	return nil, err
 }
 
 // query runs a multi-row statement on tx (nil: the pool). Statement texts
 // that vary with their input (long value lists) are run unprepared so they
 // do not fill the cache.
 func (c *Conn) query(ctx context.Context, tx *sql.Tx, q string, args []any, what string) (*sql.Rows, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	var rows *sql.Rows
-	var err error
-	if len(args) > maxCachedArgs {
-		if tx != nil {
-			rows, err = tx.QueryContext(ctx, q, args...)
-		} else {
-			rows, err = c.db.QueryContext(ctx, q, args...)
-		}
-	} else {
-		var st *sql.Stmt
-		if st, err = c.stmt(ctx, tx, q); err == nil {
-			rows, err = st.QueryContext(ctx, args...)
-		}
-	}
+	rows, err := c.queryRaw(ctx, tx, q, args)
 	if err != nil {
 		return nil, c.mapErr(ctx, err, what)
 	}
 	return rows, nil
+}
+
+// execArgs runs q on tx (nil: the pool) with args; texts with more than
+// maxCachedArgs parameters are not kept prepared. The error is the
+// engine's, unmapped.
+func (c *Conn) execArgs(ctx context.Context, tx *sql.Tx, q string, args []any) (sql.Result, error) {
+	if len(args) <= maxCachedArgs {
+		return c.exec(ctx, tx, q, args...)
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	switch {
+	case tx == nil:
+		return c.db.ExecContext(ctx, q, args...)
+	case c.guarded(tx) == nil:
+		return tx.ExecContext(ctx, q, args...)
+	}
+	st, err := c.oneShot(ctx, tx, q)
+	var res sql.Result
+	if err == nil {
+		res, err = st.ExecContext(ctx, args...)
+	}
+	c.txFailed(tx, err)
+	return res, err
+}
+
+// queryRaw is query with the engine's error unmapped, for the inside of
+// writeTx (which must see a deadlock as such to retry it).
+func (c *Conn) queryRaw(ctx context.Context, tx *sql.Tx, q string, args []any) (*sql.Rows, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	var st *sql.Stmt
+	var err error
+	switch {
+	case len(args) <= maxCachedArgs:
+		st, err = c.stmt(ctx, tx, q)
+	case tx == nil:
+		return c.db.QueryContext(ctx, q, args...)
+	case c.guarded(tx) == nil:
+		return tx.QueryContext(ctx, q, args...)
+	default:
+		st, err = c.oneShot(ctx, tx, q)
+	}
+	var rows *sql.Rows
+	if err == nil {
+		rows, err = st.QueryContext(ctx, args...)
+	}
+	c.txFailed(tx, err)
+	return rows, err
 }
 
 // maxCachedArgs: statements with more parameters are not kept prepared.
@@ -353,9 +397,11 @@ func (c *Conn) queryRow(ctx context.Context, tx *sql.Tx, q string, args []any, d
 	}
 	st, err := c.stmt(ctx, tx, q)
 	if err != nil {
+		c.txFailed(tx, err)
 		return c.mapErr(ctx, err, "mysql: prepare a statement")
 	}
 	err = st.QueryRowContext(ctx, args...).Scan(dest...)
+	c.txFailed(tx, err)
 	if err == sql.ErrNoRows {
 		return err
 	}
@@ -370,10 +416,16 @@ func (c *Conn) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) err
 		return err
 	}
 	err := c.retry(ctx, func() error {
-		tx, err := c.db.BeginTx(ctx, nil)
+		sc, err := c.db.Conn(ctx)
 		if err != nil {
 			return err
 		}
+		defer sc.Close()
+		tx, err := c.beginOn(ctx, sc, nil)
+		if err != nil {
+			return err
+		}
+		defer c.endTx(tx)
 		if err := fn(tx); err != nil {
 			_ = tx.Rollback()
 			return err

@@ -53,6 +53,12 @@
 //     until its context ends. Inside a Tx they cannot happen between
 //     partitions; Begin waits for the partition lock until its context
 //     ends.
+//   - On a MariaDB Galera node (@@wsrep_on), a statement prepared on a
+//     transaction's session is followed by SELECT @@in_transaction before
+//     it runs: the server does not report a brute-force abort that lands
+//     during the prepare, and the session's next statements would run
+//     outside the transaction; a lost one fails with 1213, a
+//     write_conflict (wsrep.go, docs/mysql.md § Galera).
 //
 // # Capabilities
 //

@@ -279,41 +279,6 @@ func (c *Conn) changed(ctx context.Context, what, q string, args ...any) (bool, 
 	return n == 1, nil
 }
 
-// execArgs runs q on tx (nil: the pool) with args; texts with more than
-// maxCachedArgs parameters are not kept prepared. The error is the
-// engine's, unmapped.
-func (c *Conn) execArgs(ctx context.Context, tx *sql.Tx, q string, args []any) (sql.Result, error) {
-	if len(args) <= maxCachedArgs {
-		return c.exec(ctx, tx, q, args...)
-	}
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if tx != nil {
-		return tx.ExecContext(ctx, q, args...)
-	}
-	return c.db.ExecContext(ctx, q, args...)
-}
-
-// queryRaw is query with the engine's error unmapped, for the inside of
-// writeTx (which must see a deadlock as such to retry it).
-func (c *Conn) queryRaw(ctx context.Context, tx *sql.Tx, q string, args []any) (*sql.Rows, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if len(args) > maxCachedArgs {
-		if tx != nil {
-			return tx.QueryContext(ctx, q, args...)
-		}
-		return c.db.QueryContext(ctx, q, args...)
-	}
-	st, err := c.stmt(ctx, tx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
 // queryKeys runs a query returning one string column; errors unmapped.
 func (c *Conn) queryKeys(ctx context.Context, tx *sql.Tx, q string, args []any) ([]string, error) {
 	rows, err := c.queryRaw(ctx, tx, q, args)

@@ -85,7 +85,7 @@ func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := sc.BeginTx(ctx, nil)
+	tx, err := c.beginOn(ctx, sc, nil)
 	if err != nil {
 		_ = sc.Close()
 		return nil, err
@@ -109,6 +109,7 @@ func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
 		}
 	}
 	_ = tx.Rollback()
+	c.endTx(tx)
 	_ = sc.Close()
 	return nil, err
 }
@@ -480,6 +481,9 @@ func (t *Tx) commit(ctx context.Context) error {
 			err, answered = ctx.Err(), false
 		}
 	}
+	if answered {
+		t.c.endTx(t.tx)
+	}
 	if answered && (err == nil || !commitAnswerLost(err)) {
 		_ = t.sc.Close()
 		return t.c.mapErr(ctx, err, "mysql: commit")
@@ -490,6 +494,7 @@ func (t *Tx) commit(ctx context.Context) error {
 	} else {
 		go func() {
 			<-done
+			t.c.endTx(t.tx)
 			_ = t.sc.Close()
 		}()
 	}
@@ -511,6 +516,7 @@ func commitAnswerLost(err error) bool {
 func (t *Tx) rollback() error {
 	t.dropStaged()
 	err := t.tx.Rollback()
+	t.c.endTx(t.tx)
 	_ = t.sc.Close()
 	return err
 }
