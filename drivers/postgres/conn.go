@@ -30,6 +30,9 @@ type Conn struct {
 	procNames  atomic.Pointer[map[string]bool] // lower-case names of the server's functions, read once (field notation)
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	// gates serializes this Conn's Txs per partition and remembers each
+	// partition's max seq, so a Tx can defer its Begin (partgate.go).
+	gates partGates
 
 	// replica: the server is a hot standby; the Conn is read-only
 	// (replica.go).
