@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/partgate"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -31,8 +32,8 @@ type Conn struct {
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
 	// gates serializes this Conn's Txs per partition and remembers each
-	// partition's max seq, so a Tx can defer its Begin (partgate.go).
-	gates partGates
+	// partition's committed max seq, so a Tx can defer its Begin (Tx).
+	gates partgate.Gates[int64]
 
 	// replica: the server is a hot standby; the Conn is read-only
 	// (replica.go).

@@ -61,7 +61,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			})
 		}
 	}
-	gate, _, _, err := c.gates.enter(ctx, partition)
+	gate, err := c.enterGate(ctx, partition)
 	if err != nil {
 		return nil, driver.PushRead{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/partgate"
 )
 
 // stmt is one statement of a pipeline.
@@ -48,10 +49,10 @@ type stmt struct {
 type Tx struct {
 	c         *Conn
 	partition string
-	beginCtx  context.Context // Begin's ctx: As opens a deferred Tx's engine transaction on it
-	gate      *partGate       // the partition's gate in the Conn, held until release
-	pc        *pgxpool.Conn   // nil while deferred
-	stop      func() bool     // stops the context watcher of Begin's ctx
+	beginCtx  context.Context         // Begin's ctx: As opens a deferred Tx's engine transaction on it
+	gate      partgate.Entered[int64] // the partition's gate in the Conn, held until release
+	pc        *pgxpool.Conn           // nil while deferred
+	stop      func() bool             // stops the context watcher of Begin's ctx
 
 	mu       gosync.Mutex
 	finished bool // Commit, CommitRejected or Rollback was called (TX-5)
@@ -69,8 +70,9 @@ type Tx struct {
 	firstClient [2]string
 	// endSeq is the partition's max seq once Commit or CommitRejected
 	// landed (ended true); the gate remembers it for the next Tx.
-	endSeq int64
-	ended  bool
+	endSeq   int64
+	ended    bool
+	conflict bool // the max seq the Tx was deferred on had moved (TX-9)
 	// xid (pg_current_xact_id) and pid (its backend) identify the engine
 	// transaction when the answer to its COMMIT is lost (TX-10).
 	xid int64
@@ -106,30 +108,41 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if c.replica {
 		return nil, errReplica("postgres: begin")
 	}
-	gate, seq, known, err := c.gates.enter(ctx, partition)
+	gate, err := c.enterGate(ctx, partition)
 	if err != nil {
 		return nil, err
 	}
-	if known {
-		t := &Tx{c: c, partition: partition, beginCtx: ctx, deferred: true, baseSeq: seq}
+	if gate.Known {
+		t := &Tx{c: c, partition: partition, beginCtx: ctx, deferred: true, baseSeq: gate.V}
 		return t, t.track(ctx, gate)
 	}
 	t, err := c.beginLive(ctx, partition, gate, nil)
 	return t, c.mapErr(ctx, err, "postgres: begin")
 }
 
+// enterGate waits until no other Tx of the Conn holds partition (TX-1)
+// and holds it; ctx ending first: CodeUnavailable.
+func (c *Conn) enterGate(ctx context.Context, partition string) (partgate.Entered[int64], error) {
+	gate, err := c.gates.Enter(ctx, partition)
+	if err != nil {
+		return gate, driver.Wrap(driver.CodeUnavailable, err,
+			"postgres: begin: the context ended while another transaction of the partition was open (TX-1)")
+	}
+	return gate, nil
+}
+
 // beginLive opens the engine transaction of a Tx holding gate (Begin,
 // BeginPush): one attempt per connection the pool can hold, plus one, as
 // long as each fails on a connection that is now closed. On failure it
 // leaves the gate.
-func (c *Conn) beginLive(ctx context.Context, partition string, gate *partGate, queue func(b *pgx.Batch)) (*Tx, error) {
+func (c *Conn) beginLive(ctx context.Context, partition string, gate partgate.Entered[int64], queue func(b *pgx.Batch)) (*Tx, error) {
 	for attempt := int32(0); ; attempt++ {
 		t, retry, err := c.begin(ctx, partition, queue)
 		if err == nil {
 			return t, t.track(ctx, gate)
 		}
 		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
-			c.gates.leave(gate, 0, false)
+			c.gates.Leave(gate, 0, false, false)
 			return nil, err
 		}
 	}
@@ -189,7 +202,7 @@ func (c *Conn) begin(ctx context.Context, partition string, queue func(b *pgx.Ba
 // track holds gate for t, records t as open (Close rolls it back, ERR-4)
 // and watches ctx: when it ends before the Tx does, the Tx is rolled back
 // and released at once (TX-6).
-func (t *Tx) track(ctx context.Context, gate *partGate) error {
+func (t *Tx) track(ctx context.Context, gate partgate.Entered[int64]) error {
 	t.gate = gate
 	if !t.c.txs.Add(t) { // Close ran meanwhile
 		t.release(true)
@@ -233,15 +246,15 @@ func (t *Tx) release(rollback bool) {
 			if _, err := t.pc.Exec(ctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); err != nil {
 				_ = t.pc.Conn().Close(ctx)
 			} else if !t.ended {
-				seq, known = t.baseSeq, t.locked
+				// The max is unchanged, but a partition without commits may
+				// have lost the row this Tx created: the next Tx ensures it.
+				seq, known = t.baseSeq, t.locked && t.baseSeq > 0
 			}
 			cancel()
 		}
 		t.pc.Release()
 	}
-	if t.gate != nil {
-		t.c.gates.leave(t.gate, seq, known)
-	}
+	t.c.gates.Leave(t.gate, seq, known, t.conflict)
 	t.c.txs.Remove(t)
 }
 
@@ -380,6 +393,7 @@ func (t *Tx) open(br pgx.BatchResults) error {
 	known := t.baseSeq
 	t.baseSeq, t.xid, t.locked = maxSeq, xid, true
 	if len(t.seqs) > 0 && maxSeq != known {
+		t.conflict = true
 		return errSeqConflict()
 	}
 	return nil
@@ -702,6 +716,7 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 	case err == nil:
 		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
 	case guardFailed:
+		t.conflict = true
 		return errSeqConflict()
 	}
 	var pe *pgconn.PgError
