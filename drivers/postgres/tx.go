@@ -108,6 +108,9 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if c.replica {
 		return nil, errReplica("postgres: begin")
 	}
+	if err := ctx.Err(); err != nil { // a deferred Begin sends nothing that would notice
+		return nil, driver.Wrap(driver.CodeUnavailable, err, "postgres: begin: context ended")
+	}
 	gate, err := c.enterGate(ctx, partition)
 	if err != nil {
 		return nil, err
