@@ -117,10 +117,16 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	}
 	if gate.Known {
 		t := &Tx{c: c, partition: partition, beginCtx: ctx, deferred: true, baseSeq: gate.V}
-		return t, t.track(ctx, gate)
+		if err := t.track(ctx, gate); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	t, err := c.beginLive(ctx, partition, gate, nil)
-	return t, c.mapErr(ctx, err, "postgres: begin")
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: begin")
+	}
+	return t, nil
 }
 
 // enterGate waits until no other Tx of the Conn holds partition (TX-1)
@@ -142,7 +148,10 @@ func (c *Conn) beginLive(ctx context.Context, partition string, gate partgate.En
 	for attempt := int32(0); ; attempt++ {
 		t, retry, err := c.begin(ctx, partition, queue)
 		if err == nil {
-			return t, t.track(ctx, gate)
+			if err := t.track(ctx, gate); err != nil {
+				return nil, err
+			}
+			return t, nil
 		}
 		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
 			c.gates.Leave(gate, 0, false, false)
@@ -713,7 +722,7 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 		err = cerr
 	}
 	switch {
-	case err == nil && tag.String() == "COMMIT":
+	case tag.String() == "COMMIT": // the server said it committed; only what followed may be lost
 		t.locked, t.endSeq, t.ended = true, last, true
 		return nil
 	case err == nil:
