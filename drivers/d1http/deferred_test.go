@@ -21,18 +21,7 @@ func TestBeginFromLastCommitStaleStamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func() *Conn {
-		c, err := Driver{}.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		if err := c.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
-			t.Fatal(err)
-		}
-		return c.(*Conn)
-	}
-	a, b := open(), open()
+	a, b := openProvisioned(t, dsn), openProvisioned(t, dsn)
 	for i, c := range []*Conn{a, b} {
 		if _, err := w1Push(ctx, c, i); err != nil {
 			t.Fatalf("push %d: %v", i, err)
