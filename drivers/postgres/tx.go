@@ -65,6 +65,9 @@ type Tx struct {
 	baseSeq int64
 	locked  bool    // baseSeq was read (or guarded) under the partition's row lock
 	seqs    []int64 // seqs appended by this Tx
+	// run is the multi-row upsert at the end of pending that the next
+	// upsert of the same table extends (stageUpsert).
+	run upsertRun
 	// firstClient is the client id and client commit id of the Tx's first
 	// commit: with its seq, the mark settleByCommit looks for.
 	firstClient [2]string
@@ -493,7 +496,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 			return err
 		}
 		if !x.unique {
-			t.pending = append(t.pending, stmt{x.upsert, args})
+			t.stageUpsert(x, row.ID, args)
 			return nil
 		}
 		at, err := t.pipeline(ctx, []stmt{{sqlSavepointOp, nil}, {x.upsert, args}, {sqlReleaseOp, nil}}, nil, nil)
@@ -509,6 +512,36 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		}
 		return err
 	})
+}
+
+// upsertRun is the multi-row upsert being staged: pending[at] holds n
+// rows of table x (x.upsertN(n)), whose ids are ids.
+type upsertRun struct {
+	x     *table
+	at, n int
+	ids   map[string]struct{}
+}
+
+// stageUpsert buffers the upsert of one row (args: upsertArgs). Adjacent
+// upserts of one table share one statement (upsertN) of up to
+// x.upsertRows() rows and distinct ids, applied in order, so the state is
+// the single-row statements': one statement for W1's 10 rows instead of
+// 10. Anything buffered in between (a delete, blob refs, a commit)
+// starts a new statement, so the order of writes is kept. Called with
+// t.mu held.
+func (t *Tx) stageUpsert(x *table, id string, args []any) {
+	r := &t.run
+	if r.x == x && r.at == len(t.pending)-1 && r.n < x.upsertRows() && t.pending[r.at].sql == x.upsertN(r.n) {
+		if _, dup := r.ids[id]; !dup {
+			r.n++
+			r.ids[id] = struct{}{}
+			p := &t.pending[r.at]
+			p.sql, p.args = x.upsertN(r.n), append(p.args, args...)
+			return
+		}
+	}
+	t.pending = append(t.pending, stmt{x.upsert, args})
+	*r = upsertRun{x: x, at: len(t.pending) - 1, n: 1, ids: map[string]struct{}{id: {}}}
 }
 
 // DeleteRow removes the row and clears its blob references (buffered); a
