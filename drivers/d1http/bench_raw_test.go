@@ -47,10 +47,12 @@ func BenchmarkSuiteWorkloads(b *testing.B) {
 //	their 20 scope entries    1 statement │ statement updated (the batch is
 //	the push result           1 statement ┘ one transaction)
 //
-// The driver takes two requests per push (Begin reads the partition's
-// stamp and max seq; Commit sends 8 statements: the stamp guard, one
-// multi-row upsert of the rows, the log, the result, max_seq and the
-// idempotency token; TestPushCommitStatements pins them).
+// The driver takes one request per push once its Conn knows the
+// partition's stamp and max seq from its last commit there (Begin reads
+// them only for the Conn's first push to the partition); Commit sends 8
+// statements: the stamp guard, one multi-row upsert of the rows, the log,
+// the result, max_seq and the idempotency token
+// (TestPushCommitStatements pins them).
 // Compare (docs/performance.md, "Raw-loop ratios per engine"):
 //
 //	go test ./drivers/d1http -run '^$' -bench 'RawLoop|SuiteWorkloads/W1-push$' -benchtime 1x -count 3

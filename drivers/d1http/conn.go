@@ -9,6 +9,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
+	"github.com/syncstore/syncstore/internal/partgate"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -21,7 +22,13 @@ type Conn struct {
 	ensureMu gosync.Mutex
 	closed   atomic.Bool
 	fan      fanpoll.Hub // commit fanout by polling (fanout.go)
+	// gates remembers each partition's stamp and max seq after this
+	// Conn's last Tx of it, so that Begin can skip its read (Tx).
+	gates partgate.Gates[counters]
 }
+
+// counters is what a Tx begins on: the partition's stamp and max seq.
+type counters struct{ stamp, max int64 }
 
 var (
 	_ driver.Conn            = (*Conn)(nil)

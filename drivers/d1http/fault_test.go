@@ -22,6 +22,14 @@ func openOn(t testing.TB, srv *d1test.Server, params string) *Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return openProvisioned(t, dsn)
+}
+
+// openProvisioned opens dsn (a provisioned database) with the suite's
+// schema, closed by t.Cleanup.
+func openProvisioned(t testing.TB, dsn string) *Conn {
+	t.Helper()
+	ctx := context.Background()
 	conn, err := Driver{}.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

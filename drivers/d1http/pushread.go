@@ -33,14 +33,21 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 		xs[gi] = x
 		stmts = append(stmts, st(x.D1Rows(x.GetIn(len(g.Index))), g.IDs(keys, partition)...))
 	}
+	gate, _ := c.gates.TryEnter(partition) // read anyway: the rows must be in the stamp's snapshot
+	held := false
+	defer func() {
+		if !held {
+			c.gates.Leave(gate, counters{}, false, false)
+		}
+	}()
 	res, err := c.cl.read(ctx, "d1http: begin a push", stmts...)
-	if err != nil {
-		return nil, driver.PushRead{}, err
+	if err == nil && len(res) != len(stmts) {
+		err = driver.Errorf(driver.CodeInternal, "d1http: begin a push: %d results for %d statements", len(res), len(stmts))
 	}
-	if len(res) != len(stmts) {
-		return nil, driver.PushRead{}, driver.Errorf(driver.CodeInternal, "d1http: begin a push: %d results for %d statements", len(res), len(stmts))
+	var t *Tx
+	if err == nil {
+		t, err = c.newTx(ctx, partition, res[0].Results.Rows)
 	}
-	t, err := c.newTx(ctx, partition, res[0].Results.Rows)
 	if err != nil {
 		return nil, driver.PushRead{}, err
 	}
@@ -63,5 +70,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			g.Place(&out, row)
 		}
 	}
+	held = true
+	t.hold(gate)
 	return t, out, nil
 }

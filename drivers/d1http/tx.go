@@ -7,6 +7,7 @@ import (
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/partgate"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -16,10 +17,19 @@ import (
 // read at Begin, so the Tx commits only if no other Tx of the partition
 // committed since: otherwise CodeWriteConflict and nothing is written
 // (TX-1, TX-9).
+//
+// When the Conn knows the partition's stamp and max seq from its last Tx
+// of the partition (partgate; one Tx of the Conn uses them at a time),
+// Begin reads nothing and the Tx begins on them: a W1 push is then ONE
+// request, its Commit batch. A stale stamp (another store committed
+// since) fails the guard as above, and the partition's Begins read again
+// for partgate.Backoff.
 type Tx struct {
 	c         *Conn
 	partition string
 	beginCtx  context.Context
+	gate      partgate.Entered[counters] // held until the Tx ends (leave)
+	stopWatch func() bool                // stops leaving the gate when beginCtx ends
 
 	mu       gosync.Mutex
 	finished bool
@@ -39,17 +49,38 @@ type Tx struct {
 
 var _ driver.Tx = (*Tx)(nil)
 
-// Begin reads the partition's stamp and max commit seq in one request and
-// returns at once: D1 serializes optimistically (TX-9). Errors:
-// CodeUnavailable when D1 cannot be reached within ctx (TX-7). ctx
-// governs the Tx: if it ends before Commit, Commit fails and nothing is
-// written (TX-6).
+// Begin returns at once: D1 serializes optimistically (TX-9). When the
+// Conn knows the partition's stamp and max seq (Tx) it sends nothing;
+// otherwise it reads them in one request. Errors: CodeUnavailable when
+// ctx has ended, or D1 cannot be reached within it (TX-7; a Begin that
+// sends nothing learns that at Commit, within Commit's ctx). ctx governs
+// the Tx: if it ends before Commit, Commit fails and nothing is written
+// (TX-6).
 func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
-	rows, err := c.rows(ctx, "d1http: begin", d.D1BeginRead, partition)
-	if err != nil {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
-	return c.newTx(ctx, partition, rows)
+	if err := ctx.Err(); err != nil {
+		return nil, driver.Wrap(driver.CodeUnavailable, err, "d1http: begin: context ended")
+	}
+	gate, held := c.gates.TryEnter(partition)
+	if held && gate.Known {
+		t := &Tx{c: c, partition: partition, beginCtx: ctx, ov: newOverlay(), stamp: gate.V.stamp, baseMax: gate.V.max}
+		t.hold(gate)
+		return t, nil
+	}
+	rows, err := c.rows(ctx, "d1http: begin", d.D1BeginRead, partition)
+	if err != nil {
+		c.gates.Leave(gate, counters{}, false, false)
+		return nil, err
+	}
+	t, err := c.newTx(ctx, partition, rows)
+	if err != nil {
+		c.gates.Leave(gate, counters{}, false, false)
+		return nil, err
+	}
+	t.hold(gate)
+	return t, nil
 }
 
 // newTx returns the Tx whose Begin read (D1BeginRead) answered rows.
@@ -66,6 +97,27 @@ func (c *Conn) newTx(ctx context.Context, partition string, rows [][]json.RawMes
 		return nil, driver.Errorf(driver.CodeInternal, "d1http: begin: partition counters are not integers")
 	}
 	return t, nil
+}
+
+// hold makes t the holder of gate (a zero gate: none) until it ends, or
+// until its Begin ctx ends (then it can commit nothing).
+func (t *Tx) hold(gate partgate.Entered[counters]) {
+	t.gate = gate
+	t.stopWatch = context.AfterFunc(t.beginCtx, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.leave(counters{t.stamp, t.baseMax}, true, false)
+	})
+}
+
+// leave releases the Tx's gate once, recording what the partition's
+// counters are now (known false: not certain). Called with t.mu held.
+func (t *Tx) leave(now counters, known, conflict bool) {
+	if t.stopWatch != nil {
+		t.stopWatch()
+	}
+	t.c.gates.Leave(t.gate, now, known, conflict)
+	t.gate = partgate.Entered[counters]{}
 }
 
 // Partition returns the partition the Tx writes.
@@ -268,6 +320,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if encErr != nil {
 			return nil
 		}
+		t.commits = 0 // the rejected Tx's commits are dropped
 		return []stmt{st(d.D1StampGuard, t.partition, t.stamp),
 			st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
 	}, encErr)
@@ -309,6 +362,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.leave(counters{t.stamp, t.baseMax}, true, false) // nothing sent; a no-op once left below
 	if err := t.c.check(); err != nil {
 		// Nothing was sent: the Tx is rolled back with its Conn (ERR-4).
 		t.finished = true
@@ -326,14 +380,23 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 	}
 	batch := build()
 	if len(batch) == 0 {
+		t.leave(counters{t.stamp, t.baseMax}, true, false)
 		return nil
 	}
 	_, err := t.c.write(ctx, "d1http: commit", batch...)
+	if err == nil {
+		// The guard bumped the stamp; the commits moved the max seq.
+		t.leave(counters{t.stamp + 1, t.baseMax + t.commits}, true, false)
+		return nil
+	}
+	conflict := driver.CodeOf(err) == driver.CodeWriteConflict
+	defer func() { t.leave(counters{}, false, conflict) }()
 	if dup := duplicateReactionKey(err); dup != nil {
 		return dup
 	}
-	if err != nil && driver.CodeOf(err) == driver.CodeConstraintViolation && strings.Contains(err.Error(), "_sync_commits.") {
+	if driver.CodeOf(err) == driver.CodeConstraintViolation && strings.Contains(err.Error(), "_sync_commits.") {
 		// The commit seq was taken: a lost race, never a constraint violation (TX-9).
+		conflict = true
 		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
 			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
 	}
@@ -345,6 +408,7 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 func (t *Tx) Rollback(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.leave(counters{t.stamp, t.baseMax}, true, false)
 	t.finished = true
 	t.writes, t.extra, t.rxKeys, t.run = nil, nil, nil, upsertRun{}
 	return nil

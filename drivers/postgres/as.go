@@ -27,7 +27,8 @@ func (c *Conn) As(target any) bool {
 // As hands the host the engine transaction of the Tx (driver.Aser): a
 // *pgx.Tx target is set to a pgx.Tx whose statements run on the Tx's own
 // connection, inside its transaction, while it holds the partition's row
-// lock (TX-1): they land with Commit and vanish with Rollback or
+// lock (TX-1; a deferred Tx opens its engine transaction here, on
+// Begin's ctx, and As answers false, the Tx aborted, if that fails): they land with Commit and vanish with Rollback or
 // CommitRejected (TX-2, TX-8). Each call on it first sends the writes the
 // Tx has buffered (so the host's statements run after, and see, every
 // earlier write of the Tx, TX-3). Its Commit and Rollback do not end the
@@ -48,6 +49,12 @@ func (t *Tx) As(target any) bool {
 	defer t.mu.Unlock()
 	if t.finished || t.aborted || t.released || t.c.closed.Load() {
 		return false
+	}
+	if t.deferred { // the host's statements need the engine transaction, and Conn() its connection
+		if _, err := t.pipeline(t.beginCtx, nil, nil, nil); err != nil {
+			t.abort()
+			return false
+		}
 	}
 	*p = &hostTx{t: t}
 	return true

@@ -44,9 +44,11 @@ func BenchmarkWorkloads(b *testing.B) {
 //	  the push result           1 statement ┘ needs no answer mid-way
 //	COMMIT
 //
-// The driver takes two round trips (Begin: BEGIN, ensure and lock the
-// partition row, savepoint; Commit: 10 single-row upserts, the log, the
-// result, max_seq, pg_notify for commit fanout, COMMIT). Compare
+// The driver takes one round trip too once its Conn knows the
+// partition's max seq (a deferred Begin, Tx: BEGIN, the guarded max_seq
+// update that locks the row, 10 single-row upserts, the log, the result,
+// pg_notify for commit fanout, COMMIT); two for its first push to the
+// partition (Begin's pipeline, then Commit's). Compare
 // (docs/performance.md, "Raw-loop ratios per engine"):
 //
 //	go test ./drivers/postgres -run '^$' -bench 'RawLoop|Workloads/W1-push$' -benchtime 1x -count 3

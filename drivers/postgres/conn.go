@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/partgate"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -30,6 +31,9 @@ type Conn struct {
 	procNames  atomic.Pointer[map[string]bool] // lower-case names of the server's functions, read once (field notation)
 
 	txs txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	// gates serializes this Conn's Txs per partition and remembers each
+	// partition's committed max seq, so a Tx can defer its Begin (Tx).
+	gates partgate.Gates[int64]
 
 	// replica: the server is a hot standby; the Conn is read-only
 	// (replica.go).

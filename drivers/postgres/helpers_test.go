@@ -59,6 +59,16 @@ func pushTodos(ctx context.Context, c driver.Conn, partition string, first, n in
 		return 0, err
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
+	seq, err := stageTodos(ctx, tx, first, n, fmt.Sprintf("cc%d", first))
+	if err != nil {
+		return 0, err
+	}
+	return seq, tx.Commit(ctx)
+}
+
+// stageTodos stages pushTodos' writes in tx under client commit id ccid
+// and returns the commit's seq.
+func stageTodos(ctx context.Context, tx driver.Tx, first, n int, ccid string) (int64, error) {
 	var changes []driver.Change
 	for i := range n {
 		r := todoRow(fmt.Sprintf("r%07d", first+i), fmt.Sprintf("p%d", (first+i)%20), fmt.Sprintf("o%d", (first+i)%50))
@@ -67,15 +77,11 @@ func pushTodos(ctx context.Context, c driver.Conn, partition string, first, n in
 		}
 		changes = append(changes, driver.Change{Table: "todos", RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1})
 	}
-	ccid := fmt.Sprintf("cc%d", first)
 	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: ccid, ActorID: "a", CreatedAtMs: 1, Changes: changes})
 	if err != nil {
 		return 0, err
 	}
-	if err := tx.PutPushResult(ctx, "c1", ccid, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1, Ops: []driver.OpResult{}}); err != nil {
-		return 0, err
-	}
-	return seq, tx.Commit(ctx)
+	return seq, tx.PutPushResult(ctx, "c1", ccid, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1, Ops: []driver.OpResult{}})
 }
 
 // testdbDSN returns the URL DSN of a fresh database (no query string).

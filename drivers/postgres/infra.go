@@ -130,6 +130,19 @@ const (
 	sqlEngineVersionText = `SHOW server_version`
 )
 
+const (
+	// sqlGuardSeq opens a deferred Tx's Commit pipeline (Tx.commitDeferred):
+	// $1 partition, $2 the max seq its seqs were allocated from, $3 its
+	// last seq. It takes the partition's row lock (waiting for another
+	// Conn's Tx, then re-reading the row: READ COMMITTED) and moves the max
+	// seq from $2 to $3, returning the transaction's id (TX-10) and 1;
+	// when the max is no longer $2 (another Conn committed) or the row is
+	// gone, it updates nothing and divides by zero (SQLSTATE 22012), which
+	// aborts the pipeline before any write: a write conflict (TX-9).
+	sqlGuardSeq = `WITH g AS (UPDATE _sync_partitions SET max_seq = $3 WHERE partition = $1 AND max_seq = $2 RETURNING 1)
+SELECT pg_current_xact_id()::text::bigint, 1 / (SELECT count(*)::int FROM g)`
+)
+
 // Commit log statements.
 const (
 	sqlInsertCommit = `INSERT INTO _sync_commits (partition, seq, client_id, client_commit_id, actor_id, created_at_ms)

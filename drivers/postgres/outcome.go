@@ -53,6 +53,71 @@ func (c *Conn) settleCommit(ctx context.Context, xid int64, pid uint32, cause er
 			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
 }
 
+// sqlBackendAlive: ?1 a pid → whether a backend of this database runs
+// under it; sqlEndBackend ends it. sqlCommitLanded: ?1 partition, ?2 seq,
+// ?3 client id, ?4 client commit id → whether that commit is in the log.
+const (
+	sqlBackendAlive = `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND datname = current_database()`
+	sqlEndBackend   = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND datname = current_database()`
+	sqlCommitLanded = `SELECT count(*) FROM _sync_commits WHERE partition = $1 AND seq = $2 AND client_id = $3 AND client_commit_id = $4`
+)
+
+// settleByCommit decides the outcome of a deferred Tx's Commit pipeline
+// whose answer was lost before the transaction's id arrived (cause), as
+// settleCommit does but without the id: it ends the backend pid ran the
+// pipeline on (a commit already in its critical section still completes;
+// anything else is rolled back, and a pipeline still held in the network
+// never runs), waits until it is gone, then looks for the Tx's first
+// commit (partition, seq, client id, client commit id) in the log. A
+// commit of the same push at the same seq by another Tx that raced this
+// one is taken for this one's: the push landed, once, either way.
+func (c *Conn) settleByCommit(ctx context.Context, pid uint32, partition string, seq int64, clientID, clientCommitID string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeLookupTimeout)
+	defer cancel()
+	landed, err := c.commitLanded(ctx, pid, partition, seq, clientID, clientCommitID)
+	switch {
+	case err != nil:
+		return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
+			Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
+				outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+	case landed:
+		return nil
+	}
+	return driver.Wrap(driver.CodeUnavailable, cause,
+		"postgres: commit: the engine's answer was lost; the transaction was rolled back and nothing was written (TX-10)")
+}
+
+// commitLanded ends backend pid, waits until it is gone, then reports
+// whether the commit is in the log; on a connection of its own, outside
+// the pool (as xactStatus).
+func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, seq int64, clientID, clientCommitID string) (bool, error) {
+	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, sqlBackendAlive, pid).Scan(&n); err != nil {
+			return false, err
+		}
+		if n == 0 {
+			break
+		}
+		if _, err := conn.Exec(ctx, sqlEndBackend, pid); err != nil {
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	var n int
+	err = conn.QueryRow(ctx, sqlCommitLanded, partition, seq, clientID, clientCommitID).Scan(&n)
+	return n > 0, err
+}
+
 // xactStatus returns "committed" or "aborted" for transaction xid once it
 // has ended, ending its backend while it is still in progress. It uses a
 // connection of its own, outside the pool: the pool may be full of

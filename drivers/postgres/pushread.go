@@ -15,7 +15,9 @@ var _ driver.PushBeginner = (*Conn)(nil)
 // round trip (BEGIN, the partition's lock, the savepoint, the result's
 // SELECT and each row's), instead of Begin's and then one per read. The
 // reads run after the partition's lock, in the Tx, so they see what
-// GetPushResult and GetRow would first thing in it. Retried as Begin is.
+// GetPushResult and GetRow would first thing in it. Retried as Begin is;
+// never deferred (it reads), so a push that reads costs Begin's round
+// trip and Commit's.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
 	if err := c.check(); err != nil {
 		return nil, driver.PushRead{}, err
@@ -59,16 +61,13 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			})
 		}
 	}
-	for attempt := int32(0); ; attempt++ {
-		t, retry, err := c.begin(ctx, partition, queue)
-		if err == nil {
-			return t, out, nil
-		}
-		if driver.CodeOf(err) == driver.CodeIdempotencyCacheMiss {
-			return nil, driver.PushRead{}, err
-		}
-		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
-			return nil, driver.PushRead{}, c.mapErr(ctx, err, "postgres: begin a push")
-		}
+	gate, err := c.enterGate(ctx, partition)
+	if err != nil {
+		return nil, driver.PushRead{}, err
 	}
+	t, err := c.beginLive(ctx, partition, gate, queue)
+	if err != nil {
+		return nil, driver.PushRead{}, c.mapErr(ctx, err, "postgres: begin a push")
+	}
+	return t, out, nil
 }

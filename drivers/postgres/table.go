@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
@@ -89,8 +90,13 @@ type table struct {
 	def    driver.Table
 	get    string // $1 partition, $2 id
 	upsert string // $1 partition, $2 version, $3… columns
-	delete string // $1 partition, $2 id
-	unique bool   // the table has a unique declared index (SCH-10)
+	// upsertHead and upsertTail frame the VALUES tuples of a multi-row
+	// upsert (upsertN); multi caches its texts by row count.
+	upsertHead, upsertTail string
+	multiMu                gosync.Mutex
+	multi                  map[int]string
+	delete                 string // $1 partition, $2 id
+	unique                 bool   // the table has a unique declared index (SCH-10)
 
 	scopeCol map[string]string    // scope variable → column
 	others   map[string][]string  // driving variable → other variables, in parameter order
@@ -117,8 +123,9 @@ func newTable(t driver.Table) *table {
 			sets = append(sets, quote(c.Name)+" = EXCLUDED."+quote(c.Name))
 		}
 	}
-	x.upsert = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES (" + strings.Join(params, ", ") +
-		") ON CONFLICT (" + part + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	x.upsertHead = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES "
+	x.upsertTail = " ON CONFLICT (" + part + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
+	x.upsert = x.upsertHead + "(" + strings.Join(params, ", ") + ")" + x.upsertTail
 
 	for _, s := range t.Scopes {
 		x.scopeCol[s.Variable] = s.Column
@@ -254,4 +261,52 @@ func dedupe(vs []string) []string {
 		}
 	}
 	return out[:n]
+}
+
+// maxUpsertRows bounds the rows of one multi-row upsert (upsertN): the
+// statement texts a table can have (each prepared once per connection),
+// and with PostgreSQL's 65,535 bound parameters, its width.
+const maxUpsertRows = 100
+
+// upsertRows is how many rows one upsert of x may carry.
+func (x *table) upsertRows() int {
+	return min(maxUpsertRows, 65535/(2+len(x.def.Columns)))
+}
+
+// upsertN is the upsert of n rows of x: upsertArgs of each row in turn
+// ($1… the first row's, then the next row's), applied as n single-row
+// upserts would be provided no id repeats (PostgreSQL refuses to update
+// one row twice in one statement; Tx.UpsertRow starts a new statement
+// then). upsertN(1) is x.upsert.
+func (x *table) upsertN(n int) string {
+	if n == 1 {
+		return x.upsert
+	}
+	x.multiMu.Lock()
+	defer x.multiMu.Unlock()
+	if s, ok := x.multi[n]; ok {
+		return s
+	}
+	width := 2 + len(x.def.Columns)
+	var b strings.Builder
+	b.WriteString(x.upsertHead)
+	for r := range n {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for k := 1; k <= width; k++ {
+			if k > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(r*width+k))
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(x.upsertTail)
+	if x.multi == nil {
+		x.multi = map[int]string{}
+	}
+	x.multi[n] = b.String()
+	return x.multi[n]
 }

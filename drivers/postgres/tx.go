@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/partgate"
 )
 
 // stmt is one statement of a pipeline.
@@ -19,27 +20,62 @@ type stmt struct {
 	args []any
 }
 
-// Tx is a write transaction on one partition (driver.Tx). It holds one
-// pool connection from Begin to its end and never takes a second (every
-// statement of the Tx, capabilities included, runs on it), and it holds
-// the partition's row lock throughout (TX-1).
+// Tx is a write transaction on one partition (driver.Tx). It holds its
+// partition's gate in the Conn from Begin to its end (partGates: the
+// Conn's Txs of one partition run one after another), and once its
+// engine transaction is open it holds one pool connection and never takes
+// a second (every statement of the Tx, capabilities included, runs on it)
+// and the partition's row lock until its end (TX-1).
 //
 // Writes that cannot fail on valid input are buffered in pending and sent
 // in one pipeline with the next statement that needs an answer: a read,
 // an upsert of a table with a unique index, or COMMIT.
+//
+// Deferred Begin: when the Conn knows the partition's committed max seq
+// (its last Tx of the partition ended under the row lock), Begin sends
+// nothing and the Tx stays deferred — no connection, no engine
+// transaction, seqs allocated from the known max. The first statement
+// that needs an answer (a read, a unique upsert, As) opens the engine
+// transaction in its own pipeline (BEGIN, the row lock, the savepoint, the
+// buffered writes, the read: still one round trip); if the locked max seq
+// differs from the known one after seqs were handed out, that fails with
+// CodeWriteConflict (TX-9). A Tx that never needs an answer — W1's push:
+// upserts, AppendCommit, PutPushResult, Commit — is sent whole in Commit's
+// pipeline: ONE round trip, guarded by a conditional update of the
+// partition's max seq (sqlGuardSeq): when another Conn committed in the
+// partition since, Commit fails with CodeWriteConflict and writes nothing
+// (TX-9), and the Conn forgets the max seq, so the retry begins on the
+// engine.
 type Tx struct {
 	c         *Conn
 	partition string
-	pc        *pgxpool.Conn
-	stop      func() bool // stops the context watcher of Begin's ctx
+	beginCtx  context.Context         // Begin's ctx: As opens a deferred Tx's engine transaction on it
+	gate      partgate.Entered[int64] // the partition's gate in the Conn, held until release
+	pc        *pgxpool.Conn           // nil while deferred
+	stop      func() bool             // stops the context watcher of Begin's ctx
 
 	mu       gosync.Mutex
 	finished bool // Commit, CommitRejected or Rollback was called (TX-5)
 	aborted  bool // an engine error or an ended context: the engine tx is gone (TX-6)
-	released bool // pc was returned to the pool
+	released bool // the Tx ended: pc (if any) was returned to the pool, the gate left
+	deferred bool // Begin's statements are not sent yet (no pc, no engine transaction)
 	pending  []stmt
-	baseSeq  int64   // the partition's committed max seq, read under the lock
-	seqs     []int64 // seqs appended by this Tx
+	// baseSeq is the partition's committed max seq: read under the lock
+	// (locked), or while deferred the max the Conn knows.
+	baseSeq int64
+	locked  bool    // baseSeq was read (or guarded) under the partition's row lock
+	seqs    []int64 // seqs appended by this Tx
+	// run is the multi-row upsert at the end of pending that the next
+	// upsert of the same table extends (stageUpsert).
+	run upsertRun
+	// firstClient is the client id and client commit id of the Tx's first
+	// commit: with its seq, the mark settleByCommit looks for.
+	firstClient [2]string
+	// endSeq is the partition's max seq once Commit or CommitRejected
+	// landed (ended true); the gate remembers it for the next Tx.
+	endSeq   int64
+	ended    bool
+	conflict bool // the max seq the Tx was deferred on had moved (TX-9)
 	// xid (pg_current_xact_id) and pid (its backend) identify the engine
 	// transaction when the answer to its COMMIT is lost (TX-10).
 	xid int64
@@ -48,13 +84,17 @@ type Tx struct {
 
 var _ driver.Tx = (*Tx)(nil)
 
-// Begin starts a write transaction on partition (TX-1) in one round trip:
-// BEGIN, create the partition's row if missing, lock it (SELECT … FOR
-// UPDATE, reading the committed max seq) and open the savepoint that
-// CommitRejected rolls back to. It waits while another Tx of the
-// partition holds the row, until ctx ends (CodeUnavailable); it never
-// waits for other partitions. When ctx ends later, the Tx is rolled back
-// at once and its connection released (TX-6).
+// Begin starts a write transaction on partition (TX-1). It first waits
+// while another Tx of this Conn holds the partition. Then, when the Conn
+// knows the partition's max seq, it returns a deferred Tx at once, having
+// sent nothing (see Tx); otherwise it opens the engine transaction in one
+// round trip: BEGIN, create the partition's row if missing, lock it
+// (SELECT … FOR UPDATE, reading the committed max seq) and open the
+// savepoint that CommitRejected rolls back to, waiting while a Tx of
+// another Conn holds the row. Either wait lasts until ctx ends
+// (CodeUnavailable); it never waits for other partitions. When ctx ends
+// later, the Tx is rolled back at once and its connection and partition
+// released (TX-6).
 //
 // A pooled connection the server has ended while it sat idle (a
 // terminated backend, a restarted server, a proxy's idle timeout) is
@@ -71,42 +111,117 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 	if c.replica {
 		return nil, errReplica("postgres: begin")
 	}
+	if err := ctx.Err(); err != nil { // a deferred Begin sends nothing that would notice
+		return nil, driver.Wrap(driver.CodeUnavailable, err, "postgres: begin: context ended")
+	}
+	gate, err := c.enterGate(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	if gate.Known {
+		t := &Tx{c: c, partition: partition, beginCtx: ctx, deferred: true, baseSeq: gate.V}
+		if err := t.track(ctx, gate); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	t, err := c.beginLive(ctx, partition, gate, nil)
+	if err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: begin")
+	}
+	return t, nil
+}
+
+// enterGate waits until no other Tx of the Conn holds partition (TX-1)
+// and holds it; ctx ending first: CodeUnavailable.
+func (c *Conn) enterGate(ctx context.Context, partition string) (partgate.Entered[int64], error) {
+	gate, err := c.gates.Enter(ctx, partition)
+	if err != nil {
+		return gate, driver.Wrap(driver.CodeUnavailable, err,
+			"postgres: begin: the context ended while another transaction of the partition was open (TX-1)")
+	}
+	return gate, nil
+}
+
+// beginLive opens the engine transaction of a Tx holding gate (Begin,
+// BeginPush): one attempt per connection the pool can hold, plus one, as
+// long as each fails on a connection that is now closed. On failure it
+// leaves the gate.
+func (c *Conn) beginLive(ctx context.Context, partition string, gate partgate.Entered[int64], queue func(b *pgx.Batch)) (*Tx, error) {
 	for attempt := int32(0); ; attempt++ {
-		t, retry, err := c.begin(ctx, partition, nil)
+		t, retry, err := c.begin(ctx, partition, queue)
 		if err == nil {
+			if err := t.track(ctx, gate); err != nil {
+				return nil, err
+			}
 			return t, nil
 		}
 		if !retry || ctx.Err() != nil || attempt >= c.pool.Config().MaxConns {
-			return nil, c.mapErr(ctx, err, "postgres: begin")
+			c.gates.Leave(gate, 0, false, false)
+			return nil, err
 		}
 	}
+}
+
+// queueBegin queues Begin's statements: BEGIN, the partition's row, its
+// lock (scanned by readBegin) and the savepoint CommitRejected rolls back to.
+func queueBegin(b *pgx.Batch, partition string) {
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(sqlEnsurePartition, partition)
+	b.Queue(sqlLockPartition, partition)
+	b.Queue(sqlSavepointTx)
+}
+
+// readBegin reads the results of queueBegin's statements: the locked max
+// seq and the transaction's id.
+func readBegin(br pgx.BatchResults) (maxSeq, xid int64, err error) {
+	if _, err = br.Exec(); err == nil {
+		if _, err = br.Exec(); err == nil {
+			if err = br.QueryRow().Scan(&maxSeq, &xid); err == nil {
+				_, err = br.Exec()
+			}
+		}
+	}
+	return maxSeq, xid, err
 }
 
 // begin is one attempt of Begin. retry reports that it failed on a
 // connection that is now closed, so nothing of it can have run. queue, if
 // set, adds reads to Begin's pipeline, after its savepoint (BeginPush).
+// The Tx it returns is not tracked yet (track).
 func (c *Conn) begin(ctx context.Context, partition string, queue func(b *pgx.Batch)) (_ *Tx, retry bool, _ error) {
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
 	}
-	t := &Tx{c: c, partition: partition, pc: pc, pid: pc.Conn().PgConn().PID()}
+	t := &Tx{c: c, partition: partition, beginCtx: ctx, pc: pc, pid: pc.Conn().PgConn().PID()}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(sqlEnsurePartition, partition)
-	b.Queue(sqlLockPartition, partition).QueryRow(func(r pgx.Row) error { return r.Scan(&t.baseSeq, &t.xid) })
-	b.Queue(sqlSavepointTx)
+	queueBegin(b, partition)
 	if queue != nil {
 		queue(b)
 	}
-	if err := pc.SendBatch(ctx, b).Close(); err != nil {
+	br := pc.SendBatch(ctx, b)
+	t.baseSeq, t.xid, err = readBegin(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		dead := pc.Conn().IsClosed()
 		t.release(true)
 		return nil, dead, err
 	}
-	if !c.txs.Add(t) { // Close ran meanwhile
+	t.locked = true
+	return t, false, nil
+}
+
+// track holds gate for t, records t as open (Close rolls it back, ERR-4)
+// and watches ctx: when it ends before the Tx does, the Tx is rolled back
+// and released at once (TX-6).
+func (t *Tx) track(ctx context.Context, gate partgate.Entered[int64]) error {
+	t.gate = gate
+	if !t.c.txs.Add(t) { // Close ran meanwhile
 		t.release(true)
-		return nil, false, errClosed()
+		return errClosed()
 	}
 	t.stop = context.AfterFunc(ctx, func() {
 		t.mu.Lock()
@@ -116,15 +231,19 @@ func (c *Conn) begin(ctx context.Context, partition string, queue func(b *pgx.Ba
 			t.release(true)
 		}
 	})
-	return t, false, nil
+	return nil
 }
 
 // Partition returns the partition the Tx writes.
 func (t *Tx) Partition() string { return t.partition }
 
 // release rolls the engine transaction back (if rollback) on a context of
-// its own and returns the connection to the pool, which discards it if it
-// is not idle. Called with t.mu held, or before t is shared.
+// its own, returns the connection to the pool, which discards it if it
+// is not idle, and leaves the partition's gate, telling it the
+// partition's max seq when it is certain: after Commit or CommitRejected
+// landed (ended), after a rollback under the lock (the max is unchanged),
+// or when nothing was sent (the known max stands). Called with t.mu held,
+// or before t is shared.
 func (t *Tx) release(rollback bool) {
 	if t.released {
 		return
@@ -133,14 +252,24 @@ func (t *Tx) release(rollback bool) {
 	if t.stop != nil {
 		t.stop()
 	}
-	if rollback && !t.pc.Conn().IsClosed() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := t.pc.Exec(ctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); err != nil {
-			_ = t.pc.Conn().Close(ctx)
+	seq, known := t.endSeq, t.ended
+	if t.pc == nil {
+		seq, known = t.baseSeq, t.deferred
+	} else {
+		if rollback && !t.pc.Conn().IsClosed() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, err := t.pc.Exec(ctx, "ROLLBACK", pgx.QueryExecModeSimpleProtocol); err != nil {
+				_ = t.pc.Conn().Close(ctx)
+			} else if !t.ended {
+				// The max is unchanged, but a partition without commits may
+				// have lost the row this Tx created: the next Tx ensures it.
+				seq, known = t.baseSeq, t.locked && t.baseSeq > 0
+			}
+			cancel()
 		}
-		cancel()
+		t.pc.Release()
 	}
-	t.pc.Release()
+	t.c.gates.Leave(t.gate, seq, known, t.conflict)
 	t.c.txs.Remove(t)
 }
 
@@ -198,13 +327,21 @@ func isAbort(ctx context.Context, err error) bool {
 }
 
 // pipeline sends the pending writes, then extra, in one round trip, then
-// lets read (if any) consume one more result queued by queue. It returns
-// the index in extra of a failing statement (-1 if a pending write or the
-// read failed, or nothing did).
+// lets read (if any) consume one more result queued by queue; a deferred
+// Tx's Begin statements go first in the same round trip (open). It
+// returns the index in extra of a failing statement (-1 if a pending
+// write or the read failed, or nothing did).
 func (t *Tx) pipeline(ctx context.Context, extra []stmt, query *stmt, read func(pgx.Rows) error) (int, error) {
-	b := &pgx.Batch{}
 	all := append(t.pending, extra...)
 	t.pending = nil
+	b := &pgx.Batch{}
+	opening := t.deferred
+	if opening {
+		if err := t.acquire(ctx); err != nil {
+			return -1, err
+		}
+		queueBegin(b, t.partition)
+	}
 	for _, s := range all {
 		b.Queue(s.sql, s.args...)
 	}
@@ -212,6 +349,15 @@ func (t *Tx) pipeline(ctx context.Context, extra []stmt, query *stmt, read func(
 		b.Queue(query.sql, query.args...)
 	}
 	br := t.pc.SendBatch(ctx, b)
+	if opening {
+		if err := t.open(br); err != nil {
+			_ = br.Close()
+			if driver.CodeOf(err) == driver.CodeWriteConflict {
+				t.abort() // the buffered writes carry seqs another commit took
+			}
+			return -1, err
+		}
+	}
 	for i := range all {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -237,6 +383,43 @@ func (t *Tx) pipeline(ctx context.Context, extra []stmt, query *stmt, read func(
 		}
 	}
 	return -1, br.Close()
+}
+
+// acquire takes the pool connection of a deferred Tx.
+func (t *Tx) acquire(ctx context.Context) error {
+	pc, err := t.c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	t.pc, t.pid = pc, pc.Conn().PgConn().PID()
+	return nil
+}
+
+// open reads the Begin statements a deferred Tx sent first in br
+// (pipeline): the Tx is no longer deferred. The locked max seq replaces
+// the known one; when it differs and seqs were handed out already, the
+// Tx is rolled back: CodeWriteConflict (TX-9), nothing written.
+func (t *Tx) open(br pgx.BatchResults) error {
+	t.deferred = false
+	maxSeq, xid, err := readBegin(br)
+	if err != nil {
+		return err
+	}
+	known := t.baseSeq
+	t.baseSeq, t.xid, t.locked = maxSeq, xid, true
+	if len(t.seqs) > 0 && maxSeq != known {
+		t.conflict = true
+		return errSeqConflict()
+	}
+	return nil
+}
+
+// errSeqConflict: a deferred Tx allocated seqs from a max seq that another
+// Conn's commit has moved on since (TX-9).
+func errSeqConflict() error {
+	return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1,
+		Err:     errors.New("the partition's max seq moved"),
+		Message: "postgres: another store committed in the partition since this one last did; nothing was written, retry the transaction (TX-9)"}
 }
 
 // read runs one query in the Tx after the pending writes (TX-3), calling
@@ -313,7 +496,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 			return err
 		}
 		if !x.unique {
-			t.pending = append(t.pending, stmt{x.upsert, args})
+			t.stageUpsert(x, row.ID, args)
 			return nil
 		}
 		at, err := t.pipeline(ctx, []stmt{{sqlSavepointOp, nil}, {x.upsert, args}, {sqlReleaseOp, nil}}, nil, nil)
@@ -329,6 +512,36 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		}
 		return err
 	})
+}
+
+// upsertRun is the multi-row upsert being staged: pending[at] holds n
+// rows of table x (x.upsertN(n)), whose ids are ids.
+type upsertRun struct {
+	x     *table
+	at, n int
+	ids   map[string]struct{}
+}
+
+// stageUpsert buffers the upsert of one row (args: upsertArgs). Adjacent
+// upserts of one table share one statement (upsertN) of up to
+// x.upsertRows() rows and distinct ids, applied in order, so the state is
+// the single-row statements': one statement for W1's 10 rows instead of
+// 10. Anything buffered in between (a delete, blob refs, a commit)
+// starts a new statement, so the order of writes is kept. Called with
+// t.mu held.
+func (t *Tx) stageUpsert(x *table, id string, args []any) {
+	r := &t.run
+	if r.x == x && r.at == len(t.pending)-1 && r.n < x.upsertRows() && t.pending[r.at].sql == x.upsertN(r.n) {
+		if _, dup := r.ids[id]; !dup {
+			r.n++
+			r.ids[id] = struct{}{}
+			p := &t.pending[r.at]
+			p.sql, p.args = x.upsertN(r.n), append(p.args, args...)
+			return
+		}
+	}
+	t.pending = append(t.pending, stmt{x.upsert, args})
+	*r = upsertRun{x: x, at: len(t.pending) - 1, n: 1, ids: map[string]struct{}{id: {}}}
 }
 
 // DeleteRow removes the row and clears its blob references (buffered); a
@@ -360,6 +573,9 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 		t.pending = append(t.pending, stmt{sqlInsertCommit, []any{t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs}})
 		for _, s := range ins {
 			t.pending = append(t.pending, stmt{s.sql, append([]any{t.partition, seq}, s.args...)})
+		}
+		if len(t.seqs) == 0 {
+			t.firstClient = [2]string{in.ClientID, in.ClientCommitID}
 		}
 		t.seqs = append(t.seqs, seq)
 		return nil
@@ -394,7 +610,12 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 			return encErr
 		}
 		t.pending, t.seqs = nil, nil
-		return t.commitWith(ctx, []stmt{{sqlRollbackToTx, nil},
+		if t.deferred { // open the engine transaction: the rejection must wait for the partition's lock
+			if _, err := t.pipeline(ctx, nil, nil, nil); err != nil {
+				return err
+			}
+		}
+		return t.commitWith(ctx, t.baseSeq, []stmt{{sqlRollbackToTx, nil},
 			{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}}})
 	})
 }
@@ -402,37 +623,62 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // Commit sends the buffered writes, the partition's new max seq, the
 // fanout NOTIFY of each appended commit (delivered by the server only if
 // the transaction commits, FAN-1) and COMMIT in one round trip (TX-2).
-// It returns when the server answers or ctx ends, whichever is first.
+// A deferred Tx that appended commits sends its Begin in the same round
+// trip, guarded (sqlGuardSeq): CodeWriteConflict when another Conn
+// committed in the partition since this Conn learnt its max seq, nothing
+// written (TX-9). A deferred Tx without commits opens its engine
+// transaction first (one more round trip) if it wrote anything, and
+// sends nothing if it did not. It returns when the server answers or ctx
+// ends, whichever is first.
 //
 // Outcome (TX-10): nil only if the transaction committed. When the answer
 // was lost after the pipeline went out (ctx ended, the connection broke),
 // Commit asks the server on a connection of its own, outside the pool and
 // within outcomeLookupTimeout, for the transaction's status
-// (pg_xact_status of the id read at Begin); a transaction still in
-// progress has its backend ended (pg_terminate_backend: a commit already
-// in its critical section still completes) and is asked about again. Then
-// nil if it committed, CodeUnavailable if it was rolled back (nothing
-// written), CodeCommitOutcomeUnknown if the look-up failed. Every other
-// error means nothing was written. The Tx is finished afterwards.
+// (pg_xact_status of the id read at Begin, or in Commit's own pipeline);
+// a transaction still in progress has its backend ended
+// (pg_terminate_backend: a commit already in its critical section still
+// completes) and is asked about again. A deferred Tx whose answer was
+// lost before its id arrived is settled by ending its backend and then
+// looking for its first commit in the log (settleByCommit). Then nil if it
+// committed, CodeUnavailable if it was rolled back (nothing written),
+// CodeCommitOutcomeUnknown if the look-up failed. Every other error means
+// nothing was written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
+		n := len(t.seqs)
+		if t.deferred && n == 0 {
+			if len(t.pending) == 0 {
+				t.endSeq, t.ended = t.baseSeq, true
+				return nil // nothing to write
+			}
+			if _, err := t.pipeline(ctx, nil, nil, nil); err != nil {
+				return err
+			}
+		}
 		var extra []stmt
-		if n := len(t.seqs); n > 0 {
-			last := t.seqs[n-1]
-			extra = append(extra, stmt{sqlSetMaxSeq, []any{t.partition, last}})
+		last := t.baseSeq
+		if n > 0 {
+			last = t.seqs[n-1]
+			if !t.deferred {
+				extra = append(extra, stmt{sqlSetMaxSeq, []any{t.partition, last}})
+			}
 			frame, err := EncodeFrame(t.partition, last)
 			if err != nil {
 				return err
 			}
 			extra = append(extra, stmt{sqlNotify, []any{notifyChannel, frame}})
 		}
-		return t.commitWith(ctx, extra)
+		if t.deferred {
+			return t.commitDeferred(ctx, last, extra)
+		}
+		return t.commitWith(ctx, last, extra)
 	})
 }
 
 // commitWith sends the pending writes, extra and COMMIT, and checks that
-// the server committed.
-func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
+// the server committed; the partition's max seq is then last.
+func (t *Tx) commitWith(ctx context.Context, last int64, extra []stmt) error {
 	b := &pgx.Batch{}
 	for _, s := range append(t.pending, extra...) {
 		b.Queue(s.sql, s.args...)
@@ -453,11 +699,88 @@ func (t *Tx) commitWith(ctx context.Context, extra []stmt) error {
 			// signal, so it is settled like a lost answer.
 			return err
 		}
-		return t.c.settleCommit(ctx, t.xid, t.pid, err)
+		if err := t.c.settleCommit(ctx, t.xid, t.pid, err); err != nil {
+			return err
+		}
+		t.endSeq, t.ended = last, true
+		return nil
 	}
 	if tag != "COMMIT" {
 		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
 	}
+	t.endSeq, t.ended = last, true
+	return nil
+}
+
+// commitDeferred sends a deferred Tx whole in one pipeline: BEGIN, the
+// guard (the row lock, max seq baseSeq → last, the transaction's id), the
+// buffered writes, extra, COMMIT. A guard that finds another max fails
+// the pipeline before anything is written: CodeWriteConflict (TX-9).
+// When the answer is lost, the outcome is settled as commitWith's, by the
+// transaction's id if it arrived, else by the Tx's first commit
+// (settleByCommit). The Tx has appended at least one commit.
+func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error {
+	if err := t.acquire(ctx); err != nil {
+		return err
+	}
+	t.deferred = false
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(sqlGuardSeq, t.partition, t.baseSeq, last)
+	for _, s := range append(t.pending, extra...) {
+		b.Queue(s.sql, s.args...)
+	}
+	t.pending = nil
+	b.Queue("COMMIT")
+	br := t.pc.SendBatch(ctx, b)
+	gotXid, guardFailed := false, false
+	var tag pgconn.CommandTag
+	_, err := br.Exec()
+	if err == nil {
+		var one int
+		if err = br.QueryRow().Scan(&t.xid, &one); err == nil {
+			gotXid = true
+		} else {
+			var pe *pgconn.PgError
+			guardFailed = errors.As(err, &pe) && pe.Code == "22012"
+		}
+	}
+	for i := 0; err == nil && i < b.Len()-3; i++ {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case tag.String() == "COMMIT": // the server said it committed; only what followed may be lost
+		t.locked, t.endSeq, t.ended = true, last, true
+		return nil
+	case err == nil:
+		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
+	case guardFailed:
+		t.conflict = true
+		return errSeqConflict()
+	}
+	var pe *pgconn.PgError
+	if (errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR") || pgconn.SafeToRetry(err) {
+		if gotXid {
+			t.locked = true // the guard held: the max seq is baseSeq until the rollback
+		}
+		return err // see commitWith
+	}
+	if gotXid {
+		err = t.c.settleCommit(ctx, t.xid, t.pid, err)
+	} else {
+		first := t.seqs[0]
+		err = t.c.settleByCommit(ctx, t.pid, t.partition, first, t.firstClient[0], t.firstClient[1], err)
+	}
+	if err != nil {
+		return err
+	}
+	t.endSeq, t.ended = last, true
 	return nil
 }
 
