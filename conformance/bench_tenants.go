@@ -111,34 +111,39 @@ func runW8(ctx context.Context, conn driver.Conn, partitions int) (w8Result, err
 // w8ReadsOf times w8Reads pulls and then w8Reads bootstraps of partition,
 // which holds W8CommitsEach W1-shaped commits, and checks each count.
 func w8ReadsOf(ctx context.Context, conn driver.Conn, partition string) (pull, scan timed, err error) {
+	pull, err = w8Repeat("pull matched %d changes, want %d (WIN-1…WIN-5)", func(pages *[]time.Duration) (int, error) {
+		return pullP7(ctx, conn, partition, W8CommitsEach, pages)
+	})
+	if err != nil {
+		return pull, scan, fmt.Errorf("pull: %w", err)
+	}
+	scan, err = w8Repeat("bootstrap scanned %d rows, want %d (SCAN-1…SCAN-3)", func(pages *[]time.Duration) (int, error) {
+		return scanP7(ctx, conn, partition, pages)
+	})
+	if err != nil {
+		return pull, scan, fmt.Errorf("bootstrap: %w", err)
+	}
+	return pull, scan, nil
+}
+
+// w8Repeat times w8Reads calls of read, each of which must return W8's
+// count of p7 items; wrong formats a wrong count (got, want).
+func w8Repeat(wrong string, read func(pages *[]time.Duration) (int, error)) (timed, error) {
 	want := expectedP7(W8CommitsEach * BenchRowsPerCommit)
-	pull.ops = make([]time.Duration, 0, w8Reads)
+	t := timed{ops: make([]time.Duration, 0, w8Reads)}
 	start := time.Now()
 	for range w8Reads {
-		n, err := pullP7(ctx, conn, partition, W8CommitsEach, &pull.ops)
+		n, err := read(&t.ops)
 		if err != nil {
-			return pull, scan, fmt.Errorf("pull: %w", err)
+			return t, err
 		}
 		if n != want {
-			return pull, scan, fmt.Errorf("pull matched %d changes, want %d (WIN-1…WIN-5)", n, want)
+			return t, fmt.Errorf(wrong, n, want)
 		}
-		pull.n += n
+		t.n += n
 	}
-	pull.d = time.Since(start)
-	scan.ops = make([]time.Duration, 0, w8Reads)
-	start = time.Now()
-	for range w8Reads {
-		n, err := scanP7(ctx, conn, partition, &scan.ops)
-		if err != nil {
-			return pull, scan, fmt.Errorf("bootstrap: %w", err)
-		}
-		if n != want {
-			return pull, scan, fmt.Errorf("bootstrap scanned %d rows, want %d (SCAN-1…SCAN-3)", n, want)
-		}
-		scan.n += n
-	}
-	scan.d = time.Since(start)
-	return pull, scan, nil
+	t.d = time.Since(start)
+	return t, nil
 }
 
 // w8List pages through ListPartitions from the start and checks it lists
