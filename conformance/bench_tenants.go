@@ -21,8 +21,9 @@ const (
 	// W8CommitsEach is how many W1-shaped commits each W8 partition gets.
 	W8CommitsEach = 20
 	// w8Reads is how many times W8 repeats each read (a partition of 20
-	// commits holds 10 changes and rows of project p7: one page).
-	w8Reads = 100
+	// commits holds 10 changes and rows of project p7: one page, well
+	// under a millisecond, so it takes many to make a rate).
+	w8Reads = 1000
 	// w8ListPage is the page size of W8's ListPartitions walk.
 	w8ListPage = 1000
 	// w8Alone is the partition of W8's reference reads: written, and read,

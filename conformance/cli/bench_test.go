@@ -91,10 +91,10 @@ func TestBenchW8Tenants(t *testing.T) {
 			t.Errorf("W8 rate %d: %+v, want a positive %s", i, w.Rates[i], u)
 		}
 	}
-	// 600 commits; 100 pulls and 100 bootstraps of one page each; the 30
-	// partitions listed in one page.
-	wantOps := []conformance.Latency{{Op: "push commit", Samples: 600}, {Op: "pull page", Samples: 100},
-		{Op: "scan page", Samples: 100}, {Op: "list page", Samples: 1}}
+	// 600 commits; 1,000 pulls and 1,000 bootstraps of one page each; the
+	// 30 partitions listed in one page.
+	wantOps := []conformance.Latency{{Op: "push commit", Samples: 600}, {Op: "pull page", Samples: 1000},
+		{Op: "scan page", Samples: 1000}, {Op: "list page", Samples: 1}}
 	if len(w.Latency) != len(wantOps) {
 		t.Fatalf("W8 latency %+v, want %v", w.Latency, wantOps)
 	}
