@@ -141,6 +141,11 @@ type Tenants struct {
 	ScanAlone     float64 `json:"scanAloneRowsPerSec"`
 	PullOverAlone float64 `json:"pullOverAlone"`
 	ScanOverAlone float64 `json:"scanOverAlone"`
+	// PullAloneP50Ms and ScanAloneP50Ms are the reference reads' median
+	// page latency (ms; compare W8's "pull page" and "scan page" p50),
+	// less disturbed by a loaded machine than the rates.
+	PullAloneP50Ms float64 `json:"pullAloneP50Ms"`
+	ScanAloneP50Ms float64 `json:"scanAloneP50Ms"`
 	// Listed is how many partitions ListPartitions paged through (it must
 	// be Partitions).
 	Listed int `json:"listed"`

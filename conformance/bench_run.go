@@ -206,8 +206,8 @@ func (b *benchRun) runOnce(run int) error {
 				b.addTimed("W8", "changes/s", "pull page", r.pull)
 				b.addTimed("W8", "rows/s", "scan page", r.scan)
 				b.addTimed("W8", "partitions/s", "list page", r.list)
-				b.add("W8", w8PullAloneUnit, r.pullAlone.n, r.pullAlone.d)
-				b.add("W8", w8ScanAloneUnit, r.scanAlone.n, r.scanAlone.d)
+				b.addTimed("W8", w8PullAloneUnit, w8PullAloneUnit, r.pullAlone)
+				b.addTimed("W8", w8ScanAloneUnit, w8ScanAloneUnit, r.scanAlone)
 				b.listed = r.list.n
 			}
 			return err
@@ -367,8 +367,10 @@ func (b *benchRun) finish(rep *BenchReport) {
 	if w8 := b.samples["W8"]; len(w8["commits/s"]) > 0 {
 		t := &Tenants{Partitions: b.tenants(), CommitsEach: W8CommitsEach, Listed: b.listed,
 			PullAlone: median(w8[w8PullAloneUnit]), ScanAlone: median(w8[w8ScanAloneUnit]),
-			PullOverAlone: pairedRatio(w8["changes/s"], w8[w8PullAloneUnit]),
-			ScanOverAlone: pairedRatio(w8["rows/s"], w8[w8ScanAloneUnit])}
+			PullOverAlone:  pairedRatio(w8["changes/s"], w8[w8PullAloneUnit]),
+			ScanOverAlone:  pairedRatio(w8["rows/s"], w8[w8ScanAloneUnit]),
+			PullAloneP50Ms: latencyOf("", b.lat["W8"][w8PullAloneUnit]).P50Ms,
+			ScanAloneP50Ms: latencyOf("", b.lat["W8"][w8ScanAloneUnit]).P50Ms}
 		if b.selected("W1") {
 			t.PushOverW1 = pairedRatio(w8["commits/s"], b.samples["W1"]["commits/s"])
 		}

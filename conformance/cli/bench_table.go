@@ -95,10 +95,10 @@ func writeBenchTable(w io.Writer, reps []conformance.BenchReport) error {
 		}))
 		row("W8 / W1", "push rate (goal ≥ 0.90)", tenants(func(t *conformance.Tenants) string { return ratioCell(t.PushOverW1, 0.9) }))
 		row("W8 pull / alone", "changes/s ratio", tenants(func(t *conformance.Tenants) string {
-			return ratioCell(t.PullOverAlone, 0) + " (alone " + thousands(t.PullAlone) + ")"
+			return ratioCell(t.PullOverAlone, 0) + " (alone " + thousands(t.PullAlone) + ", p50 " + millis(t.PullAloneP50Ms) + " ms)"
 		}))
 		row("W8 bootstrap / alone", "rows/s ratio", tenants(func(t *conformance.Tenants) string {
-			return ratioCell(t.ScanOverAlone, 0) + " (alone " + thousands(t.ScanAlone) + ")"
+			return ratioCell(t.ScanOverAlone, 0) + " (alone " + thousands(t.ScanAlone) + ", p50 " + millis(t.ScanAloneP50Ms) + " ms)"
 		}))
 	}
 	if slices.ContainsFunc(reps, func(r conformance.BenchReport) bool { return r.Scaled != nil }) {

@@ -103,7 +103,7 @@ func TestBenchW8Tenants(t *testing.T) {
 	}
 	tn := reps[0].Tenants
 	if tn == nil || tn.Partitions != 30 || tn.CommitsEach != 20 || tn.Listed != 30 || tn.PushOverW1 <= 0 ||
-		tn.PullAlone <= 0 || tn.ScanAlone <= 0 || tn.PullOverAlone <= 0 || tn.ScanOverAlone <= 0 {
+		tn.PullAlone <= 0 || tn.ScanAlone <= 0 || tn.PullOverAlone <= 0 || tn.ScanOverAlone <= 0 || tn.PullAloneP50Ms <= 0 || tn.ScanAloneP50Ms <= 0 {
 		t.Errorf("tenants %+v, want 30 partitions × 20 commits, 30 listed and every ratio", tn)
 	}
 }
