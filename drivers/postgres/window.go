@@ -32,7 +32,12 @@ import (
 // The round then reads every candidate in ($5, bound], whole commits
 // only, sorted by (seq, idx): at most about $7 per value, whatever the
 // size of the log. Each candidate row carries the bound (NULL: no value
-// had $7 candidates, so the round reached $6).
+// had $7 candidates, so the round reached $6). The bound is read as a
+// scalar sub-query (an InitPlan parameter), so it is part of the walk's
+// index condition whatever the statistics; joined as a row of b, it was a
+// filter on every entry after $5 under some statistics (many partitions,
+// a large store), and a pull of a long history cost O(N²/page)
+// (TestPlansUseIndexes, TestPlansManyPartitions pin it; issue 17).
 const sqlWindow = `WITH p AS (
 	SELECT coalesce(max(s.max_seq), 0) AS max_seq, coalesce(max(s.horizon_seq), 0) AS horizon_seq
 	FROM _sync_partitions AS s WHERE s.partition = $1),
