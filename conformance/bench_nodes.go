@@ -22,11 +22,11 @@ func BenchW6aAcross(ctx context.Context, conns []driver.Conn) (float64, error) {
 	if len(conns) == 0 {
 		return 0, fmt.Errorf("BenchW6aAcross: no Conn")
 	}
-	n, d, err := runW6Across(ctx, conns, false)
+	t, err := runW6Across(ctx, conns, false)
 	if err != nil {
 		return 0, err
 	}
-	return float64(n) / d.Seconds(), nil
+	return t.rate(), nil
 }
 
 // ReplicaReadRates are W2 and W3 measured on the primary and on a replica.
@@ -67,16 +67,16 @@ func BenchReadsFromReplica(ctx context.Context, primary, replica driver.Conn, co
 	}{{primary, &r.W2Primary, &r.W3Primary, "primary"}, {replica, &r.W2Replica, &r.W3Replica, "replica"}}
 	for range 2 {
 		for _, m := range sides {
-			n, d, err := runW2(ctx, m.conn, commits)
+			t, err := runW2(ctx, m.conn, commits)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", m.nodeName, err)
 			}
-			*m.w2 = max(*m.w2, float64(n)/d.Seconds())
-			n, d, err = runW3(ctx, m.conn, commits)
+			*m.w2 = max(*m.w2, t.rate())
+			t, err = runW3(ctx, m.conn, commits)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", m.nodeName, err)
 			}
-			*m.w3 = max(*m.w3, float64(n)/d.Seconds())
+			*m.w3 = max(*m.w3, t.rate())
 		}
 	}
 	return r, nil

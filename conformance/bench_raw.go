@@ -225,11 +225,13 @@ type w1Sum struct {
 	runs, cpuRuns     int
 	total             time.Duration
 	tenths, cpuTenths [10]time.Duration
+	ops               []time.Duration // every commit's duration, all runs
 }
 
 func (s *w1Sum) add(r w1Result) {
 	s.runs++
 	s.total += r.total
+	s.ops = append(s.ops, r.ops...)
 	for k, d := range r.tenths {
 		s.tenths[k] += d
 	}
@@ -244,32 +246,53 @@ func (s *w1Sum) add(r w1Result) {
 // report reports the rates of n commits in all (reportW1) and, when
 // every run had them, the same tenths in process CPU time (getrusage),
 // which a loaded machine disturbs far less than wall time; for an
-// in-process engine it includes the engine's own work (reportW1CPU).
+// in-process engine it includes the engine's own work (reportW1CPU);
+// then the commits' latency (p50-ms, p99-ms, max-ms).
 func (s *w1Sum) report(b *testing.B, n int) {
 	reportW1(b, n, s.total, s.tenths[:])
 	if s.cpuRuns == s.runs {
 		reportW1CPU(b, n, s.cpuTenths[:])
 	}
+	reportLatency(b, latencyOf("push commit", s.ops))
+}
+
+// reportLatency reports l as p50-ms, p99-ms and max-ms (the runs' samples
+// pooled), nothing when it has no sample.
+func reportLatency(b *testing.B, l Latency) {
+	if l.Samples == 0 {
+		return
+	}
+	b.ReportMetric(l.P50Ms, "p50-ms")
+	b.ReportMetric(l.P99Ms, "p99-ms")
+	b.ReportMetric(l.MaxMs, "max-ms")
 }
 
 // timeCommits runs commit(0 … commits-1), checks each returned seq is
-// its index + 1 (SEQ-1) and times the whole and each tenth (as runW1).
+// its index + 1 (SEQ-1) and times the whole, each tenth and each commit
+// (as runW1).
 func timeCommits(what string, commits int, commit func(i int) (int64, error)) (w1Result, error) {
-	res := w1Result{commits: commits}
+	return timeCommitsSeq(what, commits, commit, func(i int) int64 { return int64(i + 1) })
+}
+
+// timeCommitsSeq is timeCommits with commit i expected at seq wantSeq(i).
+// Each commit's duration (one clock read per commit, chained: see
+// opClock) goes to w1Result.ops.
+func timeCommitsSeq(what string, commits int, commit func(i int) (int64, error), wantSeq func(i int) int64) (w1Result, error) {
+	res := w1Result{commits: commits, ops: make([]time.Duration, 0, commits)}
 	tenth := commits / 10
 	cpuMark, cpuOK := processCPU()
 	start := time.Now()
-	mark := start
+	mark, clk := start, clockAt(start)
 	for i := 0; i < commits; i++ {
 		seq, err := commit(i)
+		now := clk.lap(&res.ops)
 		if err != nil {
 			return res, fmt.Errorf("%s commit %d: %w", what, i, err)
 		}
-		if seq != int64(i+1) {
-			return res, fmt.Errorf("%s commit %d got seq %d, want %d (SEQ-1)", what, i, seq, i+1)
+		if want := wantSeq(i); seq != want {
+			return res, fmt.Errorf("%s commit %d got seq %d, want %d (SEQ-1)", what, i, seq, want)
 		}
 		if tenth > 0 && (i+1)%tenth == 0 && len(res.tenths) < 10 {
-			now := time.Now()
 			res.tenths = append(res.tenths, now.Sub(mark))
 			mark = now
 			if cpu, ok := processCPU(); cpuOK && ok {
@@ -337,10 +360,10 @@ func checkRawLoop(ctx context.Context, r RawLoop, commits int) error {
 	if max, err := conn.MaxCommitSeq(ctx, BenchPartition); err != nil || max != n {
 		return fmt.Errorf("raw loop: the driver reads MaxCommitSeq %d (%v), want %d (SEQ-5)", max, err, n)
 	}
-	if _, _, err := runW2(ctx, conn, commits); err != nil {
+	if _, err := runW2(ctx, conn, commits); err != nil {
 		return fmt.Errorf("raw loop, read back through the driver: %w", err)
 	}
-	if _, _, err := runW3(ctx, conn, commits); err != nil {
+	if _, err := runW3(ctx, conn, commits); err != nil {
 		return fmt.Errorf("raw loop, read back through the driver: %w", err)
 	}
 	for _, k := range []int{0, commits*BenchRowsPerCommit - 1} {

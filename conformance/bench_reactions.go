@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	gosync "sync"
 	"time"
@@ -11,10 +12,13 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// w4Result is one W4 run: enqueue, then claim-and-complete.
+// w4Result is one W4 run: enqueue, then claim-and-complete, with the
+// duration of each enqueue Tx, each claim and each completion.
 type w4Result struct {
 	enqueued, completed int
 	enqueue, drain      time.Duration
+	enqueueTx, claims   []time.Duration
+	completes           []time.Duration
 }
 
 // runW4 is docs/performance.md's W4 on a fresh store: enqueue 10,000 reactions in
@@ -29,9 +33,13 @@ func runW4(ctx context.Context, conn driver.Conn) (w4Result, error) {
 		return res, errNotImplemented(driver.CapReactions)
 	}
 	now := time.Now().UnixMilli()
+	res.enqueueTx = make([]time.Duration, 0, w4Reactions/w4PerTx)
 	start := time.Now()
+	clk := clockAt(start)
 	for b := 0; b < w4Reactions/w4PerTx; b++ {
-		if err := enqueueBatch(ctx, conn, b, now); err != nil {
+		err := enqueueBatch(ctx, conn, b, now)
+		clk.lap(&res.enqueueTx)
+		if err != nil {
 			return res, err
 		}
 	}
@@ -40,13 +48,16 @@ func runW4(ctx context.Context, conn driver.Conn) (w4Result, error) {
 	var mu gosync.Mutex
 	done := make(map[string]int, w4Reactions)
 	errs := make([]error, w4Workers)
+	claims, completes := make([][]time.Duration, w4Workers), make([][]time.Duration, w4Workers)
 	var wg gosync.WaitGroup
 	start = time.Now()
 	for w := 0; w < w4Workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[w] = drainWorker(ctx, rc, "worker-"+strconv.Itoa(w), now, func(key string) {
+			claims[w] = make([]time.Duration, 0, 2*w4Reactions/w4Workers/w4ClaimLimit)
+			completes[w] = make([]time.Duration, 0, 2*w4Reactions/w4Workers)
+			errs[w] = drainWorker(ctx, rc, "worker-"+strconv.Itoa(w), now, &claims[w], &completes[w], func(key string) {
 				mu.Lock()
 				done[key]++
 				mu.Unlock()
@@ -55,6 +66,7 @@ func runW4(ctx context.Context, conn driver.Conn) (w4Result, error) {
 	}
 	wg.Wait()
 	res.drain = time.Since(start)
+	res.claims, res.completes = slices.Concat(claims...), slices.Concat(completes...)
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
@@ -113,13 +125,18 @@ func enqueueBatch(ctx context.Context, conn driver.Conn, b int, now int64) error
 	return nil
 }
 
-// drainWorker claims and completes until a claim comes back empty. With a
-// 30 s lease and no failures, an empty claim means every remaining
-// reaction is leased to another worker, which will complete it.
-func drainWorker(ctx context.Context, rc driver.ReactionsConn, owner string, now int64, completed func(key string)) error {
+// drainWorker claims and completes until a claim comes back empty,
+// appending each claim's and each completion's duration to *claims and
+// *completes. With a 30 s lease and no failures, an empty claim means
+// every remaining reaction is leased to another worker, which will
+// complete it.
+func drainWorker(ctx context.Context, rc driver.ReactionsConn, owner string, now int64, claims, completes *[]time.Duration,
+	completed func(key string)) error {
+	clk := startClock()
 	for {
 		batch, err := rc.ClaimReactions(ctx, BenchPartition, driver.ClaimRequest{Owner: owner, Types: []string{"notify"}, NowMs: now,
 			LeaseMs: w4LeaseMs, Limit: w4ClaimLimit})
+		clk.lap(claims)
 		if err != nil {
 			return fmt.Errorf("W4 ClaimReactions: %w", err)
 		}
@@ -128,6 +145,7 @@ func drainWorker(ctx context.Context, rc driver.ReactionsConn, owner string, now
 		}
 		for _, r := range batch {
 			ok, err := rc.CompleteReaction(ctx, BenchPartition, r.Key, owner, now)
+			clk.lap(completes)
 			if err != nil {
 				return fmt.Errorf("W4 CompleteReaction: %w", err)
 			}

@@ -16,16 +16,18 @@ type benchRun struct {
 	h        Harness
 	opts     BenchOptions
 	declared map[driver.Capability]bool
-	samples  map[string]map[string][]float64 // workload → unit → one rate per run
+	samples  map[string]map[string][]float64       // workload → unit → one rate per run
+	lat      map[string]map[string][]time.Duration // workload → op → every op's duration, all runs
 	peak     map[string]int64
 	errs     map[string]string
 	w1       []w1Result
+	listed   int // partitions W8's last run listed
 	sizes    []float64
 }
 
 func newBenchRun(ctx context.Context, h Harness, opts BenchOptions) *benchRun {
 	return &benchRun{ctx: ctx, h: h, opts: opts, samples: map[string]map[string][]float64{},
-		peak: map[string]int64{}, errs: map[string]string{}}
+		lat: map[string]map[string][]time.Duration{}, peak: map[string]int64{}, errs: map[string]string{}}
 }
 
 func (b *benchRun) progress(line string) {
@@ -63,6 +65,24 @@ func (b *benchRun) add(id, unit string, n int, d time.Duration) {
 	}
 	b.samples[id][unit] = append(b.samples[id][unit], float64(n)/d.Seconds())
 }
+
+// addOps pools the durations of one run's ops of kind op of workload id.
+func (b *benchRun) addOps(id, op string, ds []time.Duration) {
+	if b.lat[id] == nil {
+		b.lat[id] = map[string][]time.Duration{}
+	}
+	b.lat[id][op] = append(b.lat[id][op], ds...)
+}
+
+// addTimed records one run of a workload measured as timed: its rate in
+// unit and its ops' durations as op.
+func (b *benchRun) addTimed(id, unit, op string, t timed) {
+	b.add(id, unit, t.n, t.d)
+	b.addOps(id, op, t.ops)
+}
+
+// tenants is W8's number of partitions.
+func (b *benchRun) tenants() int { return cmp0(b.opts.Tenants, 2*b.opts.Commits) }
 
 func (b *benchRun) fail(id string, err error) {
 	if _, seen := b.errs[id]; !seen {
@@ -111,6 +131,7 @@ func (b *benchRun) runOnce(run int) error {
 				b.w1 = append(b.w1, r)
 				b.add("W1", "commits/s", commits, r.total)
 				b.add("W1", "changes/s", commits*BenchRowsPerCommit, r.total)
+				b.addOps("W1", "push commit", r.ops)
 				return nil
 			})
 			if w1Err != nil { // W2, W3 and W5 need W1's store
@@ -124,21 +145,15 @@ func (b *benchRun) runOnce(run int) error {
 					b.sizes = append(b.sizes, float64(n))
 				}
 			}
-			b.measure("W2", func() error {
-				n, d, err := runW2(ctx, conn, commits)
-				b.add("W2", "changes/s", n, d)
-				return err
-			})
-			b.measure("W3", func() error {
-				n, d, err := runW3(ctx, conn, commits)
-				b.add("W3", "rows/s", n, d)
-				return err
-			})
-			b.measure("W5", func() error {
-				n, d, err := runW5(ctx, conn, commits)
-				b.add("W5", "lookups/s", n, d)
-				return err
-			})
+			for _, rd := range readWorkloads {
+				b.measure(rd.id, func() error {
+					t, err := rd.run(ctx, conn, commits)
+					if err == nil {
+						b.addTimed(rd.id, rd.unit, rd.op, t)
+					}
+					return err
+				})
+			}
 			return nil
 		})
 		if stop := b.stopRun(err); stop != nil {
@@ -154,17 +169,24 @@ func (b *benchRun) runOnce(run int) error {
 			if err == nil {
 				b.add("W4", "completions/s", r.completed, r.drain)
 				b.add("W4", "enqueued/s", r.enqueued, r.enqueue)
+				b.addOps("W4", "enqueue tx", r.enqueueTx)
+				b.addOps("W4", "claim", r.claims)
+				b.addOps("W4", "complete", r.completes)
 			}
 			return err
 		}},
 		{"W6a", func(conn driver.Conn) error {
-			n, d, err := runW6(ctx, conn, false)
-			b.add("W6a", "commits/s", n, d)
+			t, err := runW6(ctx, conn, false)
+			if err == nil {
+				b.addTimed("W6a", "commits/s", "push commit", t)
+			}
 			return err
 		}},
 		{"W6b", func(conn driver.Conn) error {
-			n, d, err := runW6(ctx, conn, true)
-			b.add("W6b", "commits/s", n, d)
+			t, err := runW6(ctx, conn, true)
+			if err == nil {
+				b.addTimed("W6b", "commits/s", "push commit", t)
+			}
 			return err
 		}},
 		{"W7", func(conn driver.Conn) error {
@@ -172,6 +194,21 @@ func (b *benchRun) runOnce(run int) error {
 			if err == nil {
 				b.add("W7", "commits/s", commits, r.total)
 				b.add("W7", "changes/s", commits*BenchRowsPerCommit, r.total)
+				b.addOps("W7", "push", r.ops)
+			}
+			return err
+		}},
+		{"W8", func(conn driver.Conn) error {
+			r, err := runW8(ctx, conn, b.tenants())
+			if err == nil {
+				b.add("W8", "commits/s", r.push.commits, r.push.total)
+				b.addOps("W8", "push commit", r.push.ops)
+				b.addTimed("W8", "changes/s", "pull page", r.pull)
+				b.addTimed("W8", "rows/s", "scan page", r.scan)
+				b.addTimed("W8", "partitions/s", "list page", r.list)
+				b.addTimed("W8", w8PullAloneUnit, w8PullAloneUnit, r.pullAlone)
+				b.addTimed("W8", w8ScanAloneUnit, w8ScanAloneUnit, r.scanAlone)
+				b.listed = r.list.n
 			}
 			return err
 		}},
@@ -192,6 +229,76 @@ func (b *benchRun) runOnce(run int) error {
 		}
 	}
 	return nil
+}
+
+// readWorkloads are the workloads that read W1's store.
+var readWorkloads = []struct {
+	id, unit, op string
+	run          func(ctx context.Context, conn driver.Conn, commits int) (timed, error)
+}{
+	{"W2", "changes/s", "pull page", runW2},
+	{"W3", "rows/s", "scan page", runW3},
+	{"W5", "lookups/s", "lookup", runW5},
+}
+
+// W8's reference reads (on a store of one partition), kept with its
+// samples but not reported as rates of their own.
+const (
+	w8PullAloneUnit = "changes/s, one partition alone"
+	w8ScanAloneUnit = "rows/s, one partition alone"
+)
+
+// scaled is the run at opts.Scale × Commits (RunWorkloads): W1 once on a
+// fresh store, then the selected reads on it, each against its ×1 median.
+// A failure is W1's (or the read's, in its row); the error is non-nil
+// only when the run must stop.
+func (b *benchRun) scaled(rep *BenchReport) error {
+	ctx, n := b.ctx, b.opts.Scale*b.opts.Commits
+	sr := &ScaledRun{Factor: b.opts.Scale, Commits: n}
+	b.progress(fmt.Sprintf("W1×%d: %d commits, then W2, W3, W5 on its store", b.opts.Scale, n))
+	err := withStore(ctx, b.h, fmt.Sprintf("bench/W1x%d", b.opts.Scale), func(conn driver.Conn) error {
+		var w1Err error
+		b.measureAlways("W1", func() error {
+			r, err := runW1(ctx, conn, n)
+			if err != nil {
+				w1Err = err
+				return fmt.Errorf("×%d run: %w", b.opts.Scale, err)
+			}
+			sr.W1 = scaling([]w1Result{r})
+			sr.Workloads = append(sr.Workloads, b.scaledFigure("W1", "commits/s", "push commit", timed{n, r.total, r.ops}))
+			return nil
+		})
+		if w1Err != nil {
+			return nil
+		}
+		for _, rd := range readWorkloads {
+			if !b.selected(rd.id) || specOf(rd.id).cap != "" && !b.declared[specOf(rd.id).cap] {
+				continue
+			}
+			b.progress(fmt.Sprintf("%s on the ×%d store", rd.id, b.opts.Scale))
+			t, err := rd.run(ctx, conn, n)
+			if err != nil {
+				sr.Workloads = append(sr.Workloads, ScaledWorkload{ID: rd.id, Unit: rd.unit, Error: err.Error()})
+				continue
+			}
+			sr.Workloads = append(sr.Workloads, b.scaledFigure(rd.id, rd.unit, rd.op, t))
+		}
+		return nil
+	})
+	if sr.W1 != nil {
+		rep.Scaled = sr
+	}
+	return b.stopRun(err)
+}
+
+// scaledFigure is workload id's figure at ×Scale against its ×1 median.
+func (b *benchRun) scaledFigure(id, unit, op string, t timed) ScaledWorkload {
+	w := ScaledWorkload{ID: id, Unit: unit, Rate: t.rate(), RateX1: median(b.samples[id][unit]),
+		Latency: []Latency{latencyOf(op, t.ops)}}
+	if w.RateX1 > 0 {
+		w.Ratio = w.Rate / w.RateX1
+	}
+	return w
 }
 
 // measureAlways is measure for W1, which runs whenever a workload needs its store.
@@ -238,6 +345,11 @@ func (b *benchRun) finish(rep *BenchReport) {
 				runs := b.samples[s.id][u]
 				w.Rates = append(w.Rates, Rate{Unit: u, Median: median(runs), Runs: runs})
 			}
+			for _, op := range workloadOps[s.id] {
+				if ds := b.lat[s.id][op]; len(ds) > 0 {
+					w.Latency = append(w.Latency, latencyOf(op, ds))
+				}
+			}
 		}
 		rep.PeakRSSBytes = max(rep.PeakRSSBytes, w.PeakRSSBytes)
 		rep.Workloads = append(rep.Workloads, w)
@@ -251,6 +363,18 @@ func (b *benchRun) finish(rep *BenchReport) {
 	rep.W7OverW1 = pairedRatio(b.samples["W1"]["commits/s"], b.samples["W7"]["commits/s"])
 	if !b.selected("W1") || !b.selected("W7") {
 		rep.W7OverW1 = 0
+	}
+	if w8 := b.samples["W8"]; len(w8["commits/s"]) > 0 {
+		t := &Tenants{Partitions: b.tenants(), CommitsEach: W8CommitsEach, Listed: b.listed,
+			PullAlone: median(w8[w8PullAloneUnit]), ScanAlone: median(w8[w8ScanAloneUnit]),
+			PullOverAlone:  pairedRatio(w8["changes/s"], w8[w8PullAloneUnit]),
+			ScanOverAlone:  pairedRatio(w8["rows/s"], w8[w8ScanAloneUnit]),
+			PullAloneP50Ms: latencyOf("", b.lat["W8"][w8PullAloneUnit]).P50Ms,
+			ScanAloneP50Ms: latencyOf("", b.lat["W8"][w8ScanAloneUnit]).P50Ms}
+		if b.selected("W1") {
+			t.PushOverW1 = pairedRatio(w8["commits/s"], b.samples["W1"]["commits/s"])
+		}
+		rep.Tenants = t
 	}
 }
 
@@ -293,10 +417,10 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// pairedRatio is W7's time over W1's: the median over the runs of W1's
-// rate over W7's in the same run (the two run back to back, so a load
-// that drifts over minutes cancels out), or of the medians when the runs
-// do not pair up; 0 when either has no sample.
+// pairedRatio is the median over the runs of a's rate over b's in the
+// same run (W1's over W7's: W7's time over W1's; the two run in the same
+// round, so a load that drifts over minutes cancels out), or the ratio of
+// the medians when the runs do not pair up; 0 when either has no sample.
 func pairedRatio(w1, w7 []float64) float64 {
 	if len(w1) == 0 || len(w7) == 0 {
 		return 0

@@ -19,8 +19,11 @@ import (
 // feeds benchstat. One iteration is the whole workload as docs/performance.md
 // defines it; ns/op is its timed part (setup, such as W1 before W2, is not
 // timed). Each sub-benchmark also reports its docs/performance.md rates as custom
-// metrics (commits/s, changes/s, rows/s, …) and the process's peak memory
-// (peak-RSS-bytes). Sub-benchmarks:
+// metrics (commits/s, changes/s, rows/s, …), the latency of its
+// operation (p50-ms, p99-ms, max-ms over every iteration's operations:
+// W1's and W6's commits, W2's and W3's pages, W5's lookups) and the
+// process's peak memory (peak-RSS-bytes). W8 (many partitions) runs only
+// in RunWorkloads (cmd/conformance -bench). Sub-benchmarks:
 //
 //	W1-push             5,000 commits of 10 upserts, one Tx each; also
 //	                    first-tenth and last-tenth commits/s, their ratio
@@ -125,30 +128,30 @@ func RunBenchmarks(b *testing.B, h Harness) {
 		}
 		cleanups = nil
 	}()
-	read := func(id string, unit string, fn func(ctx context.Context, conn driver.Conn, commits int) (int, time.Duration, error)) func(b *testing.B) {
+	read := func(id, unit, op string, fn func(ctx context.Context, conn driver.Conn, commits int) (timed, error)) func(b *testing.B) {
 		return func(b *testing.B) {
 			if c := specOf(id).cap; c != "" && !declared[c] {
 				b.Skipf("not implemented: capability %s", c)
 			}
 			conn := readStore(b)
-			var n int
-			var total time.Duration
+			var all timed
 			mem := startMem()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				k, d, err := fn(ctx, conn, commits)
+				t, err := fn(ctx, conn, commits)
 				if err != nil {
 					b.Fatal(err)
 				}
-				n, total = n+k, total+d
+				all.n, all.d, all.ops = all.n+t.n, all.d+t.d, append(all.ops, t.ops...)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(n)/total.Seconds(), unit)
+			b.ReportMetric(all.rate(), unit)
+			reportLatency(b, latencyOf(op, all.ops))
 			b.ReportMetric(float64(mem.stop()), "peak-RSS-bytes")
 		}
 	}
-	b.Run("W2-pull", read("W2", "changes/s", runW2))
-	b.Run("W3-bootstrap", read("W3", "rows/s", runW3))
+	b.Run("W2-pull", read("W2", "changes/s", "pull page", runW2))
+	b.Run("W3-bootstrap", read("W3", "rows/s", "scan page", runW3))
 
 	b.Run("W4-reactions", func(b *testing.B) {
 		if !declared[driver.CapReactions] {
@@ -176,7 +179,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 		b.ReportMetric(float64(enq)/enqueue.Seconds(), "enqueued/s")
 		b.ReportMetric(float64(peak), "peak-RSS-bytes")
 	})
-	b.Run("W5-index-lookup", read("W5", "lookups/s", runW5))
+	b.Run("W5-index-lookup", read("W5", "lookups/s", "lookup", runW5))
 
 	for _, shared := range []bool{false, true} {
 		name := "W6a-push-own-partitions"
@@ -184,25 +187,25 @@ func RunBenchmarks(b *testing.B, h Harness) {
 			name = "W6b-push-one-partition"
 		}
 		b.Run(name, func(b *testing.B) {
-			var n int
-			var total time.Duration
+			var all timed
 			var peak int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				err := withStore(ctx, h, "bench/"+name, func(conn driver.Conn) error {
 					mem := startMem()
 					b.StartTimer()
-					k, d, err := runW6(ctx, conn, shared)
+					t, err := runW6(ctx, conn, shared)
 					b.StopTimer()
 					peak = max(peak, mem.stop())
-					n, total = n+k, total+d
+					all.n, all.d, all.ops = all.n+t.n, all.d+t.d, append(all.ops, t.ops...)
 					return err
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(n)/total.Seconds(), "commits/s")
+			b.ReportMetric(all.rate(), "commits/s")
+			reportLatency(b, latencyOf("push commit", all.ops))
 			b.ReportMetric(float64(peak), "peak-RSS-bytes")
 		})
 	}

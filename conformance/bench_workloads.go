@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	gosync "sync"
 	"time"
@@ -143,7 +144,21 @@ type w1Result struct {
 	// cpuTenths is the process CPU time (user + system) of each tenth;
 	// empty when commits < 10 or processCPU is unavailable.
 	cpuTenths []time.Duration
+	// ops is each commit's duration, in order.
+	ops []time.Duration
 }
+
+// timed is what a read or concurrent workload did: how many items (changes,
+// rows, lookups, commits) in how long (its timed part), and the duration
+// of each of its operations (pages, lookups, commits).
+type timed struct {
+	n   int
+	d   time.Duration
+	ops []time.Duration
+}
+
+// rate is n per second of d.
+func (t timed) rate() float64 { return float64(t.n) / max(t.d, time.Nanosecond).Seconds() }
 
 // runW1 pushes commits commits to BenchPartition, one Tx each (W1), and
 // checks that MaxCommitSeq is then commits (SEQ-1).
@@ -176,20 +191,41 @@ func expectedP7(rows int) int {
 }
 
 // runW2 pulls every change of project p7 from seq 0 to the max in pages
-// of 500 changes (W2) and returns how many it matched; it checks the
-// count against what W1 wrote (commits·10 rows).
-func runW2(ctx context.Context, conn driver.Conn, commits int) (int, time.Duration, error) {
+// of 500 changes (W2) and returns how many it matched, with each page's
+// duration; it checks the count against what W1 wrote (commits·10 rows).
+// The timed part includes the MaxCommitSeq read before the first page;
+// the pages' durations do not.
+func runW2(ctx context.Context, conn driver.Conn, commits int) (timed, error) {
 	start := time.Now()
 	through, err := conn.MaxCommitSeq(ctx, BenchPartition)
 	if err != nil {
-		return 0, 0, fmt.Errorf("W2 MaxCommitSeq: %w", err)
+		return timed{}, fmt.Errorf("W2 MaxCommitSeq: %w", err)
 	}
+	want := expectedP7(commits * BenchRowsPerCommit)
+	pages := make([]time.Duration, 0, want/w2PageChanges+2)
+	matched, err := pullP7(ctx, conn, BenchPartition, through, &pages)
+	d := time.Since(start)
+	if err != nil {
+		return timed{}, fmt.Errorf("W2 %w", err)
+	}
+	if matched != want {
+		return timed{}, fmt.Errorf("W2 matched %d changes, want %d (WIN-1…WIN-5)", matched, want)
+	}
+	return timed{matched, d, pages}, nil
+}
+
+// pullP7 reads every change of project p7 in partition with seq ≤ through
+// in pages of 500 changes (W2's read) and returns how many matched,
+// appending each page's duration to *pages.
+func pullP7(ctx context.Context, conn driver.Conn, partition string, through int64, pages *[]time.Duration) (int, error) {
 	matched, after := 0, int64(0)
+	clk := startClock()
 	for {
-		page, err := conn.ReadCommitWindow(ctx, BenchPartition, driver.WindowQuery{Table: benchTable,
+		page, err := conn.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: benchTable,
 			Filter: driver.ScopeFilter{"project": {w2Project}}, AfterSeq: after, ThroughSeq: through, LimitChanges: w2PageChanges})
+		clk.lap(pages)
 		if err != nil {
-			return 0, 0, fmt.Errorf("W2 ReadCommitWindow: %w", err)
+			return 0, fmt.Errorf("ReadCommitWindow: %w", err)
 		}
 		n := 0
 		for _, c := range page {
@@ -198,47 +234,56 @@ func runW2(ctx context.Context, conn driver.Conn, commits int) (int, time.Durati
 		}
 		matched += n
 		if n < w2PageChanges { // WIN-5: a short page means nothing else matches
-			break
+			return matched, nil
 		}
 	}
-	d := time.Since(start)
-	if want := expectedP7(commits * BenchRowsPerCommit); matched != want {
-		return 0, 0, fmt.Errorf("W2 matched %d changes, want %d (WIN-1…WIN-5)", matched, want)
-	}
-	return matched, d, nil
 }
 
-// runW3 scans every current row of project p7 in pages of 1,000 (W3) and
-// checks the count against what W1 wrote.
-func runW3(ctx context.Context, conn driver.Conn, commits int) (int, time.Duration, error) {
+// runW3 scans every current row of project p7 in pages of 1,000 (W3),
+// with each page's duration, and checks the count against what W1 wrote.
+func runW3(ctx context.Context, conn driver.Conn, commits int) (timed, error) {
+	want := expectedP7(commits * BenchRowsPerCommit)
+	pages := make([]time.Duration, 0, want/w3PageRows+2)
 	start := time.Now()
+	total, err := scanP7(ctx, conn, BenchPartition, &pages)
+	d := time.Since(start)
+	if err != nil {
+		return timed{}, fmt.Errorf("W3 %w", err)
+	}
+	if total != want {
+		return timed{}, fmt.Errorf("W3 scanned %d rows, want %d (SCAN-1…SCAN-3)", total, want)
+	}
+	return timed{total, d, pages}, nil
+}
+
+// scanP7 scans every current row of project p7 in partition in pages of
+// 1,000 (W3's read) and returns how many it read, appending each page's
+// duration to *pages.
+func scanP7(ctx context.Context, conn driver.Conn, partition string, pages *[]time.Duration) (int, error) {
 	total, after := 0, ""
+	clk := startClock()
 	for {
-		rows, err := conn.ScanRows(ctx, BenchPartition, driver.ScanQuery{Table: benchTable,
+		rows, err := conn.ScanRows(ctx, partition, driver.ScanQuery{Table: benchTable,
 			Filter: driver.ScopeFilter{"project": {w2Project}}, AfterRowID: after, Limit: w3PageRows})
+		clk.lap(pages)
 		if err != nil {
-			return 0, 0, fmt.Errorf("W3 ScanRows: %w", err)
+			return 0, fmt.Errorf("ScanRows: %w", err)
 		}
 		total += len(rows)
 		if len(rows) < w3PageRows { // SCAN-3
-			break
+			return total, nil
 		}
 		after = rows[len(rows)-1].ID
 	}
-	d := time.Since(start)
-	if want := expectedP7(commits * BenchRowsPerCommit); total != want {
-		return 0, 0, fmt.Errorf("W3 scanned %d rows, want %d (SCAN-1…SCAN-3)", total, want)
-	}
-	return total, d, nil
 }
 
 // runW5 makes 2,000 lookups through the declared index by_owner with
-// owners drawn from a fixed-seed generator, limit 100 (W5). Each must
-// return min(100, rows of that owner) rows.
-func runW5(ctx context.Context, conn driver.Conn, commits int) (int, time.Duration, error) {
+// owners drawn from a fixed-seed generator, limit 100 (W5), with each
+// lookup's duration. Each must return min(100, rows of that owner) rows.
+func runW5(ctx context.Context, conn driver.Conn, commits int) (timed, error) {
 	ix, ok := conn.(driver.IndexLookupConn)
 	if !ok {
-		return 0, 0, errNotImplemented(driver.CapIndexLookup)
+		return timed{}, errNotImplemented(driver.CapIndexLookup)
 	}
 	perOwner := commits * BenchRowsPerCommit / BenchOwners
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -246,32 +291,37 @@ func runW5(ctx context.Context, conn driver.Conn, commits int) (int, time.Durati
 	for i := range owners {
 		owners[i] = rng.IntN(BenchOwners)
 	}
+	lookups := make([]time.Duration, 0, w5Lookups)
 	start := time.Now()
+	clk := clockAt(start)
 	for _, o := range owners {
 		rows, err := ix.ScanRowsByIndex(ctx, BenchPartition, driver.IndexQuery{Table: benchTable, Index: "by_owner",
 			Values: []any{ownerNames[o]}, Limit: w5Limit})
+		clk.lap(&lookups)
 		if err != nil {
-			return 0, 0, fmt.Errorf("W5 ScanRowsByIndex: %w", err)
+			return timed{}, fmt.Errorf("W5 ScanRowsByIndex: %w", err)
 		}
 		if want := min(w5Limit, perOwner); len(rows) != want {
-			return 0, 0, fmt.Errorf("W5: a lookup returned %d rows, want %d (IXL-1)", len(rows), want)
+			return timed{}, fmt.Errorf("W5: a lookup returned %d rows, want %d (IXL-1)", len(rows), want)
 		}
 	}
-	return w5Lookups, time.Since(start), nil
+	return timed{w5Lookups, time.Since(start), lookups}, nil
 }
 
 // runW6 runs 8 goroutines × 500 W1-shaped commits, each goroutine on its
 // own partition (shared=false, W6a) or all on one (shared=true, W6b), and
 // checks that every partition's sequence is dense 1…N with no duplicate
 // (SEQ-1, SEQ-4), both from the seqs AppendCommit returned and from
-// MaxCommitSeq.
-func runW6(ctx context.Context, conn driver.Conn, shared bool) (int, time.Duration, error) {
+// MaxCommitSeq. Each commit's duration is returned (all goroutines'): in
+// W6b it includes the wait for the partition's write lock, so its tail is
+// what one hot partition does to the writers queued on it.
+func runW6(ctx context.Context, conn driver.Conn, shared bool) (timed, error) {
 	return runW6Across(ctx, []driver.Conn{conn}, shared)
 }
 
 // runW6Across is runW6 with goroutine g pushing through conns[g mod
 // len(conns)]: instances of one store on different nodes of a cluster.
-func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, time.Duration, error) {
+func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (timed, error) {
 	conn := conns[0]
 	partition := func(g int) string {
 		if shared {
@@ -281,15 +331,19 @@ func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, ti
 	}
 	seqs := make([][]int64, w6Goroutines)
 	errs := make([]error, w6Goroutines)
+	ops := make([][]time.Duration, w6Goroutines)
 	var wg gosync.WaitGroup
 	start := time.Now()
 	for g := 0; g < w6Goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ops[g] = make([]time.Duration, 0, w6CommitsEach)
+			clk := startClock()
 			for j := 0; j < w6CommitsEach; j++ {
 				first := (g*w6CommitsEach + j) * BenchRowsPerCommit
 				seq, err := pushCommit(ctx, conns[g%len(conns)], partition(g), first, "g"+strconv.Itoa(g)+"-c"+strconv.Itoa(j))
+				clk.lap(&ops[g])
 				if err != nil {
 					errs[g] = fmt.Errorf("W6 goroutine %d commit %d: %w", g, j, err)
 					return
@@ -301,7 +355,7 @@ func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, ti
 	wg.Wait()
 	d := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, err
+		return timed{}, err
 	}
 	if shared {
 		var all []int64
@@ -309,16 +363,16 @@ func runW6Across(ctx context.Context, conns []driver.Conn, shared bool) (int, ti
 			all = append(all, s...)
 		}
 		if err := checkDense(ctx, conn, BenchPartition, all); err != nil {
-			return 0, 0, err
+			return timed{}, err
 		}
 	} else {
 		for g, s := range seqs {
 			if err := checkDense(ctx, conn, partition(g), s); err != nil {
-				return 0, 0, err
+				return timed{}, err
 			}
 		}
 	}
-	return w6Goroutines * w6CommitsEach, d, nil
+	return timed{w6Goroutines * w6CommitsEach, d, slices.Concat(ops...)}, nil
 }
 
 // checkDense checks that seqs holds exactly 1…len(seqs) and that the

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/syncstore/syncstore/conformance"
@@ -22,15 +23,44 @@ type benchConfig struct {
 	on      bool
 	runs    int
 	commits int
-	scale   bool
+	tenants int
+	scale   scaleFlag
+}
+
+// scaleFlag is -bench-scale: a factor N (0 off), also accepted as a bare
+// -bench-scale (what was a boolean flag: ×10) or -bench-scale=true|false.
+// Being a boolean-style flag, a factor must be written -bench-scale=N.
+type scaleFlag int
+
+func (f *scaleFlag) String() string { return strconv.Itoa(int(*f)) }
+
+// IsBoolFlag lets -bench-scale stand alone (flag.boolFlag).
+func (f *scaleFlag) IsBoolFlag() bool { return true }
+
+func (f *scaleFlag) Set(s string) error {
+	switch s {
+	case "true":
+		*f = 10
+		return nil
+	case "false":
+		*f = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n == 1 {
+		return fmt.Errorf("want a factor ≥ 2 (e.g. -bench-scale=100), 0 for none, or no value for 10")
+	}
+	*f = scaleFlag(n)
+	return nil
 }
 
 // registerBenchFlags adds the benchmark flags to fs.
 func registerBenchFlags(fs *flag.FlagSet, cfg *benchConfig) {
-	fs.BoolVar(&cfg.on, "bench", false, "run the standard benchmark (docs/performance.md W1–W7) instead of the suite; -run then selects workloads by id (e.g. 'W1|W6')")
+	fs.BoolVar(&cfg.on, "bench", false, "run the standard benchmark (docs/performance.md W1–W8) instead of the suite; -run then selects workloads by id (e.g. 'W1|W6')")
 	fs.IntVar(&cfg.runs, "bench-runs", 3, "with -bench: runs per workload, each on a fresh store (rates are the median; ≥ 3)")
 	fs.IntVar(&cfg.commits, "bench-commits", 5000, "with -bench: W1's number of commits (docs/performance.md: 5000)")
-	fs.BoolVar(&cfg.scale, "bench-scale", false, "with -bench: add one W1 run at 10× -bench-commits (docs/performance.md's scaling check)")
+	fs.IntVar(&cfg.tenants, "bench-tenants", 0, "with -bench: W8's number of partitions, 20 commits each (0: 2 × -bench-commits, 10,000 for the standard run)")
+	fs.Var(&cfg.scale, "bench-scale", "with -bench: `=N` adds W1 at N × -bench-commits, then W2, W3, W5 on that store, against ×1 (e.g. -bench-scale=100: 500,000 commits; bare -bench-scale: 10; 0: none)")
 }
 
 // validate checks the benchmark flags against the rest of cfg.
@@ -47,6 +77,8 @@ func (b benchConfig) validate(cfg config) error {
 		return fmt.Errorf("bad -bench-runs %d (want ≥ 1)", b.runs)
 	case b.commits < 10:
 		return fmt.Errorf("bad -bench-commits %d (want ≥ 10)", b.commits)
+	case b.tenants < 0:
+		return fmt.Errorf("bad -bench-tenants %d (want ≥ 1, or 0 for 2 × -bench-commits)", b.tenants)
 	}
 
 	return nil
@@ -109,7 +141,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 		rep, err := conformance.RunWorkloads(ctx, h, conformance.BenchOptions{
-			Runs: cfg.bench.runs, Commits: cfg.bench.commits, Scale: cfg.bench.scale, Match: cfg.run,
+			Runs: cfg.bench.runs, Commits: cfg.bench.commits, Tenants: cfg.bench.tenants, Scale: int(cfg.bench.scale), Match: cfg.run,
 			Progress: func(line string) { showBenchStep(prog, name+": "+line) },
 		})
 		prog.clear()
@@ -128,7 +160,7 @@ func runBench(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			continue
 		}
 		if len(rep.Workloads) == 0 { // the same for every driver
-			fmt.Fprintf(stderr, "conformance: no workload matches -run %q (workloads: W1, W2, W3, W4, W5, W6a, W6b)\n", cfg.run)
+			fmt.Fprintf(stderr, "conformance: no workload matches -run %q (workloads: W1, W2, W3, W4, W5, W6a, W6b, W7, W8)\n", cfg.run)
 			return ExitUsage
 		}
 		if rep.Failed() {

@@ -37,11 +37,14 @@
 //	-v             print every case's output lines, not only a failing case's
 //	-list          list the cases (rule, capability, name) without running them
 //	-timeout D     bound for one case (default 2m)
-//	-bench         run the standard benchmark (docs/performance.md W1–W6) instead of
-//	               the suite and print a table of median rates and peak
-//	               memory per workload; -run selects workloads ('W1|W6'),
-//	               -format text or json; see also -bench-runs (3),
-//	               -bench-commits (5000), -bench-scale (add a 10× W1 run)
+//	-bench         run the standard benchmark (docs/performance.md W1–W8) instead of
+//	               the suite and print a table of median rates, latency
+//	               (p50/p99/max ms per operation) and peak memory per
+//	               workload; -run selects workloads ('W1|W6'), -format
+//	               text or json; see also -bench-runs (3), -bench-commits
+//	               (5000), -bench-tenants (W8's partitions: 2 × commits),
+//	               -bench-scale=N (W1 at N×, then W2, W3, W5 on it;
+//	               bare: 10)
 //
 // -driver all runs every registered driver the command can reach (with
 // its default base DSN: -dsn is refused), the suite one driver after the

@@ -161,6 +161,38 @@ func TestPlanScans(t *testing.T) {
 	}
 }
 
+// TestPlanManyPartitions is the plan half of W8 (issue 17,
+// docs/performance.md): on a store of 1,000 small partitions besides
+// planStore's, analyzed, a window read and a scan of one small partition
+// are served by the indexes that lead with the partition, as on a store
+// of one partition.
+func TestPlanManyPartitions(t *testing.T) {
+	c := planStore(t)
+	for k := range 1000 {
+		var rows []driver.Row
+		for n := range 5 {
+			rows = append(rows, todoRow(fmt.Sprintf("r%04d", n), fmt.Sprintf("p%d", n%3), fmt.Sprintf("o%d", n%4)))
+		}
+		pushRows(t, c, fmt.Sprintf("tenant-%07d", k), rows...)
+	}
+	if _, err := c.db.Exec("ANALYZE TABLE _sync_change_scopes, _sync_changes, _sync_commits, _sync_partitions, todos"); err != nil {
+		t.Fatal(err)
+	}
+	const tenant = "tenant-0000500"
+	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY", "_sync_partitions": "PRIMARY"}
+	expectPlan(t, "window of one tenant, one value", explain(t, c, windowSingleRound, tenant, tenant,
+		tenant, "todos", "project", "p1", 0, 1000, 0, math.MaxInt32, 564), joins, false)
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, args, err := c.scanSQL(x, tenant, driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 1000}, "project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectPlan(t, "scan of one tenant, one value", explain(t, c, q, args...), map[string]string{"todos": scopeIndexName(x.def, "project_id")}, false)
+}
+
 // manyValues returns n distinct scope values p0, p1, ….
 func manyValues(n int) []string {
 	out := make([]string, n)

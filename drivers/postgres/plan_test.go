@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,12 +70,7 @@ func TestPlansUseIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type check struct {
-		name, q string
-		args    []any
-		want    string
-	}
-	checks := []check{
+	checks := []planCheck{
 		{"window, one value", sqlWindow, []any{"p", "todos", "project", []string{"p7"}, int64(0), int64(400), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
 		{"window, value list", sqlWindow, []any{"p", "todos", "project", []string{"p1", "p7", "p9"}, int64(100), int64(400), int64(500), int64(100)}, "_sync_change_scopes_pkey"},
 		{"window, empty value list", sqlWindow, []any{"p", "todos", "project", []string{}, int64(100), int64(400), int64(500), int64(100)}, "_sync_partitions_pkey"},
@@ -86,6 +82,21 @@ func TestPlansUseIndexes(t *testing.T) {
 		{"scan, value list", x.scans["project"][1], []any{"p", []string{"p1", "p7"}, "", []string{"o1", "o2"}, int64(100)}, "scope"},
 		{"scan by owner", x.scans["owner"][0], []any{"p", "o7", "r", []string{"p7"}, int64(100)}, "scope"},
 	}
+	checkPlanUse(t, c, checks)
+}
+
+// planCheck is one statement whose plan must use the index want ("scope":
+// any scope or declared index of the table).
+type planCheck struct {
+	name, q string
+	args    []any
+	want    string
+}
+
+// checkPlanUse checks every plan, custom and generic (see
+// TestPlansUseIndexes).
+func checkPlanUse(t *testing.T, c *Conn, checks []planCheck) {
+	t.Helper()
 	for _, ck := range checks {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			plan := explain(t, c.pool, mode, ck.q, ck.args...)
@@ -102,10 +113,104 @@ func TestPlansUseIndexes(t *testing.T) {
 				t.Errorf("%s (%s): the partition's counters must be read by primary key, and gate the candidates (HZ-4, WIN-8):\n%s",
 					ck.name, mode, plan)
 			}
+			if strings.HasPrefix(ck.name, "window") {
+				checkWindowBounded(t, ck.name+" ("+mode+")", plan)
+			}
 			if strings.HasPrefix(ck.name, "client") && (strings.Contains(plan, "Sort") || !strings.Contains(plan, "Limit")) {
 				t.Errorf("%s (%s): a page must be an index walk that stops at the limit, without a sort:\n%s", ck.name, mode, plan)
 			}
 			t.Logf("%s (%s):\n%s", ck.name, mode, plan)
 		}
 	}
+}
+
+// checkWindowBounded fails unless every walk of the change-scope index in
+// a window plan stops at the round's bound: the upper bound on seq is part
+// of the index condition, not a filter applied to every entry after the
+// cursor — which, when statistics made the planner join the bound instead
+// of passing it in, made a pull of a partition's history O(N²/page)
+// (issue 17: 20 heap hits per matched change at 5,000 commits, 170 at
+// 50,000).
+func checkWindowBounded(t *testing.T, what, plan string) {
+	t.Helper()
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "Index Cond:") && strings.Contains(line, "value = ANY") && !strings.Contains(line, "(seq <= ") {
+			t.Errorf("%s: the walk of the change-scope index has no upper bound: %s\n%s", what, strings.TrimSpace(line), plan)
+		}
+	}
+}
+
+// TestPlansManyPartitions is the plan half of W8 (issue 17,
+// docs/performance.md): on a store of 1,000 small partitions and one of
+// 200 commits, analyzed, a window read and a scan of one small partition
+// use only indexes that lead with the partition — every index condition
+// names it, nothing is scanned sequentially — custom and generic plans
+// alike, so their cost does not depend on the other partitions.
+//
+// Open (issue 17): at this shape the planner fetches each window
+// candidate's commit through _sync_commits_by_time (partition,
+// created_at_ms, seq) with seq as a filter inside the partition's range,
+// not by _sync_commits_pkey: bounded by the partition's own commits, so a
+// small tenant does not see the others, but a generic plan used on a
+// large partition would walk its whole range per candidate. The sub-test
+// "commits by primary key" reports it (skipped while it holds).
+func TestPlansManyPartitions(t *testing.T) {
+	c, _ := openTest(t)
+	ctx := t.Context()
+	for i := range 200 {
+		if _, err := pushTodos(ctx, c, "big", i*10, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 1000 {
+		if _, err := pushTodos(ctx, c, fmt.Sprintf("tenant-%07d", k), 0, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tenant = "tenant-0000500"
+	var byTime []string
+	for _, ck := range []planCheck{
+		{"window, one value", sqlWindow, []any{tenant, "todos", "project", []string{"p7"}, int64(0), int64(1), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
+		{"window, value list", sqlWindow, []any{tenant, "todos", "project", []string{"p1", "p7"}, int64(0), int64(1), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
+		{"scan, one value", x.scans["project"][0], []any{tenant, "p7", "", []string(nil), int64(1000)}, "_sync_sx_"},
+		{"scan, value list", x.scans["project"][1], []any{tenant, []string{"p1", "p7"}, "", []string(nil), int64(1000)}, "_sync_sx_"},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan := explain(t, c.pool, mode, ck.q, ck.args...)
+			t.Logf("%s (%s):\n%s", ck.name, mode, plan)
+			want := []string{ck.want}
+			if strings.HasPrefix(ck.name, "window") {
+				want = append(want, "_sync_changes_pkey", "_sync_partitions_pkey", "One-Time Filter")
+				if !strings.Contains(plan, "_sync_commits_pkey") {
+					byTime = append(byTime, ck.name+" ("+mode+")")
+				}
+				checkWindowBounded(t, ck.name+" ("+mode+")", plan)
+			}
+			for _, w := range want {
+				if !strings.Contains(plan, w) {
+					t.Errorf("%s (%s): plan lacks %s:\n%s", ck.name, mode, w, plan)
+				}
+			}
+			if strings.Contains(plan, "Seq Scan") {
+				t.Errorf("%s (%s): sequential scan:\n%s", ck.name, mode, plan)
+			}
+			for _, line := range strings.Split(plan, "\n") {
+				if strings.Contains(line, "Index Cond:") && !strings.Contains(line, "(partition = ") && !strings.Contains(line, "(_sync_partition = ") {
+					t.Errorf("%s (%s): an index condition without the partition: %s\n%s", ck.name, mode, line, plan)
+				}
+			}
+		}
+	}
+	t.Run("commits by primary key", func(t *testing.T) {
+		if len(byTime) > 0 {
+			t.Skipf("open (issue 17): the commit of each candidate is fetched through _sync_commits_by_time, not its primary key, in %v", byTime)
+		}
+	})
 }

@@ -32,7 +32,12 @@ import (
 // The round then reads every candidate in ($5, bound], whole commits
 // only, sorted by (seq, idx): at most about $7 per value, whatever the
 // size of the log. Each candidate row carries the bound (NULL: no value
-// had $7 candidates, so the round reached $6).
+// had $7 candidates, so the round reached $6). The bound is read as a
+// scalar sub-query (an InitPlan parameter), so it is part of the walk's
+// index condition whatever the statistics; joined as a row of b, it was a
+// filter on every entry after $5 under some statistics (many partitions,
+// a large store), and a pull of a long history cost O(N²/page)
+// (TestPlansUseIndexes, TestPlansManyPartitions pin it; issue 17).
 const sqlWindow = `WITH p AS (
 	SELECT coalesce(max(s.max_seq), 0) AS max_seq, coalesce(max(s.horizon_seq), 0) AS horizon_seq
 	FROM _sync_partitions AS s WHERE s.partition = $1),
@@ -47,9 +52,9 @@ b AS (
 SELECT p.max_seq, p.horizon_seq, w.bound, w.seq, w.idx, w.row_id, w.op, w.scopes, w.vals, w.row_version,
 	w.client_id, w.client_commit_id, w.actor_id, w.created_at_ms
 FROM p LEFT JOIN LATERAL (
-	SELECT b.bound, cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
+	SELECT (SELECT bound FROM b) AS bound, cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
 		c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms
-	FROM b, _sync_change_scopes AS cs
+	FROM _sync_change_scopes AS cs
 	CROSS JOIN LATERAL (
 		SELECT row_id, op, scopes, vals, row_version FROM _sync_changes
 		WHERE partition = cs.partition AND seq = cs.seq AND idx = cs.idx LIMIT 1) AS ch
@@ -58,7 +63,7 @@ FROM p LEFT JOIN LATERAL (
 		WHERE partition = cs.partition AND seq = cs.seq LIMIT 1) AS c
 	WHERE p.horizon_seq <= $8::bigint AND p.max_seq >= $8::bigint
 		AND cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY($4::text[])
-		AND cs.seq > $5 AND cs.seq <= COALESCE(b.bound, $6)
+		AND cs.seq > $5 AND cs.seq <= (SELECT COALESCE(bound, $6) FROM b)
 	OFFSET 0) AS w ON true
 ORDER BY w.seq, w.idx`
 

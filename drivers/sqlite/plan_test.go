@@ -183,3 +183,48 @@ func TestPlans(t *testing.T) {
 			forbidden: []string{"TEMP B-TREE"}},
 	})
 }
+
+// TestPlansManyPartitions is the plan half of W8 (issue 17,
+// docs/performance.md): on a store of 1,000 small partitions, analyzed,
+// a window read and a scan of one of them are served by the indexes that
+// lead with the partition — a search of that partition's entries, never a
+// scan — so their cost does not depend on the other partitions.
+func TestPlansManyPartitions(t *testing.T) {
+	ctx := context.Background()
+	c, _ := openTest(t)
+	for k := range 1000 {
+		p := fmt.Sprintf("tenant-%07d", k)
+		for j := range 2 {
+			var rows []driver.Row
+			for i := range 5 {
+				n := j*5 + i
+				rows = append(rows, todoRow(fmt.Sprintf("r%04d", n), fmt.Sprintf("p%d", n%3), fmt.Sprintf("o%d", n%4)))
+			}
+			pushRows(t, c, p, rows...)
+		}
+	}
+	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tenant = "tenant-0000500"
+	scan, err := x.ScanSQL(tenant, driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlans(t, c, []planCase{
+		{name: "window of one tenant, one value (WIN-7)", query: d.WindowSingle,
+			args: []any{tenant, "todos", "project", "p1", 0, 2},
+			want: []string{"SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)",
+				"SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)", "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"},
+			forbidden: []string{"SCAN", "TEMP B-TREE"}},
+		{name: "scan of one tenant, one value (SCAN-5)", query: scan.Query, args: scan.Args,
+			want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
+			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
+		{name: "max seq of one tenant", query: d.SelectPartitionSeqs, args: []any{tenant},
+			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},
+	})
+}
