@@ -36,7 +36,7 @@ func serverCommit(ctx context.Context, tx driver.Tx, id string) (int64, error) {
 // of A's Tx lands, but the answer is lost before A's transaction id
 // arrives, so A settles by looking for "a commit at seq 2 with A's client
 // ids" — and B's commit matches. Commit must not report nil for a Tx
-// that did not land.
+// that did not land. (It may fail before sending COMMIT instead.)
 func TestDeferredLostAnswerIsNotAnotherStoresCommit(t *testing.T) {
 	dsn := testdbDSN(t)
 	a, proxy := openProxiedDSN(t, dsn)
@@ -69,12 +69,7 @@ func TestDeferredLostAnswerIsNotAnotherStoresCommit(t *testing.T) {
 	}
 	f := proxy.Arm(faulttest.DropReply)
 	defer f.Release()
-	cerr := tx.Commit(ctx)
-	select {
-	case <-f.Fired():
-	default:
-		t.Fatalf("the proxy never saw the COMMIT (Commit: %v)", cerr)
-	}
+	cerr := tx.Commit(ctx) // the proxy drops the answer if COMMIT goes out with the guard
 	_, landed, err := b.GetRow(ctx, "p", "todos", "ra")
 	if err != nil {
 		t.Fatal(err)

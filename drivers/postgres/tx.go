@@ -647,6 +647,16 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		n := len(t.seqs)
+		if t.deferred && n > 0 && (t.firstClient[0] == "" || t.firstClient[1] == "") {
+			// A server-made first commit has no key of its own: were the
+			// answer lost before the id arrived, settleByCommit could take
+			// another Conn's server-made commit at the same seq for it
+			// (TX-10). Open the engine transaction first, so the id is
+			// known before COMMIT is sent (one more round trip).
+			if _, err := t.pipeline(ctx, nil, nil, nil); err != nil {
+				return err
+			}
+		}
 		if t.deferred && n == 0 {
 			if len(t.pending) == 0 {
 				t.endSeq, t.ended = t.baseSeq, true
