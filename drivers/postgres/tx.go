@@ -628,7 +628,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // committed in the partition since this Conn learnt its max seq, nothing
 // written (TX-9). A deferred Tx without commits opens its engine
 // transaction first (one more round trip) if it wrote anything, and
-// sends nothing if it did not. It returns when the server answers or ctx
+// sends nothing if it did not; so does one whose first commit has no
+// client key (a server-made commit), which settleByCommit could not tell
+// from another Conn's at the same seq (TX-10). It returns when the server answers or ctx
 // ends, whichever is first.
 //
 // Outcome (TX-10): nil only if the transaction committed. When the answer
