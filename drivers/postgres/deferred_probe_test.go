@@ -453,3 +453,40 @@ func pushKey(ctx context.Context, c *Conn, part, key string) (int64, error) {
 	}
 	return seq, tx.Commit(ctx)
 }
+
+// TestCommitAfterBeginCtxEnded (TX-6, Begin's doc): once Begin's ctx has
+// ended the Tx is rolled back, so a Commit on another, live ctx must not
+// land it — deferred (the Conn knows the max) or live (a new partition).
+// The rollback runs from a context.AfterFunc, so a Commit made right
+// after cancel could race ahead of it; 20 rounds of each kind.
+func TestCommitAfterBeginCtxEnded(t *testing.T) {
+	c, _ := openTest(t)
+	ctx := t.Context()
+	if _, err := pushTodos(ctx, c, "p", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		part := "p"
+		if i%2 == 1 {
+			part = fmt.Sprintf("n%d", i)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		tx, err := c.Begin(cctx, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := fmt.Sprintf("k%d", i)
+		if _, err := stageTodos(cctx, tx, 100+i, 1, key); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		err = tx.Commit(ctx)
+		_, found, rerr := c.GetPushResult(ctx, part, "c1", key)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err == nil || found {
+			t.Fatalf("round %d (%s): Commit after Begin's ctx ended: %v, landed %v; want an error, nothing written", i, part, err, found)
+		}
+	}
+}
