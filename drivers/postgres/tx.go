@@ -811,7 +811,9 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
 	t.finished = true
-	if t.aborted || ctx.Err() != nil {
+	// Begin's ctx too: its end rolls the Tx back from a context.AfterFunc,
+	// which may not have run yet (TX-6; d1http checks it the same way).
+	if t.aborted || ctx.Err() != nil || t.beginCtx.Err() != nil {
 		t.release(true)
 		return errAborted()
 	}
