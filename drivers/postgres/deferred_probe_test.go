@@ -18,14 +18,15 @@ import (
 // seq its Conn knows, guarded at Commit) against the contract, with
 // several Conns on one database standing for several hosts.
 
-// serverCommit stages a server-made commit (no client ids, as sync.Tx
-// allows) upserting row id in tx and returns its seq.
-func serverCommit(ctx context.Context, tx driver.Tx, id string) (int64, error) {
+// keyedCommit stages a commit under client key (client, ccid) upserting
+// row id in tx and returns its seq; an empty key is a server-made commit
+// (as sync.Tx allows).
+func keyedCommit(ctx context.Context, tx driver.Tx, id, client, ccid string) (int64, error) {
 	r := todoRow(id, "p1", "o1")
 	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
 		return 0, err
 	}
-	return tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1, Changes: []driver.Change{
+	return tx.AppendCommit(ctx, driver.CommitInput{ClientID: client, ClientCommitID: ccid, CreatedAtMs: 1, Changes: []driver.Change{
 		{Table: "todos", RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}})
 }
 
@@ -37,7 +38,15 @@ func serverCommit(ctx context.Context, tx driver.Tx, id string) (int64, error) {
 // arrives, so A settles by looking for "a commit at seq 2 with A's client
 // ids" — and B's commit matches. Commit must not report nil for a Tx
 // that did not land. (It may fail before sending COMMIT instead.)
+// The same holds when both commits carry the same client key (one push
+// retried on two hosts through the bare driver or RunInTx).
 func TestDeferredLostAnswerIsNotAnotherStoresCommit(t *testing.T) {
+	for _, key := range [][2]string{{"", ""}, {"c1", "same"}} {
+		t.Run(fmt.Sprintf("key=%q", key), func(t *testing.T) { lostAnswerOnTakenSeq(t, key[0], key[1]) })
+	}
+}
+
+func lostAnswerOnTakenSeq(t *testing.T, client, ccid string) {
 	dsn := testdbDSN(t)
 	a, proxy := openProxiedDSN(t, dsn)
 	b := openDSN(t, dsn)
@@ -49,7 +58,7 @@ func TestDeferredLostAnswerIsNotAnotherStoresCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seq, err := serverCommit(ctx, txb, "rb"); err != nil || seq != 2 {
+	if seq, err := keyedCommit(ctx, txb, "rb", client, ccid); err != nil || seq != 2 {
 		t.Fatalf("B's commit: seq %d, %v; want 2", seq, err)
 	}
 	if err := txb.Commit(ctx); err != nil {
@@ -64,7 +73,7 @@ func TestDeferredLostAnswerIsNotAnotherStoresCommit(t *testing.T) {
 	if !tx.(*Tx).deferred {
 		t.Fatal("A's Tx is not deferred: the probe needs A to know the max seq")
 	}
-	if seq, err := serverCommit(ctx, tx, "ra"); err != nil || seq != 2 {
+	if seq, err := keyedCommit(ctx, tx, "ra", client, ccid); err != nil || seq != 2 {
 		t.Fatalf("A's commit: seq %d, %v; want 2 (from the known max 1)", seq, err)
 	}
 	f := proxy.Arm(faulttest.DropReply)
