@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	gosync "sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -340,6 +341,7 @@ func TestDeferredHostsPushDense(t *testing.T) {
 	var mu gosync.Mutex
 	var errs []error
 	fail := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
+	var conflicts atomic.Int64 // bare pushes that met write_conflict (a deferred Tx on a stale max)
 	var wg gosync.WaitGroup
 	for h := range conns {
 		for w := range 2 {
@@ -364,6 +366,7 @@ func TestDeferredHostsPushDense(t *testing.T) {
 							if driver.CodeOf(err) != driver.CodeWriteConflict {
 								break
 							}
+							conflicts.Add(1)
 						}
 					case 2:
 						err = stores[h].RunInTx(ctx, part, func(ctx context.Context, tx *sync.Tx) error {
@@ -392,6 +395,7 @@ func TestDeferredHostsPushDense(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	t.Logf("%d write conflicts retried", conflicts.Load())
 	for _, err := range errs {
 		t.Error(err)
 	}
