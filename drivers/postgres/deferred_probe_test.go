@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	gosync "sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,7 +10,6 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/faulttest"
-	"github.com/syncstore/syncstore/sync"
 )
 
 // Probes of the deferred Begin (issue 17 part 1: a Tx begun from the max
@@ -318,95 +315,23 @@ func TestDeferredEdges(t *testing.T) {
 	checkMax("at the end")
 }
 
-// TestDeferredHostsPushDense (SEQ-4, PUSH-7, PUSH-1): three Conns on one
-// database push to two partitions at once, each mixing sync.Store.Push,
-// bare driver pushes (deferred when the Conn knows the max, retried on
-// write_conflict) and RunInTx server-made commits. Afterwards each
-// partition's log is 1…N, every push is there exactly once with a result
-// naming its seq, and a replayed Push is answered, not re-applied. After
-// each commit another Conn's MaxCommitSeq already shows it.
+// TestDeferredHostsPushDense (SEQ-4, PUSH-1, PUSH-7): three Conns on one
+// database push to two partitions at once (faulttest.HostsPush: Push,
+// bare driver pushes deferred when the Conn knows the max, RunInTx);
+// besides its checks, the log itself holds each push exactly once, at
+// seqs 1…N.
 func TestDeferredHostsPushDense(t *testing.T) {
 	first, dsn := openTest(t)
-	conns := []*Conn{first, openDSN(t, dsn), openDSN(t, dsn)}
-	ctx := t.Context()
-	stores := make([]*sync.Store, len(conns))
-	for i, c := range conns {
-		stores[i] = sync.OpenConn(c)
-		if err := stores[i].EnsureSchema(ctx, conformance.TestSchema()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	parts := []string{"pa", "pb"}
-	const perWorker = 12
-	var mu gosync.Mutex
-	var errs []error
-	fail := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
-	var conflicts atomic.Int64 // bare pushes that met write_conflict (a deferred Tx on a stale max)
-	var wg gosync.WaitGroup
-	for h := range conns {
-		for w := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				other := conns[(h+1)%len(conns)]
-				for i := range perWorker {
-					part := parts[(i+w)%2]
-					key := fmt.Sprintf("h%dw%di%d", h, w, i)
-					var seq int64
-					var err error
-					switch i % 3 {
-					case 0:
-						var resp sync.PushResponse
-						resp, err = stores[h].Push(ctx, part, sync.PushRequest{ClientID: "c1", ClientCommitID: key, ActorID: "a",
-							Ops: []sync.PushOp{{Table: "todos", RowID: "r-" + key, Op: driver.OpUpsert, Values: todoRow("r-"+key, "p1", "o1").Values}}})
-						seq = resp.CommitSeq
-					case 1:
-						for range 50 {
-							seq, err = pushKey(ctx, conns[h], part, key)
-							if driver.CodeOf(err) != driver.CodeWriteConflict {
-								break
-							}
-							conflicts.Add(1)
-						}
-					case 2:
-						err = stores[h].RunInTx(ctx, part, func(ctx context.Context, tx *sync.Tx) error {
-							r := todoRow("r-"+key, "p1", "o1")
-							if err := tx.UpsertRow(ctx, "todos", r); err != nil {
-								return err
-							}
-							s, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: key, ActorID: "a", CreatedAtMs: 1,
-								Changes: []driver.Change{{Table: "todos", RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}})
-							seq = s
-							if err != nil {
-								return err
-							}
-							return tx.PutPushResult(ctx, "c1", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: s, RecordedAtMs: 1, Ops: []driver.OpResult{}})
-						})
-					}
-					if err != nil {
-						fail(fmt.Errorf("%s in %s: %w", key, part, err))
-						continue
-					}
-					if max, err := other.MaxCommitSeq(ctx, part); err != nil || max < seq {
-						fail(fmt.Errorf("%s: another Conn's MaxCommitSeq = %d, %v right after commit %d", key, max, err, seq))
-					}
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	t.Logf("%d write conflicts retried", conflicts.Load())
-	for _, err := range errs {
-		t.Error(err)
-	}
+	conns := []driver.Conn{first, openDSN(t, dsn), openDSN(t, dsn)}
+	keys, conflicts := faulttest.HostsPush(t, conns, conformance.TestSchema(), 12)
+	t.Logf("%d write conflicts retried", conflicts)
 	admin := adminConn(t, dsn)
-	total := 0
-	for _, part := range parts {
-		rows, err := admin.Query(ctx, `SELECT seq, client_commit_id FROM _sync_commits WHERE partition = $1 ORDER BY seq`, part)
+	for part, landed := range keys {
+		rows, err := admin.Query(t.Context(), `SELECT seq, client_commit_id FROM _sync_commits WHERE partition = $1 ORDER BY seq`, part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen := map[string]int64{}
+		seen := map[string]bool{}
 		n := int64(0)
 		for rows.Next() {
 			var seq int64
@@ -414,57 +339,19 @@ func TestDeferredHostsPushDense(t *testing.T) {
 			if err := rows.Scan(&seq, &key); err != nil {
 				t.Fatal(err)
 			}
-			n++
-			if seq != n {
+			if n++; seq != n {
 				t.Errorf("%s: commit %d has seq %d (SEQ-4)", part, n, seq)
 			}
-			if _, dup := seen[key]; dup {
-				t.Errorf("%s: push %s twice", part, key)
+			if seen[key] {
+				t.Errorf("%s: push %s twice in the log", part, key)
 			}
-			seen[key] = seq
+			seen[key] = true
 		}
 		rows.Close()
-		for key, seq := range seen {
-			r, found, err := conns[0].GetPushResult(ctx, part, "c1", key)
-			if err != nil || !found || r.CommitSeq != seq {
-				t.Errorf("%s: push %s at %d: result %+v, %v, %v", part, key, seq, r, found, err)
-			}
+		if n != int64(len(landed)) {
+			t.Errorf("%s: %d commits in the log; %d pushes landed", part, n, len(landed))
 		}
-		if max, err := conns[1].MaxCommitSeq(ctx, part); err != nil || max != n {
-			t.Errorf("%s: MaxCommitSeq %d, %v; log has %d", part, max, err, n)
-		}
-		total += len(seen)
 	}
-	if want := len(conns) * 2 * perWorker; total != want {
-		t.Errorf("%d pushes in the logs; want %d", total, want)
-	}
-	resp, err := stores[2].Push(ctx, "pa", sync.PushRequest{ClientID: "c1", ClientCommitID: "h0w0i0", ActorID: "a",
-		Ops: []sync.PushOp{{Table: "todos", RowID: "r-h0w0i0", Op: driver.OpUpsert, Values: todoRow("r-h0w0i0", "p1", "o1").Values}}})
-	if err != nil || !resp.Replayed {
-		t.Errorf("replayed push from another Conn: %+v, %v; want Replayed (PUSH-1)", resp, err)
-	}
-}
-
-// pushKey is one bare driver push of row r-key under key.
-func pushKey(ctx context.Context, c *Conn, part, key string) (int64, error) {
-	tx, err := c.Begin(ctx, part)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	r := todoRow("r-"+key, "p1", "o1")
-	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
-		return 0, err
-	}
-	seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: key, ActorID: "a", CreatedAtMs: 1,
-		Changes: []driver.Change{{Table: "todos", RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}})
-	if err != nil {
-		return 0, err
-	}
-	if err := tx.PutPushResult(ctx, "c1", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1, Ops: []driver.OpResult{}}); err != nil {
-		return 0, err
-	}
-	return seq, tx.Commit(ctx)
 }
 
 // TestCommitAfterBeginCtxEnded (TX-6, Begin's doc): once Begin's ctx has
