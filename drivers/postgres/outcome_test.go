@@ -24,6 +24,29 @@ func openProxied(t *testing.T, dsnParams ...string) faulttest.ProxiedStore {
 	for _, p := range dsnParams {
 		dsn = withParam(dsn, p)
 	}
+	c, proxy := openProxiedDSN(t, dsn)
+	admin := adminConn(t, dsn)
+	return faulttest.ProxiedStore{Conn: c, Proxy: proxy, Quiesce: func(t *testing.T) {
+		t.Helper()
+		const q = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND (xact_start IS NOT NULL OR state LIKE 'idle in transaction%')`
+		eventually(t, "no session of the store in a transaction", func() error {
+			var n int
+			if err := admin.QueryRow(context.Background(), q).Scan(&n); err != nil {
+				return err
+			}
+			if n != 0 {
+				return fmt.Errorf("%d sessions in a transaction", n)
+			}
+			return nil
+		})
+	}}
+}
+
+// openProxiedDSN opens a Conn with the suite's schema on dsn whose
+// connections all go through a fault proxy.
+func openProxiedDSN(t *testing.T, dsn string) (*Conn, *faulttest.Proxy) {
+	t.Helper()
 	cfg, err := parseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -42,22 +65,7 @@ func openProxied(t *testing.T, dsnParams ...string) faulttest.ProxiedStore {
 	if err := c.EnsureSchema(t.Context(), conformance.TestSchema()); err != nil {
 		t.Fatalf("EnsureSchema: %v", err)
 	}
-	admin := adminConn(t, dsn)
-	return faulttest.ProxiedStore{Conn: c, Proxy: proxy, Quiesce: func(t *testing.T) {
-		t.Helper()
-		const q = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-			AND (xact_start IS NOT NULL OR state LIKE 'idle in transaction%')`
-		eventually(t, "no session of the store in a transaction", func() error {
-			var n int
-			if err := admin.QueryRow(context.Background(), q).Scan(&n); err != nil {
-				return err
-			}
-			if n != 0 {
-				return fmt.Errorf("%d sessions in a transaction", n)
-			}
-			return nil
-		})
-	}}
+	return c, proxy
 }
 
 // TestCommitFaults: the reply to COMMIT held past the context's end or

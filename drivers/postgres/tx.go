@@ -628,7 +628,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // committed in the partition since this Conn learnt its max seq, nothing
 // written (TX-9). A deferred Tx without commits opens its engine
 // transaction first (one more round trip) if it wrote anything, and
-// sends nothing if it did not. It returns when the server answers or ctx
+// sends nothing if it did not; so does one whose first commit has no
+// client key (a server-made commit), which settleByCommit could not tell
+// from another Conn's at the same seq (TX-10). It returns when the server answers or ctx
 // ends, whichever is first.
 //
 // Outcome (TX-10): nil only if the transaction committed. When the answer
@@ -647,6 +649,16 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		n := len(t.seqs)
+		if t.deferred && n > 0 && (t.firstClient[0] == "" || t.firstClient[1] == "") {
+			// A server-made first commit has no key of its own: were the
+			// answer lost before the id arrived, settleByCommit could take
+			// another Conn's server-made commit at the same seq for it
+			// (TX-10). Open the engine transaction first, so the id is
+			// known before COMMIT is sent (one more round trip).
+			if _, err := t.pipeline(ctx, nil, nil, nil); err != nil {
+				return err
+			}
+		}
 		if t.deferred && n == 0 {
 			if len(t.pending) == 0 {
 				t.endSeq, t.ended = t.baseSeq, true
@@ -799,7 +811,9 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
 	}
 	t.finished = true
-	if t.aborted || ctx.Err() != nil {
+	// Begin's ctx too: its end rolls the Tx back from a context.AfterFunc,
+	// which may not have run yet (TX-6; d1http checks it the same way).
+	if t.aborted || ctx.Err() != nil || t.beginCtx.Err() != nil {
 		t.release(true)
 		return errAborted()
 	}
