@@ -6,7 +6,7 @@ package postgres
 // store when it is opened); format 3 the reaction record's version,
 // source client ids and completion time (reactions_sql.go's
 // upgradeFormat2).
-const formatVersion = "3"
+const formatVersion = "4"
 
 // infraFormat is the format of the layout infraDDL creates: a new store
 // is recorded as format 2 and upgraded on the same open, by the same
@@ -145,8 +145,11 @@ SELECT pg_current_xact_id()::text::bigint, 1 / (SELECT count(*)::int FROM g)`
 
 // Commit log statements.
 const (
-	sqlInsertCommit = `INSERT INTO _sync_commits (partition, seq, client_id, client_commit_id, actor_id, created_at_ms)
-VALUES ($1, $2, $3, $4, $5, $6)`
+	// sqlInsertCommit: $7 tx_token is a Tx's random mark on its first
+	// commit (NULL on the others), by which settleByCommit tells the Tx's
+	// commit from another store's at the same seq (TX-10; format 4).
+	sqlInsertCommit = `INSERT INTO _sync_commits (partition, seq, client_id, client_commit_id, actor_id, created_at_ms, tx_token)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	// sqlInsertChanges inserts every change of one commit in one statement
 	// from parallel arrays ($3 idx … $9 row_version).
 	sqlInsertChanges = `INSERT INTO _sync_changes (partition, seq, idx, tbl, row_id, op, scopes, vals, row_version)

@@ -55,11 +55,11 @@ func (c *Conn) settleCommit(ctx context.Context, xid int64, pid uint32, cause er
 
 // sqlBackendAlive: ?1 a pid → whether a backend of this database runs
 // under it; sqlEndBackend ends it. sqlCommitLanded: ?1 partition, ?2 seq,
-// ?3 client id, ?4 client commit id → whether that commit is in the log.
+// ?3 the Tx's token (tx_token) → whether the Tx's first commit is in the log.
 const (
 	sqlBackendAlive = `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND datname = current_database()`
 	sqlEndBackend   = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND datname = current_database()`
-	sqlCommitLanded = `SELECT count(*) FROM _sync_commits WHERE partition = $1 AND seq = $2 AND client_id = $3 AND client_commit_id = $4`
+	sqlCommitLanded = `SELECT count(*) FROM _sync_commits WHERE partition = $1 AND seq = $2 AND tx_token = $3`
 )
 
 // settleByCommit decides the outcome of a deferred Tx's Commit pipeline
@@ -68,13 +68,13 @@ const (
 // pipeline on (a commit already in its critical section still completes;
 // anything else is rolled back, and a pipeline still held in the network
 // never runs), waits until it is gone, then looks for the Tx's first
-// commit (partition, seq, client id, client commit id) in the log. A
-// commit of the same push at the same seq by another Tx that raced this
-// one is taken for this one's: the push landed, once, either way.
-func (c *Conn) settleByCommit(ctx context.Context, pid uint32, partition string, seq int64, clientID, clientCommitID string, cause error) error {
+// commit in the log by (partition, seq, token): the token is the Tx's
+// random mark (tx_token), so another store's commit at the same seq —
+// server-made, or of the same client key — is never taken for this one's.
+func (c *Conn) settleByCommit(ctx context.Context, pid uint32, partition string, seq, token int64, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeLookupTimeout)
 	defer cancel()
-	landed, err := c.commitLanded(ctx, pid, partition, seq, clientID, clientCommitID)
+	landed, err := c.commitLanded(ctx, pid, partition, seq, token)
 	switch {
 	case err != nil:
 		return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
@@ -90,7 +90,7 @@ func (c *Conn) settleByCommit(ctx context.Context, pid uint32, partition string,
 // commitLanded ends backend pid, waits until it is gone, then reports
 // whether the commit is in the log; on a connection of its own, outside
 // the pool (as xactStatus).
-func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, seq int64, clientID, clientCommitID string) (bool, error) {
+func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, seq, token int64) (bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
 	if err != nil {
 		return false, err
@@ -114,7 +114,7 @@ func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, s
 		}
 	}
 	var n int
-	err = conn.QueryRow(ctx, sqlCommitLanded, partition, seq, clientID, clientCommitID).Scan(&n)
+	err = conn.QueryRow(ctx, sqlCommitLanded, partition, seq, token).Scan(&n)
 	return n > 0, err
 }
 

@@ -69,6 +69,17 @@ var upgradeFormat2 = []string{
 	`UPDATE _sync_meta SET value = '3' WHERE key = 'format' AND value = '2'`,
 }
 
+// upgradeFormat3 takes a format-3 store to format 4: _sync_commits gets
+// tx_token (NULL for every commit written before), the mark a deferred
+// Tx's first commit carries so that a Commit whose answer was lost before
+// the transaction's id arrived is settled by its own commit, never by
+// another store's of the same key at the same seq (settleByCommit, TX-10).
+// A column without a default is added without rewriting the table.
+var upgradeFormat3 = []string{
+	`ALTER TABLE _sync_commits ADD COLUMN IF NOT EXISTS tx_token bigint`,
+	`UPDATE _sync_meta SET value = '4' WHERE key = 'format' AND value = '3'`,
+}
+
 // reactionColumns is the select list of every statement returning
 // reactions (scanReaction reads it in this order).
 const reactionColumns = `key, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,

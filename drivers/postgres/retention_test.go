@@ -140,9 +140,45 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', 0, $12)`, r.Partition,
 	}
 	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, dsn) })
 	var format string
-	if err := admin.QueryRow(ctx, sqlSelectMeta, metaFormat).Scan(&format); err != nil || format != "3" {
-		t.Fatalf("storage format after the upgrade: %q, %v; want 3", format, err)
+	if err := admin.QueryRow(ctx, sqlSelectMeta, metaFormat).Scan(&format); err != nil || format != formatVersion {
+		t.Fatalf("storage format after the upgrade: %q, %v; want %s", format, err, formatVersion)
 	}
 	faulttest.CheckReactionsUpgraded(t, conns[2])
 	openDSN(t, dsn) // opening an upgraded store again changes nothing
+}
+
+// TestUpgradeFormat3: a format-3 store (no tx_token on _sync_commits)
+// opens as format 4 with the column added and its commits kept, and a
+// deferred push then writes its token (settleByCommit's mark, TX-10).
+func TestUpgradeFormat3(t *testing.T) {
+	c, dsn := openTest(t)
+	ctx := t.Context()
+	if seq, err := pushTodos(ctx, c, "p", 0, 1); err != nil || seq != 1 {
+		t.Fatalf("first push: %d, %v", seq, err)
+	}
+	_ = c.Close()
+	admin := adminConn(t, dsn)
+	for _, q := range []string{`ALTER TABLE _sync_commits DROP COLUMN tx_token`,
+		`UPDATE _sync_meta SET value = '3' WHERE key = 'format'`} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("format-3 fixture: %v", err)
+		}
+	}
+	c2 := openDSN(t, dsn)
+	var format string
+	if err := admin.QueryRow(ctx, sqlSelectMeta, metaFormat).Scan(&format); err != nil || format != "4" {
+		t.Fatalf("storage format after the upgrade: %q, %v; want 4", format, err)
+	}
+	for i := 1; i <= 2; i++ { // the second push is deferred: the Conn knows the max
+		if seq, err := pushTodos(ctx, c2, "p", i*10, 1); err != nil || seq != int64(i+1) {
+			t.Fatalf("push after the upgrade: %d, %v; want %d", seq, err, i+1)
+		}
+	}
+	var untokened, tokened int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE tx_token IS NULL), count(*) FILTER (WHERE tx_token IS NOT NULL) FROM _sync_commits WHERE partition = 'p'`).Scan(&untokened, &tokened); err != nil {
+		t.Fatal(err)
+	}
+	if untokened != 1 || tokened != 2 {
+		t.Fatalf("commits without / with a token: %d / %d; want 1 (the one before the upgrade) / 2", untokened, tokened)
+	}
 }

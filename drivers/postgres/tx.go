@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	gosync "sync"
 	"time"
 
@@ -68,9 +70,9 @@ type Tx struct {
 	// run is the multi-row upsert at the end of pending that the next
 	// upsert of the same table extends (stageUpsert).
 	run upsertRun
-	// firstClient is the client id and client commit id of the Tx's first
-	// commit: with its seq, the mark settleByCommit looks for.
-	firstClient [2]string
+	// token is the random mark the Tx's first commit carries (tx_token):
+	// with its seq, what settleByCommit looks for.
+	token int64
 	// endSeq is the partition's max seq once Commit or CommitRejected
 	// landed (ended true); the gate remembers it for the next Tx.
 	endSeq   int64
@@ -570,12 +572,14 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 	}
 	err = t.op(ctx, func() error {
 		seq = t.baseSeq + int64(len(t.seqs)) + 1
-		t.pending = append(t.pending, stmt{sqlInsertCommit, []any{t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs}})
+		var token any // NULL on every commit but the Tx's first
+		if len(t.seqs) == 0 {
+			t.token = rand.Int64N(math.MaxInt64) + 1
+			token = t.token
+		}
+		t.pending = append(t.pending, stmt{sqlInsertCommit, []any{t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs, token}})
 		for _, s := range ins {
 			t.pending = append(t.pending, stmt{s.sql, append([]any{t.partition, seq}, s.args...)})
-		}
-		if len(t.seqs) == 0 {
-			t.firstClient = [2]string{in.ClientID, in.ClientCommitID}
 		}
 		t.seqs = append(t.seqs, seq)
 		return nil
@@ -628,9 +632,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // committed in the partition since this Conn learnt its max seq, nothing
 // written (TX-9). A deferred Tx without commits opens its engine
 // transaction first (one more round trip) if it wrote anything, and
-// sends nothing if it did not; so does one whose first commit has no
-// client key (a server-made commit), which settleByCommit could not tell
-// from another Conn's at the same seq (TX-10). It returns when the server answers or ctx
+// sends nothing if it did not. It returns when the server answers or ctx
 // ends, whichever is first.
 //
 // Outcome (TX-10): nil only if the transaction committed. When the answer
@@ -642,23 +644,15 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // (pg_terminate_backend: a commit already in its critical section still
 // completes) and is asked about again. A deferred Tx whose answer was
 // lost before its id arrived is settled by ending its backend and then
-// looking for its first commit in the log (settleByCommit). Then nil if it
+// looking for its first commit in the log by the random token that commit
+// carries (settleByCommit: never another store's commit at the same seq,
+// whatever its client key). Then nil if it
 // committed, CodeUnavailable if it was rolled back (nothing written),
 // CodeCommitOutcomeUnknown if the look-up failed. Every other error means
 // nothing was written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		n := len(t.seqs)
-		if t.deferred && n > 0 && (t.firstClient[0] == "" || t.firstClient[1] == "") {
-			// A server-made first commit has no key of its own: were the
-			// answer lost before the id arrived, settleByCommit could take
-			// another Conn's server-made commit at the same seq for it
-			// (TX-10). Open the engine transaction first, so the id is
-			// known before COMMIT is sent (one more round trip).
-			if _, err := t.pipeline(ctx, nil, nil, nil); err != nil {
-				return err
-			}
-		}
 		if t.deferred && n == 0 {
 			if len(t.pending) == 0 {
 				t.endSeq, t.ended = t.baseSeq, true
@@ -787,7 +781,7 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 		err = t.c.settleCommit(ctx, t.xid, t.pid, err)
 	} else {
 		first := t.seqs[0]
-		err = t.c.settleByCommit(ctx, t.pid, t.partition, first, t.firstClient[0], t.firstClient[1], err)
+		err = t.c.settleByCommit(ctx, t.pid, t.partition, first, t.token, err)
 	}
 	if err != nil {
 		return err
