@@ -47,11 +47,15 @@ wsrep_status() {
 
 write_config() {
 	local n=$1 dir="$base/node$1"
-	install -d -o mysql -g mysql -m 0750 "$dir" "$dir/data" "$dir/run"
+	install -d -o mysql -g mysql -m 0750 "$dir" "$dir/data" "$dir/run" "$dir/tmp"
 	cat >"$dir/my.cnf" <<EOF
 [mariadbd]
 user                     = mysql
 datadir                  = $dir/data
+# A tmpdir of its own: a mariadbd starting with tmpdir=/tmp deletes every
+# #sql* file there, also the temporary tables of another instance's
+# mariadb-install-db running at the same time (the lanes start together).
+tmpdir                   = $dir/tmp
 socket                   = $dir/run/mysqld.sock
 pid-file                 = $dir/run/mysqld.pid
 log-error                = $dir/error.log
@@ -83,7 +87,7 @@ init_node() {
 	local n=$1 dir="$base/node$1"
 	write_config "$n"
 	if [ ! -d "$dir/data/mysql" ]; then
-		mariadb-install-db --no-defaults --user=mysql --datadir="$dir/data" \
+		mariadb-install-db --no-defaults --user=mysql --datadir="$dir/data" --tmpdir="$dir/tmp" \
 			--auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 ||
 			{ cat "$dir/install.log" >&2; return 1; }
 	fi

@@ -38,7 +38,7 @@ replicating() {
 
 write_config() {
 	local n=$1 dir="$base/node$1" extra=""
-	install -d -o mysql -g mysql -m 0750 "$dir" "$dir/data" "$dir/run"
+	install -d -o mysql -g mysql -m 0750 "$dir" "$dir/data" "$dir/run" "$dir/tmp"
 	if [ "$n" = 1 ]; then
 		extra="log-bin = $dir/data/binlog"
 	else
@@ -48,6 +48,10 @@ write_config() {
 [mariadbd]
 user                     = mysql
 datadir                  = $dir/data
+# A tmpdir of its own: a mariadbd starting with tmpdir=/tmp deletes every
+# #sql* file there, also the temporary tables of another instance's
+# mariadb-install-db running at the same time (the lanes start together).
+tmpdir                   = $dir/tmp
 socket                   = $(sock "$n")
 pid-file                 = $dir/run/mysqld.pid
 log-error                = $dir/error.log
@@ -64,7 +68,7 @@ EOF
 	chmod 0644 "$dir/my.cnf"
 	chown mysql:mysql "$dir/my.cnf"
 	if [ ! -d "$dir/data/mysql" ]; then
-		mariadb-install-db --no-defaults --user=mysql --datadir="$dir/data" \
+		mariadb-install-db --no-defaults --user=mysql --datadir="$dir/data" --tmpdir="$dir/tmp" \
 			--auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 ||
 			{ cat "$dir/install.log" >&2; return 1; }
 	fi
