@@ -95,6 +95,11 @@ func decodePullToken(op, s string, binding []byte) (pullToken, error) {
 	if err != nil || len(b) < 1+1+pullHashBytes+1+pullHashBytes || b[0] != pullTokenVersion {
 		return bad()
 	}
+	// The decoder skips CR and LF even in strict mode: a token is accepted
+	// only in its one spelling.
+	if pullTokenEncoding.EncodedLen(len(b)) != len(s) {
+		return bad()
+	}
 	body, check := b[:len(b)-pullHashBytes], b[len(b)-pullHashBytes:]
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:pullHashBytes], check) {
 		return bad()
