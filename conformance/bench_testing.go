@@ -22,8 +22,7 @@ import (
 // metrics (commits/s, changes/s, rows/s, …), the latency of its
 // operation (p50-ms, p99-ms, max-ms over every iteration's operations:
 // W1's and W6's commits, W2's and W3's pages, W5's lookups) and the
-// process's peak memory (peak-RSS-bytes). W8 (many partitions) runs only
-// in RunWorkloads (cmd/conformance -bench). Sub-benchmarks:
+// process's peak memory (peak-RSS-bytes). Sub-benchmarks:
 //
 //	W1-push             5,000 commits of 10 upserts, one Tx each; also
 //	                    first-tenth and last-tenth commits/s, their ratio
@@ -40,6 +39,14 @@ import (
 //	W4-reactions        enqueue 10,000, 4 workers claim and complete
 //	W5-index-lookup     2,000 ScanRowsByIndex on by_owner
 //	W6a-push-own-partitions, W6b-push-one-partition
+//	W8-tenants          2 × 5,000 partitions of W8CommitsEach commits,
+//	                    round robin (skipped with -short): commits/s, its
+//	                    tenths and push latency as W1-push; pull-changes/s
+//	                    and scan-rows/s of one tenant, the same reads of a
+//	                    partition alone (alone-pull-changes/s,
+//	                    alone-scan-rows/s) and list-partitions/s. Its ns/op
+//	                    also counts the untimed setup (the reference
+//	                    partition, registering the tenants)
 //
 // A workload whose capability the driver does not declare is skipped with
 // "not implemented: capability …". A workload that fails its own check
@@ -142,7 +149,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				all.n, all.d, all.ops = all.n+t.n, all.d+t.d, append(all.ops, t.ops...)
+				all.add(t)
 			}
 			b.StopTimer()
 			b.ReportMetric(all.rate(), unit)
@@ -181,6 +188,43 @@ func RunBenchmarks(b *testing.B, h Harness) {
 	})
 	b.Run("W5-index-lookup", read("W5", "lookups/s", "lookup", runW5))
 
+	b.Run("W8-tenants", func(b *testing.B) {
+		if testing.Short() {
+			b.Skip("W8's 10,000 partitions are skipped with -short")
+		}
+		tenants := 2 * commits
+		var push w1Sum
+		var pull, scan, pullAlone, scanAlone, list timed
+		var peak int64
+		for i := 0; i < b.N; i++ {
+			err := withStore(ctx, h, "bench/W8", func(conn driver.Conn) error {
+				mem := startMem()
+				r, err := runW8(ctx, conn, tenants)
+				peak = max(peak, mem.stop())
+				if err != nil {
+					return err
+				}
+				push.add(r.push)
+				pull.add(r.pull)
+				scan.add(r.scan)
+				pullAlone.add(r.pullAlone)
+				scanAlone.add(r.scanAlone)
+				list.add(r.list)
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		push.report(b, b.N*tenants*W8CommitsEach)
+		b.ReportMetric(pull.rate(), "pull-changes/s")
+		b.ReportMetric(scan.rate(), "scan-rows/s")
+		b.ReportMetric(pullAlone.rate(), "alone-pull-changes/s")
+		b.ReportMetric(scanAlone.rate(), "alone-scan-rows/s")
+		b.ReportMetric(list.rate(), "list-partitions/s")
+		b.ReportMetric(float64(peak), "peak-RSS-bytes")
+	})
+
 	for _, shared := range []bool{false, true} {
 		name := "W6a-push-own-partitions"
 		if shared {
@@ -197,7 +241,7 @@ func RunBenchmarks(b *testing.B, h Harness) {
 					t, err := runW6(ctx, conn, shared)
 					b.StopTimer()
 					peak = max(peak, mem.stop())
-					all.n, all.d, all.ops = all.n+t.n, all.d+t.d, append(all.ops, t.ops...)
+					all.add(t)
 					return err
 				})
 				if err != nil {

@@ -160,6 +160,9 @@ type timed struct {
 // rate is n per second of d.
 func (t timed) rate() float64 { return float64(t.n) / max(t.d, time.Nanosecond).Seconds() }
 
+// add pools u into t (counts, durations and every operation's duration).
+func (t *timed) add(u timed) { t.n, t.d, t.ops = t.n+u.n, t.d+u.d, append(t.ops, u.ops...) }
+
 // runW1 pushes commits commits to BenchPartition, one Tx each (W1), and
 // checks that MaxCommitSeq is then commits (SEQ-1).
 func runW1(ctx context.Context, conn driver.Conn, commits int) (w1Result, error) {
