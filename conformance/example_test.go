@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"fmt"
 	"os"
+	"testing"
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
@@ -36,4 +37,21 @@ func ExampleHarnessFor() {
 	}
 	fmt.Println(h.Name, h.Capabilities)
 	// Output: sqlite [reactions commit-fanout]
+}
+
+// Run holds a driver to the whole contract from its own test: every case
+// is a subtest named by rule ID (go test -run 'TestConformance/TX-' runs
+// one group), and a capability the Harness does not declare is reported
+// not implemented. This is the test function a driver's package carries
+// (shown, not run: Run needs the test's *testing.T).
+func ExampleRun() {
+	testConformance := func(t *testing.T) {
+		h, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(),
+			[]driver.Capability{driver.CapReactions, driver.CapIndexLookup}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conformance.Run(t, h)
+	}
+	_ = testConformance // func TestConformance(t *testing.T) in the driver's package
 }

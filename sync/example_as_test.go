@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -44,15 +43,15 @@ func ExampleTx_As() {
 	}
 
 	table, _ := schema.Table("notes")
-	values := driver.Values{"id": "n1", "proj": "p7", "body": "hello"}
-	row := driver.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
+	values := sync.Values{"id": "n1", "proj": "p7", "body": "hello"}
+	row := sync.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
 	var kept *sql.Tx
 	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
 		if err := tx.UpsertRow(ctx, "notes", row); err != nil {
 			return err
 		}
-		if _, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-			Table: "notes", RowID: row.ID, Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}}); err != nil {
+		if _, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
+			Table: "notes", RowID: row.ID, Op: sync.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}}); err != nil {
 			return err
 		}
 		var stx *sql.Tx

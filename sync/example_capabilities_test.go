@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -32,8 +31,8 @@ func exampleStore() (store *sync.Store, done func()) {
 			if err := tx.UpsertRow(ctx, "notes", row); err != nil {
 				return err
 			}
-			_, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1_700_000_000_000, Changes: []driver.Change{{
-				Table: "notes", RowID: id, Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
+			_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1_700_000_000_000, Changes: []sync.Change{{
+				Table: "notes", RowID: id, Op: sync.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
 			return err
 		})
 		if err != nil {
@@ -48,7 +47,7 @@ func exampleStore() (store *sync.Store, done func()) {
 func ExampleStore_AuthoritativeQuery() {
 	store, done := exampleStore()
 	defer done()
-	res, err := store.AuthoritativeQuery(context.Background(), "tenant-1", driver.Query{
+	res, err := store.AuthoritativeQuery(context.Background(), "tenant-1", sync.Query{
 		SQL: `SELECT id, body FROM notes WHERE id > ? ORDER BY id`, Args: []any{"n1"}, Tables: []string{"notes"}})
 	if err != nil {
 		panic(err)
@@ -62,7 +61,7 @@ func ExampleStore_AuthoritativeQuery() {
 func ExampleStore_ScanRowsByIndex() {
 	store, done := exampleStore()
 	defer done()
-	rows, err := store.ScanRowsByIndex(context.Background(), "tenant-1", driver.IndexQuery{
+	rows, err := store.ScanRowsByIndex(context.Background(), "tenant-1", sync.IndexQuery{
 		Table: "notes", Index: "by_body", Values: []any{"body n2"}, Limit: 10})
 	if err != nil {
 		panic(err)
@@ -85,13 +84,13 @@ func ExampleWorker() {
 		if err := tx.UpsertRow(ctx, "notes", row); err != nil {
 			return err
 		}
-		seq, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1_700_000_000_000, Changes: []driver.Change{{
-			Table: "notes", RowID: "n4", Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
+		seq, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1_700_000_000_000, Changes: []sync.Change{{
+			Table: "notes", RowID: "n4", Op: sync.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
 		if err != nil {
 			return err
 		}
-		return tx.EnqueueReactions(ctx, seq, []driver.ReactionInput{{Key: "email-n4", Type: "email",
-			Payload: driver.JSON(`{"to":"a@example.com"}`), MaxAttempts: 5, CreatedAtMs: 1_700_000_000_000}})
+		return tx.EnqueueReactions(ctx, seq, []sync.ReactionInput{{Key: "email-n4", Type: "email",
+			Payload: sync.JSON(`{"to":"a@example.com"}`), MaxAttempts: 5, CreatedAtMs: 1_700_000_000_000}})
 	})
 	if err != nil {
 		panic(err)
@@ -101,7 +100,7 @@ func ExampleWorker() {
 		panic(err)
 	}
 	ran := make(chan string, 1)
-	if err := w.Handle("email", func(ctx context.Context, partition string, r driver.Reaction) error {
+	if err := w.Handle("email", func(ctx context.Context, partition string, r sync.Reaction) error {
 		ran <- fmt.Sprintf("%s %s after commit %d: %s", partition, r.Key, r.SourceCommitSeq, r.Payload)
 		cancel() // one is enough for the example
 		return nil

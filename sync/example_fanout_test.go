@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -34,13 +33,13 @@ func ExampleStore_SubscribeCommits() {
 		panic(err)
 	}
 	table, _ := schema.Table("notes")
-	values := driver.Values{"id": "n1", "proj": "p7", "body": "hello"}
+	values := sync.Values{"id": "n1", "proj": "p7", "body": "hello"}
 	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		if err := tx.UpsertRow(ctx, "notes", driver.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}); err != nil {
+		if err := tx.UpsertRow(ctx, "notes", sync.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}); err != nil {
 			return err
 		}
-		_, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-			Table: "notes", RowID: "n1", Op: driver.OpUpsert, Scopes: sync.ScopesOf(table, values), Values: values, RowVersion: 1}}})
+		_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
+			Table: "notes", RowID: "n1", Op: sync.OpUpsert, Scopes: sync.ScopesOf(table, values), Values: values, RowVersion: 1}}})
 		return err
 	})
 	if err != nil {

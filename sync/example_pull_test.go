@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -25,14 +24,14 @@ func ExampleStore_Pull() {
 	}
 	table, _ := schema.Table("notes")
 	write := func(id, proj string) { // a commit written with the primitives (hosts use Push)
-		values := driver.Values{"id": id, "proj": proj, "body": "body " + id}
-		row := driver.Row{ID: id, ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
+		values := sync.Values{"id": id, "proj": proj, "body": "body " + id}
+		row := sync.Row{ID: id, ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
 		err := store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
 			if err := tx.UpsertRow(ctx, "notes", row); err != nil {
 				return err
 			}
-			_, err := tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-				Table: "notes", RowID: id, Op: driver.OpUpsert, Scopes: row.Scopes, Values: values, RowVersion: 1}}})
+			_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
+				Table: "notes", RowID: id, Op: sync.OpUpsert, Scopes: row.Scopes, Values: values, RowVersion: 1}}})
 			return err
 		})
 		if err != nil {
@@ -73,7 +72,7 @@ func ExampleStore_Pull() {
 	// 0 commits, next cursor 4
 }
 
-func rowIDs(rows []driver.Row) []string {
+func rowIDs(rows []sync.Row) []string {
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID

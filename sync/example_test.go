@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
 	"github.com/syncstore/syncstore/sync"
 )
@@ -34,15 +33,15 @@ func Example() {
 	}
 
 	table, _ := schema.Table("notes")
-	values := driver.Values{"id": "n1", "proj": "p7", "body": "hello"}
-	row := driver.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
+	values := sync.Values{"id": "n1", "proj": "p7", "body": "hello"}
+	row := sync.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
 	var seq int64
 	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
 		if err := tx.UpsertRow(ctx, "notes", row); err != nil {
 			return err
 		}
-		seq, err = tx.AppendCommit(ctx, driver.CommitInput{CreatedAtMs: 1700000000000, Changes: []driver.Change{{
-			Table: "notes", RowID: row.ID, Op: driver.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
+		seq, err = tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
+			Table: "notes", RowID: row.ID, Op: sync.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
 		return err
 	})
 	fmt.Println("commit", seq, err)
@@ -81,8 +80,8 @@ func ExampleStore_Push() {
 	store.SetPushOptions(sync.PushOptions{Now: func() time.Time { return time.UnixMilli(1700000000000) }})
 
 	create := sync.PushRequest{ClientID: "phone-1", ClientCommitID: "commit-1", ActorID: "alice", Ops: []sync.PushOp{{
-		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0), // 0: a new row
-		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hello"},
+		Table: "notes", RowID: "n1", Op: sync.OpUpsert, BaseVersion: sync.Version(0), // 0: a new row
+		Values: sync.Values{"id": "n1", "proj": "p7", "body": "hello"},
 	}}}
 	resp, err := store.Push(ctx, "tenant-1", create)
 	fmt.Println(resp.Status, resp.CommitSeq, "version", resp.Ops[0].ServerVersion, "replayed", resp.Replayed, err)
@@ -93,8 +92,8 @@ func ExampleStore_Push() {
 
 	// Another client edits the note from version 0: it has not seen n1.
 	stale := sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "commit-1", ActorID: "bob", Ops: []sync.PushOp{{
-		Table: "notes", RowID: "n1", Op: driver.OpUpsert, BaseVersion: sync.Version(0),
-		Values: driver.Values{"id": "n1", "proj": "p7", "body": "hi"},
+		Table: "notes", RowID: "n1", Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+		Values: sync.Values{"id": "n1", "proj": "p7", "body": "hi"},
 	}}}
 	resp, err = store.Push(ctx, "tenant-1", stale)
 	c := resp.Ops[0]

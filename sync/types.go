@@ -49,6 +49,51 @@ type (
 	Reaction      = driver.Reaction
 	ReactionInput = driver.ReactionInput
 	CommitWake    = driver.CommitWake
+
+	// ClaimRequest, FailRequest, ReactionListQuery, ReactionPruneRequest
+	// and ReactionStatus drive the reactions outbox by hand (RX).
+	ClaimRequest         = driver.ClaimRequest
+	FailRequest          = driver.FailRequest
+	ReactionListQuery    = driver.ReactionListQuery
+	ReactionPruneRequest = driver.ReactionPruneRequest
+	ReactionStatus       = driver.ReactionStatus
+
+	// Subscription, ClientRecord and ClientCursor are a client's record
+	// (CR); PartitionEntry a partition in the registry (REG).
+	Subscription   = driver.Subscription
+	ClientRecord   = driver.ClientRecord
+	ClientCursor   = driver.ClientCursor
+	PartitionEntry = driver.PartitionEntry
+
+	// ClientRecordQuery, CommitMeta and ScopeActivity are the admin
+	// capability's pages; BlobRowRef a row's blob reference (blob-refs).
+	ClientRecordQuery = driver.ClientRecordQuery
+	CommitMeta        = driver.CommitMeta
+	ScopeActivity     = driver.ScopeActivity
+	BlobRowRef        = driver.BlobRowRef
+
+	// QueryLimits bound an authoritative query (AQ-6); a query stopped at
+	// a bound fails with a *QueryLimitError.
+	QueryLimits     = driver.QueryLimits
+	QueryLimitError = driver.QueryLimitError
+)
+
+// Capabilities (Store.Supports, Store.Capabilities).
+const (
+	CapReactions          = driver.CapReactions
+	CapAuthoritativeQuery = driver.CapAuthoritativeQuery
+	CapIndexLookup        = driver.CapIndexLookup
+	CapBlobRefs           = driver.CapBlobRefs
+	CapAdmin              = driver.CapAdmin
+	CapCommitFanout       = driver.CapCommitFanout
+)
+
+// Reaction states (RX).
+const (
+	ReactionPending    = driver.ReactionPending
+	ReactionLeased     = driver.ReactionLeased
+	ReactionCompleted  = driver.ReactionCompleted
+	ReactionDeadLetter = driver.ReactionDeadLetter
 )
 
 // Column types (SCH-1).
