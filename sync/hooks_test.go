@@ -82,6 +82,21 @@ func failed(op, partition string, code driver.Code) hookCall {
 	return hookCall{Op: op, Partition: partition, Code: code, Failed: true}
 }
 
+// notesTx ensures notesSchema on s and begins a Tx on p1, rolled back
+// when the test ends.
+func notesTx(t *testing.T, s *sync.Store) *sync.Tx {
+	t.Helper()
+	if err := s.EnsureSchema(t.Context(), notesSchema()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(t.Context(), "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
 func hookedSQLite(t *testing.T) (*sync.Store, *hookLog) {
 	t.Helper()
 	s := openSQLite(t)
@@ -238,19 +253,12 @@ func TestHooksChangeNothing(t *testing.T) {
 			t.Errorf("Supports(%s) with hooks = %v", c, s.Supports(c))
 		}
 	}
-	if err := s.EnsureSchema(ctx, notesSchema()); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := s.Begin(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := notesTx(t, s)
 	var stx *sql.Tx
 	if !tx.As(&stx) || stx == nil {
 		t.Error("Tx.As(*sql.Tx) with hooks set returned false")
 	}
-	_, _, err = s.GetRow(ctx, "p1", "nope", "n1")
+	_, _, err := s.GetRow(ctx, "p1", "nope", "n1")
 	s.SetHooks(sync.Hooks{})
 	_, _, plain := s.GetRow(ctx, "p1", "nope", "n1")
 	if err == nil || plain == nil || err.Error() != plain.Error() || driver.CodeOf(err) != driver.CodeOf(plain) {
@@ -283,14 +291,7 @@ func TestHooksSeeTheWorker(t *testing.T) {
 func TestHooksUnsetCostNoAllocation(t *testing.T) {
 	ctx := t.Context()
 	s := openSQLite(t)
-	if err := s.EnsureSchema(ctx, notesSchema()); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := s.Begin(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := notesTx(t, s)
 	q := driver.ScanQuery{Table: "notes", Filter: driver.ScopeFilter{"project": {}}, Limit: 10}
 	scan := func() {
 		if _, err := s.ScanRows(ctx, "p1", q); err != nil {
