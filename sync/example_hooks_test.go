@@ -10,7 +10,6 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -33,7 +32,7 @@ func (m *opMetrics) hooks() sync.Hooks {
 			defer m.mu.Unlock()
 			m.calls[c.Op]++
 			if err != nil {
-				m.errors[c.Op+" "+string(driver.CodeOf(err))]++
+				m.errors[c.Op+" "+string(sync.CodeOf(err))]++
 			}
 			m.spent += time.Since(start)
 		}
