@@ -107,13 +107,6 @@ func init() {
 			must(t, "CommitRejected", tx.CommitRejected(ctx, "c1", "cc-rejected",
 				driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 1}))
 			expectEqual(t, "TX-11: host rows after CommitRejected (TX-8 discards them too)", 1, hostCount(t, conn, ht))
-
-			// Through a wrapper (tracing, metrics) the hatch still opens.
-			wrapped := driver.WrapConn(conn, driver.Hooks{})
-			tx = begin(t, wrapped, "p1")
-			must(t, "TX-11: Insert through a wrapped Tx's handle", ht.Insert(ctx, tx, "wrapped"))
-			commit(t, tx)
-			expectEqual(t, "TX-11: host rows after a commit through a wrapper", 2, hostCount(t, conn, ht))
 		}},
 		// Catches a handle that escapes the partition's serialization:
 		// each Tx reads the host table's size through its handle and

@@ -272,7 +272,9 @@ type PushRead struct {
 // V-2 and V-7, known tables, distinct keys, at most 1,000 of them. Errors:
 // those of Begin, GetPushResult and GetRow (CodeIdempotencyCacheMiss for a
 // result that cannot be decoded, PR-5); on an error no Tx is left open.
-// WrapConn does not forward it: a wrapped Conn pushes row by row.
+// A Conn that wraps another (for tracing, say) pushes row by row unless it
+// forwards BeginPush too; sync.Hooks observe a Store without wrapping its
+// Conn.
 type PushBeginner interface {
 	BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []RowKey) (Tx, PushRead, error)
 }
@@ -304,6 +306,13 @@ type EngineVersioner interface {
 // at a time); on a Conn it is safe for concurrent use.
 type Aser interface {
 	As(target any) bool
+}
+
+// AsOf calls x's As (Aser) with target, and returns false when x has no
+// As. x is a Conn, a Tx or anything else; a nil x returns false.
+func AsOf(x any, target any) bool {
+	a, ok := x.(Aser)
+	return ok && a.As(target)
 }
 
 // Provisioner is implemented by a Driver that can create fresh, empty,

@@ -230,3 +230,34 @@ func declaredCodes(t *testing.T) map[driver.Code]bool {
 	}
 	return out
 }
+
+// handleTx is a Tx-shaped value with As: it hands out "tx handle" to a
+// *string target and refuses every other.
+type handleTx struct{}
+
+func (handleTx) As(target any) bool {
+	p, ok := target.(*string)
+	if ok {
+		*p = "tx handle"
+	}
+	return ok
+}
+
+// AsOf reaches an Aser's As, and answers false for a target it does not
+// know, for a value without As, and for nil.
+func TestAsOf(t *testing.T) {
+	var got string
+	if !driver.AsOf(handleTx{}, &got) || got != "tx handle" {
+		t.Fatalf("AsOf(an Aser, *string) = %q, want %q", got, "tx handle")
+	}
+	var n int
+	if driver.AsOf(handleTx{}, &n) {
+		t.Fatal("AsOf with a target the Aser does not know returned true")
+	}
+	if driver.AsOf(struct{}{}, &got) {
+		t.Fatal("AsOf on a value without As returned true")
+	}
+	if driver.AsOf(nil, &got) {
+		t.Fatal("AsOf(nil) returned true")
+	}
+}

@@ -28,7 +28,8 @@ func (s *Store) admin(op string) (driver.AdminConn, error) {
 // driver.ClientRecordQuery). Checks: V-1 partition; q.AfterClientID "" or
 // a valid client id (V-2, V-7), and "" only with q.AfterUpdatedAtMs 0
 // (CodeInvalidArgument, ADM-2); q.Limit 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+func (s *Store) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) (_ []driver.ClientRecord, err error) {
+	defer s.observe(&ctx, "Store.ListClientRecords", partition).done(&err)
 	if err := checkCtx(ctx, "ListClientRecords"); err != nil {
 		return *new([]driver.ClientRecord), err
 	}
@@ -58,7 +59,8 @@ func checkClientRecordPosition(op string, q driver.ClientRecordQuery) error {
 // passing the last seq of a page as the next beforeSeq reaches every page
 // (ADM-1). Checks: V-1 partition, beforeSeq ≥ 0 (CodeInvalidArgument),
 // limit 1…10,000 (V-5).
-func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
+func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) (_ []driver.CommitMeta, err error) {
+	defer s.observe(&ctx, "Store.ListCommitMeta", partition).done(&err)
 	if err := checkCtx(ctx, "ListCommitMeta"); err != nil {
 		return *new([]driver.CommitMeta), err
 	}
@@ -81,7 +83,8 @@ func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq 
 // afterSeq (CodeInvalidArgument), a filter with ≥ 1 key
 // (CodeScanRequiresScope, V-6) of valid text. A key with an empty value
 // list matches nothing: the result is zero and the driver is not called.
-func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
+func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (_ driver.ScopeActivity, err error) {
+	defer s.observe(&ctx, "Store.ScopeActivity", partition).done(&err)
 	if err := checkCtx(ctx, "ScopeActivity"); err != nil {
 		return *new(driver.ScopeActivity), err
 	}
@@ -112,7 +115,8 @@ func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filt
 // RowScopes returns the scopes of the current row (table, rowID) and
 // true, or false when it does not exist (ADM-1). Checks: V-1 partition, a
 // known table (SCH-8), V-2 row id.
-func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
+func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (_ driver.Scopes, _ bool, err error) {
+	defer s.observe(&ctx, "Store.RowScopes", partition).done(&err)
 	if err := checkCtx(ctx, "RowScopes"); err != nil {
 		return *new(driver.Scopes), *new(bool), err
 	}

@@ -33,7 +33,8 @@ func (s *Store) blobRefs(op string) (driver.BlobRefsConn, error) {
 // (CodeUnknownTable, SCH-8); rowID and every blob id 1…255 bytes of valid
 // UTF-8 without NUL (CodeInvalidArgument, V-2). The driver's Tx lacking
 // the blob-refs Tx half → CodeUnsupported (ERR-2).
-func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
+func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) (err error) {
+	defer tx.observe(&ctx, "Tx.SetBlobRefs").done(&err)
 	if err := checkCtx(ctx, "Tx.SetBlobRefs"); err != nil {
 		return err
 	}
@@ -60,7 +61,8 @@ func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []st
 // reference blobID, each with its table, id and current scopes, at most
 // limit (BLOB-1; no order is promised). Checks: V-1 partition, V-2 blob
 // id, limit 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) ([]driver.BlobRowRef, error) {
+func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) (_ []driver.BlobRowRef, err error) {
+	defer s.observe(&ctx, "Store.ListRowsReferencingBlob", partition).done(&err)
 	if err := checkCtx(ctx, "ListRowsReferencingBlob"); err != nil {
 		return *new([]driver.BlobRowRef), err
 	}
@@ -80,7 +82,8 @@ func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID s
 // ascending bytewise, at most limit: paging by the last id returns every
 // id once (BLOB-1). Checks: V-1 partition, afterBlobID "" or V-2, limit
 // 1…10,000 (V-5).
-func (s *Store) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
+func (s *Store) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) (_ []string, err error) {
+	defer s.observe(&ctx, "Store.ListReferencedBlobIDs", partition).done(&err)
 	if err := checkCtx(ctx, "ListReferencedBlobIDs"); err != nil {
 		return *new([]string), err
 	}

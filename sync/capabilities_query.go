@@ -41,7 +41,8 @@ const MaxQueryBytes = 100_000
 // text is too deeply nested to rewrite → CodeQueryLimit, a
 // *driver.QueryLimitError naming the bound; not retryable (AQ-6).
 // Without the capability → CodeUnsupported (ERR-2).
-func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (_ driver.QueryResult, err error) {
+	defer s.observe(&ctx, "Store.AuthoritativeQuery", partition).done(&err)
 	if err := checkCtx(ctx, "AuthoritativeQuery"); err != nil {
 		return *new(driver.QueryResult), err
 	}

@@ -39,7 +39,8 @@ func (s *Store) driverLabel() string {
 // index (CodeIndexNotFound), wrong value count
 // (CodeIndexValueCountMismatch), value of the wrong type
 // (CodeInvalidValue); then AfterRowID ("" or V-2).
-func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) (_ []driver.Row, err error) {
+	defer s.observe(&ctx, "Store.ScanRowsByIndex", partition).done(&err)
 	if err := checkCtx(ctx, "ScanRowsByIndex"); err != nil {
 		return *new([]driver.Row), err
 	}
@@ -60,7 +61,8 @@ func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.
 // ScanRowsByIndex is Store.ScanRowsByIndex inside the Tx: the lookup sees
 // the Tx's staged upserts, moves and deletes (IXL-3). A driver lacking
 // either half of index-lookup → CodeUnsupported (ERR-2).
-func (tx *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) ([]driver.Row, error) {
+func (tx *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (_ []driver.Row, err error) {
+	defer tx.observe(&ctx, "Tx.ScanRowsByIndex").done(&err)
 	if err := checkCtx(ctx, "Tx.ScanRowsByIndex"); err != nil {
 		return *new([]driver.Row), err
 	}

@@ -120,6 +120,14 @@
 // whose Capability names what is missing — when the driver lacks it
 // (ERR-2).
 //
+// # Observing
+//
+// Store.SetHooks installs Hooks for tracing and metrics: each Store or Tx
+// call that reaches the driver reports one Call (its Op, such as
+// "Store.Push" or "Tx.Commit", and its partition) with its context and
+// its error; hooks cannot change either. The engine's own handle is
+// reached through Store.As and Tx.As (TX-11), with or without hooks.
+//
 // # Errors
 //
 // Every error is an *Error (an alias of driver.Error) or wraps one, with a

@@ -23,7 +23,8 @@ import (
 // docs/scaling.md. Without the capability → CodeUnsupported (ERR-2); a
 // closed Store → CodeClosed; CodeUnavailable when the engine cannot be
 // reached to start the subscription.
-func (s *Store) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, error) {
+func (s *Store) SubscribeCommits(ctx context.Context) (_ <-chan driver.CommitWake, err error) {
+	defer s.observe(&ctx, "Store.SubscribeCommits", "").done(&err)
 	const op = "SubscribeCommits"
 	if err := checkCtx(ctx, op); err != nil {
 		return nil, err

@@ -114,7 +114,8 @@ type PruneReport struct {
 // nothing is written on bad input. On a driver error Prune stops and
 // returns the report of what it did so far with the error; everything it
 // did is committed and a later call resumes.
-func (s *Store) Prune(ctx context.Context, partition string, policy RetentionPolicy) (PruneReport, error) {
+func (s *Store) Prune(ctx context.Context, partition string, policy RetentionPolicy) (_ PruneReport, err error) {
+	defer s.observe(&ctx, "Store.Prune", partition).done(&err)
 	const op = "Prune"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition)); err != nil {
 		return PruneReport{}, err

@@ -65,7 +65,8 @@ import (
 // head reads nothing, so a caught-up client costs 4. The client record,
 // head and horizon are read at once, then the subscriptions, four at a
 // time, so a pull's latency is about three round trips plus ⌈N/4⌉.
-func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (PullResponse, error) {
+func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (_ PullResponse, err error) {
+	defer s.observe(&ctx, "Store.Pull", partition).done(&err)
 	const op = "Pull"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition)); err != nil {
 		return PullResponse{}, err

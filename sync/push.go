@@ -68,7 +68,8 @@ import (
 // is, nothing written; CodeUnavailable when ctx ends. Push is safe for
 // concurrent use; pushes on one partition are serialized by its Tx
 // (TX-1).
-func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (PushResponse, error) {
+func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ PushResponse, err error) {
+	defer s.observe(&ctx, "Store.Push", partition).done(&err)
 	const op = "Push"
 	if err := checkCtx(ctx, op); err != nil {
 		return PushResponse{}, err
@@ -152,7 +153,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 	req := &p.req
 	var err error
 	if read.HasResult {
-		if err := tx.Rollback(ctx); err != nil {
+		if err := tx.rollback(ctx); err != nil {
 			return err
 		}
 		*resp, err = p.replay(read.Result)
@@ -246,7 +247,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 			return err
 		}
 		if len(rs) > 0 {
-			if err := tx.EnqueueReactions(ctx, seq, rs); err != nil {
+			if err := tx.enqueueReactions(ctx, seq, rs); err != nil {
 				return err
 			}
 		}
@@ -275,20 +276,20 @@ func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, e
 		if err != nil {
 			return nil, read, err
 		}
-		tx := &Tx{tx: dtx, schema: s.schema.Load(), store: s}
+		tx := s.newTx(dtx)
 		if !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			_ = tx.rollback(context.WithoutCancel(ctx))
 			return nil, read, driver.Errorf(driver.CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
 		}
 		return tx, read, nil
 	}
-	tx, err := s.Begin(ctx, p.partition)
+	tx, err := s.begin(ctx, p.partition)
 	if err != nil {
 		return nil, driver.PushRead{}, err
 	}
 	read, err := readForPush(ctx, tx.tx, req)
 	if err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		_ = tx.rollback(context.WithoutCancel(ctx))
 		return nil, read, err
 	}
 	return tx, read, nil
@@ -317,7 +318,7 @@ func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.P
 func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []driver.OpResult, resp *PushResponse) error {
 	res := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: nowMs, CacheIdentity: p.identity, Ops: results}
 	*resp = PushResponse{PushResult: res}
-	return tx.CommitRejected(ctx, p.req.ClientID, p.req.ClientCommitID, res)
+	return tx.commitRejected(ctx, p.req.ClientID, p.req.ClientCommitID, res)
 }
 
 // replay answers a stored result (PUSH-1): as this call's own when an

@@ -45,10 +45,17 @@ func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
 // CodeDuplicateReactionKey — from this call or, on engines that buffer
 // writes, from Commit. An empty list is a no-op. The driver's Tx lacking
 // the reactions Tx half → CodeUnsupported (ERR-2).
-func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
+func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) (err error) {
+	defer tx.observe(&ctx, "Tx.EnqueueReactions").done(&err)
 	if err := checkCtx(ctx, "Tx.EnqueueReactions"); err != nil {
 		return err
 	}
+	return tx.enqueueReactions(ctx, sourceCommitSeq, reactions)
+}
+
+// enqueueReactions is EnqueueReactions after checkCtx, unobserved (Push's
+// Call covers it).
+func (tx *Tx) enqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
 	const op = "Tx.EnqueueReactions"
 	rt, ok := tx.tx.(driver.ReactionsTx)
 	if !ok {
@@ -115,7 +122,8 @@ func checkLease(op string, nowMs, leaseMs int64) error {
 // type — an empty list is CodeInvalidArgument and claims nothing (RX-2: a
 // worker names the types it handles; "every type" is never implied);
 // LeaseMs > 0 (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
-func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
+func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) (_ []driver.Reaction, err error) {
+	defer s.observe(&ctx, "Store.ClaimReactions", partition).done(&err)
 	if err := checkCtx(ctx, "ClaimReactions"); err != nil {
 		return *new([]driver.Reaction), err
 	}
@@ -150,7 +158,8 @@ func checkOwnerOp(op, partition, key, owner string) error {
 // when it is leased to owner; otherwise it reports false and changes
 // nothing (RX-5). A lease stays owner's after its expiry until another
 // claim takes the row. Input: V-1, V-2 (CodeInvalidArgument).
-func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error) {
+func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (_ bool, err error) {
+	defer s.observe(&ctx, "Store.CompleteReaction", partition).done(&err)
 	if err := checkCtx(ctx, "CompleteReaction"); err != nil {
 		return *new(bool), err
 	}
@@ -169,7 +178,8 @@ func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner stri
 // expire at nowMs + leaseMs and reports true; otherwise false, nothing
 // changed (RX-5). A worker's heartbeat: false means ownership is lost.
 // Input: V-1, V-2, leaseMs > 0 (CodeInvalidArgument).
-func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error) {
+func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (_ bool, err error) {
+	defer s.observe(&ctx, "Store.ExtendReactionLease", partition).done(&err)
 	if err := checkCtx(ctx, "ExtendReactionLease"); err != nil {
 		return *new(bool), err
 	}
@@ -194,15 +204,17 @@ func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner s
 // Details "" or a valid JSON document of ≤ 8,192 bytes
 // (MaxFailureDetailsBytes). Never store exception text in Details.
 func (s *Store) FailReaction(ctx context.Context, partition, key, owner string, req driver.FailRequest) (bool, error) {
-	if err := checkCtx(ctx, "FailReaction"); err != nil {
-		return *new(bool), err
-	}
 	return s.failReaction(ctx, "FailReaction", partition, key, owner, req, false)
 }
 
 // failReaction is FailReaction; reserved lets the Worker record the SDK's
-// own "reaction." codes.
-func (s *Store) failReaction(ctx context.Context, op, partition, key, owner string, req driver.FailRequest, reserved bool) (bool, error) {
+// own "reaction." codes. Its calls, the Worker's too, report
+// Store.FailReaction to the hooks.
+func (s *Store) failReaction(ctx context.Context, op, partition, key, owner string, req driver.FailRequest, reserved bool) (_ bool, err error) {
+	defer s.observe(&ctx, "Store.FailReaction", partition).done(&err)
+	if err := checkCtx(ctx, op); err != nil {
+		return false, err
+	}
 	rc, err := s.reactions(op)
 	if err != nil {
 		return false, err
@@ -246,7 +258,8 @@ func checkFailure(op, code string, details driver.JSON, reserved bool) error {
 // false and changes nothing (RX-7). Its last failure is cleared, as
 // upstream does (the failure that dead-lettered it is in the operator's
 // hands when they retry). Input: V-1, V-2.
-func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
+func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (_ bool, err error) {
+	defer s.observe(&ctx, "Store.RetryReaction", partition).done(&err)
 	if err := checkCtx(ctx, "RetryReaction"); err != nil {
 		return *new(bool), err
 	}
@@ -263,7 +276,8 @@ func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs 
 
 // GetReaction returns the reaction of partition with key, and false when
 // there is none (RX-11). Input: V-1, key V-2 (CodeInvalidArgument).
-func (s *Store) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
+func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ driver.Reaction, _ bool, err error) {
+	defer s.observe(&ctx, "Store.GetReaction", partition).done(&err)
 	if err := checkCtx(ctx, "GetReaction"); err != nil {
 		return *new(driver.Reaction), *new(bool), err
 	}
@@ -286,7 +300,8 @@ func (s *Store) GetReaction(ctx context.Context, partition, key string) (driver.
 // than Limit is the last). Input: V-1; statuses among the four of driver
 // (else CodeInvalidArgument); types V-2; AfterKey "" or V-2; Limit
 // 1…10,000 (CodeInvalidLimit).
-func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
+func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) (_ []driver.Reaction, err error) {
+	defer s.observe(&ctx, "Store.ListReactions", partition).done(&err)
 	if err := checkCtx(ctx, "ListReactions"); err != nil {
 		return *new([]driver.Reaction), err
 	}
@@ -322,7 +337,8 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q driver.Re
 // (strict). Pending and leased reactions are never pruned; nothing but
 // reactions changes (RX-9, RX-10). It returns the number deleted per
 // status. Input: V-1; Limit 1…10,000 (CodeInvalidLimit).
-func (s *Store) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
+func (s *Store) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (_ map[driver.ReactionStatus]int64, err error) {
+	defer s.observe(&ctx, "Store.PruneReactions", partition).done(&err)
 	if err := checkCtx(ctx, "PruneReactions"); err != nil {
 		return *new(map[driver.ReactionStatus]int64), err
 	}

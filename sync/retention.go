@@ -13,7 +13,8 @@ import "context"
 // returns how many it deleted (PR-7). A client that retries a push whose
 // result is gone gets the push applied again, so keep results at least as
 // long as a client may retry (RetentionPolicy.PushResultRetention).
-func (s *Store) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+func (s *Store) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.DeletePushResultsBefore", partition).done(&err)
 	const op = "DeletePushResultsBefore"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return 0, err
@@ -26,7 +27,8 @@ func (s *Store) DeletePushResultsBefore(ctx context.Context, partition string, b
 // whose UpdatedAtMs is strictly before beforeMs, oldest first, and returns
 // how many it deleted; a record refreshed meanwhile is never deleted
 // (CR-4).
-func (s *Store) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
+func (s *Store) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.DeleteClientRecordsBefore", partition).done(&err)
 	const op = "DeleteClientRecordsBefore"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {
 		return 0, err
@@ -38,7 +40,8 @@ func (s *Store) DeleteClientRecordsBefore(ctx context.Context, partition string,
 // (CodeInvalidArgument): the smallest cursor ≥ atLeast among partition's
 // client records updated at or after updatedSinceMs, and true; 0 and
 // false when there is none (CR-5).
-func (s *Store) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
+func (s *Store) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (_ int64, _ bool, err error) {
+	defer s.observe(&ctx, "Store.MinClientCursor", partition).done(&err)
 	const op = "MinClientCursor"
 	if err := firstErr(checkCtx(ctx, op), idPartition.check(op, partition), checkSeq(op, "atLeast", atLeast, "CR-5")); err != nil {
 		return 0, false, err

@@ -73,7 +73,8 @@ func (s *Store) retryPolicy() RetryPolicy {
 // and running fn again could apply it twice. The caller re-reads what the
 // Tx wrote (for a push, its push result) to learn the outcome. Every
 // other error of Commit means nothing of the Tx was written.
-func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) error {
+func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx context.Context, tx *Tx) error) (err error) {
+	defer s.observe(&ctx, "Store.RunInTx", partition).done(&err)
 	const op = "RunInTx"
 	if err := checkCtx(ctx, op); err != nil {
 		return err
@@ -87,12 +88,12 @@ func (s *Store) RunInTx(ctx context.Context, partition string, fn func(ctx conte
 	return s.runInTx(ctx, partition, nil, fn)
 }
 
-// runInTx is RunInTx on a valid partition with begin (nil: Store.Begin)
+// runInTx is RunInTx on a valid partition with begin (nil: Store.begin)
 // starting each attempt's Tx.
 func (s *Store) runInTx(ctx context.Context, partition string, begin func(ctx context.Context) (*Tx, error),
 	fn func(ctx context.Context, tx *Tx) error) error {
 	if begin == nil {
-		begin = func(ctx context.Context) (*Tx, error) { return s.Begin(ctx, partition) }
+		begin = func(ctx context.Context) (*Tx, error) { return s.begin(ctx, partition) }
 	}
 	pol := s.retryPolicy()
 	b := &backoff.ExponentialBackOff{
@@ -138,7 +139,7 @@ func (s *Store) runOnce(ctx context.Context, begin func(ctx context.Context) (*T
 	finished := false
 	defer func() {
 		if !finished {
-			_ = tx.Rollback(cleanup)
+			_ = tx.rollback(cleanup)
 		}
 	}()
 	if err := fn(ctx, tx); err != nil {
@@ -148,7 +149,7 @@ func (s *Store) runOnce(ctx context.Context, begin func(ctx context.Context) (*T
 		finished = true
 		return nil
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.commit(ctx); err != nil {
 		if driver.CodeOf(err) == driver.CodeTxFinished {
 			// fn ended the Tx through Driver(); it returned nil, so that
 			// was its intent (TX-5).

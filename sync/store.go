@@ -22,6 +22,7 @@ type Store struct {
 	schema atomic.Pointer[compiledSchema]
 	retry  atomic.Pointer[RetryPolicy]
 	push   atomic.Pointer[PushOptions]
+	hooks  atomic.Pointer[Hooks]
 	// replica serves the reads marked by AllowReplica (replica.go).
 	replica atomic.Pointer[Store]
 }
@@ -60,7 +61,11 @@ func (s *Store) DriverName() string { return s.name }
 // Close closes the driver.Conn, rolling back its open Txs. Every call
 // afterwards fails with CodeClosed (ErrClosed, not retryable), and a
 // second Close is a no-op (as the driver's, ERR-4).
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() (err error) {
+	ctx := context.Background()
+	defer s.observe(&ctx, "Store.Close", "").done(&err)
+	return s.conn.Close()
+}
 
 // Capabilities lists the optional capabilities the driver's Conn
 // implements, in driver.AllCapabilities order (detected by type
@@ -75,7 +80,8 @@ func (s *Store) Supports(c driver.Capability) bool { return driver.ConnHas(s.con
 // through the driver (SCH-3…SCH-7). On success the Store validates table
 // names and values against this schema from then on; on failure the
 // previously ensured schema, if any, stays in force.
-func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) (err error) {
+	defer s.observe(&ctx, "Store.EnsureSchema", "").done(&err)
 	if err := checkCtx(ctx, "EnsureSchema"); err != nil {
 		return err
 	}
@@ -102,22 +108,35 @@ func (s *Store) Schema() (driver.Schema, bool) {
 
 // Begin starts a write transaction on partition (TX-1), validated per V-1.
 // The Tx validates its input against the schema ensured when it began.
-func (s *Store) Begin(ctx context.Context, partition string) (*Tx, error) {
+func (s *Store) Begin(ctx context.Context, partition string) (_ *Tx, err error) {
+	defer s.observe(&ctx, "Store.Begin", partition).done(&err)
 	if err := checkCtx(ctx, "Begin"); err != nil {
 		return *new(*Tx), err
 	}
 	if err := idPartition.check("Begin", partition); err != nil {
 		return nil, err
 	}
+	return s.begin(ctx, partition)
+}
+
+// begin is Begin on a valid partition, unobserved: Push and RunInTx begin
+// their Txs with it (their Call covers it).
+func (s *Store) begin(ctx context.Context, partition string) (*Tx, error) {
 	dtx, err := s.conn.Begin(ctx, partition)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: dtx, schema: s.schema.Load(), store: s}, nil
+	return s.newTx(dtx), nil
+}
+
+// newTx wraps a driver.Tx the Store's driver began.
+func (s *Store) newTx(dtx driver.Tx) *Tx {
+	return &Tx{tx: dtx, schema: s.schema.Load(), store: s}
 }
 
 // MaxCommitSeq is driver.Conn's, after V-1.
-func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, error) {
+func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.MaxCommitSeq", partition).done(&err)
 	if err := checkCtx(ctx, "MaxCommitSeq"); err != nil {
 		return *new(int64), err
 	}
@@ -135,7 +154,8 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (int64, erro
 // beyond the head → CodeCursorAhead (WIN-8); no commit is returned with
 // either. A filter key with an empty value list matches nothing, but the
 // read still goes to the driver, so its cursor is checked like any other.
-func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
+func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) (_ []driver.Commit, err error) {
+	defer s.observe(&ctx, "Store.ReadCommitWindow", partition).done(&err)
 	if err := checkCtx(ctx, "ReadCommitWindow"); err != nil {
 		return *new([]driver.Commit), err
 	}
@@ -174,7 +194,8 @@ func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) error {
 }
 
 // CommitSeqBefore is driver.Conn's, after V-1 (atMs is any int64).
-func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
+func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.CommitSeqBefore", partition).done(&err)
 	if err := checkCtx(ctx, "CommitSeqBefore"); err != nil {
 		return *new(int64), err
 	}
@@ -185,7 +206,8 @@ func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int6
 }
 
 // GetRow is driver.Conn's, after V-1, SCH-8 and V-2 on id.
-func (s *Store) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+func (s *Store) GetRow(ctx context.Context, partition, table, id string) (_ driver.Row, _ bool, err error) {
+	defer s.observe(&ctx, "Store.GetRow", partition).done(&err)
 	if err := checkCtx(ctx, "GetRow"); err != nil {
 		return *new(driver.Row), *new(bool), err
 	}
@@ -210,7 +232,8 @@ func checkGetRow(op string, cs *compiledSchema, table, id string) error {
 // 1…10,000 (V-5); a filter with ≥ 1 key (V-6); AfterRowID "" or V-2. A
 // filter key with an empty value list matches nothing: the result is empty
 // and the driver is not called.
-func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) (_ []driver.Row, err error) {
+	defer s.observe(&ctx, "Store.ScanRows", partition).done(&err)
 	if err := checkCtx(ctx, "ScanRows"); err != nil {
 		return *new([]driver.Row), err
 	}
@@ -240,7 +263,8 @@ func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, e
 }
 
 // GetPushResult is driver.Conn's, after V-1, V-2 and V-7.
-func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (_ driver.PushResult, _ bool, err error) {
+	defer s.observe(&ctx, "Store.GetPushResult", partition).done(&err)
 	if err := checkCtx(ctx, "GetPushResult"); err != nil {
 		return *new(driver.PushResult), *new(bool), err
 	}
@@ -253,7 +277,8 @@ func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCo
 }
 
 // HorizonSeq is driver.Conn's, after V-1.
-func (s *Store) HorizonSeq(ctx context.Context, partition string) (int64, error) {
+func (s *Store) HorizonSeq(ctx context.Context, partition string) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.HorizonSeq", partition).done(&err)
 	if err := checkCtx(ctx, "HorizonSeq"); err != nil {
 		return *new(int64), err
 	}
@@ -265,7 +290,8 @@ func (s *Store) HorizonSeq(ctx context.Context, partition string) (int64, error)
 
 // SetHorizonSeq is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-1's bounds are the driver's.
-func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) error {
+func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) (err error) {
+	defer s.observe(&ctx, "Store.SetHorizonSeq", partition).done(&err)
 	if err := checkCtx(ctx, "SetHorizonSeq"); err != nil {
 		return err
 	}
@@ -278,7 +304,8 @@ func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) 
 
 // PruneCommitsThrough is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-2's bound is the driver's.
-func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (int64, error) {
+func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (_ int64, err error) {
+	defer s.observe(&ctx, "Store.PruneCommitsThrough", partition).done(&err)
 	if err := checkCtx(ctx, "PruneCommitsThrough"); err != nil {
 		return *new(int64), err
 	}
@@ -290,7 +317,8 @@ func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq i
 }
 
 // GetClientRecord is driver.Conn's, after V-1, V-2 and V-7.
-func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
+func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (_ driver.ClientRecord, _ bool, err error) {
+	defer s.observe(&ctx, "Store.GetClientRecord", partition).done(&err)
 	if err := checkCtx(ctx, "GetClientRecord"); err != nil {
 		return *new(driver.ClientRecord), *new(bool), err
 	}
@@ -304,7 +332,8 @@ func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string)
 // PutClientRecord is driver.Conn's, after V-1 and the record's checks:
 // client id (V-2, V-7), actor id (V-2), each subscription's id (V-2),
 // table (SCH-8) and filter text (V-6).
-func (s *Store) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
+func (s *Store) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) (err error) {
+	defer s.observe(&ctx, "Store.PutClientRecord", partition).done(&err)
 	if err := checkCtx(ctx, "PutClientRecord"); err != nil {
 		return err
 	}
@@ -323,7 +352,8 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec drive
 // "" = from the first), at most limit (CR-2, CR-3). Checks: V-1
 // partition; afterClientID "" or a valid client id (V-2, V-7); limit
 // 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
+func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) (_ []driver.ClientCursor, err error) {
+	defer s.observe(&ctx, "Store.ListClientCursors", partition).done(&err)
 	if err := checkCtx(ctx, "ListClientCursors"); err != nil {
 		return *new([]driver.ClientCursor), err
 	}
@@ -337,7 +367,8 @@ func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID 
 
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch
 // (REG-1, V-2 → CodeInvalidArgument).
-func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (driver.PartitionEntry, error) {
+func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (_ driver.PartitionEntry, err error) {
+	defer s.observe(&ctx, "Store.TouchPartition", partition).done(&err)
 	if err := checkCtx(ctx, "TouchPartition"); err != nil {
 		return *new(driver.PartitionEntry), err
 	}
@@ -350,7 +381,8 @@ func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64
 
 // RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
 // epoch (REG-1, V-2 → CodeInvalidArgument).
-func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
+func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (_ driver.PartitionEntry, err error) {
+	defer s.observe(&ctx, "Store.RotatePartitionLogEpoch", partition).done(&err)
 	if err := checkCtx(ctx, "RotatePartitionLogEpoch"); err != nil {
 		return *new(driver.PartitionEntry), err
 	}
@@ -363,7 +395,8 @@ func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch st
 
 // ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
 // and limit 1…10,000 (V-5).
-func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
+func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) (_ []driver.PartitionEntry, err error) {
+	defer s.observe(&ctx, "Store.ListPartitionRegistry", "").done(&err)
 	if err := checkCtx(ctx, "ListPartitionRegistry"); err != nil {
 		return *new([]driver.PartitionEntry), err
 	}
@@ -376,7 +409,8 @@ func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string
 
 // ListPartitions is driver.Conn's, after afterPartition "" or V-1 and
 // limit 1…10,000 (V-5).
-func (s *Store) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
+func (s *Store) ListPartitions(ctx context.Context, afterPartition string, limit int) (_ []string, err error) {
+	defer s.observe(&ctx, "Store.ListPartitions", "").done(&err)
 	if err := checkCtx(ctx, "ListPartitions"); err != nil {
 		return *new([]string), err
 	}

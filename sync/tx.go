@@ -61,7 +61,8 @@ func (tx *Tx) As(target any) bool {
 
 // GetRow is driver.Tx's, after SCH-8 and V-2 on id; it sees the Tx's own
 // writes (TX-3).
-func (tx *Tx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, error) {
+func (tx *Tx) GetRow(ctx context.Context, table, id string) (_ driver.Row, _ bool, err error) {
+	defer tx.observe(&ctx, "Tx.GetRow").done(&err)
 	if err := checkCtx(ctx, "Tx.GetRow"); err != nil {
 		return *new(driver.Row), *new(bool), err
 	}
@@ -74,7 +75,8 @@ func (tx *Tx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, e
 // ScanRows is driver.Tx's, after the checks of Store.ScanRows; it sees the
 // Tx's own writes (TX-3). A filter key with an empty value list matches
 // nothing: the result is empty and the driver is not called.
-func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, error) {
+func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (_ []driver.Row, err error) {
+	defer tx.observe(&ctx, "Tx.ScanRows").done(&err)
 	if err := checkCtx(ctx, "Tx.ScanRows"); err != nil {
 		return *new([]driver.Row), err
 	}
@@ -87,7 +89,8 @@ func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, e
 
 // GetPushResult is driver.Tx's, after V-2 and V-7; it sees results staged
 // in the Tx (TX-3).
-func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (_ driver.PushResult, _ bool, err error) {
+	defer tx.observe(&ctx, "Tx.GetPushResult").done(&err)
 	if err := checkCtx(ctx, "Tx.GetPushResult"); err != nil {
 		return *new(driver.PushResult), *new(bool), err
 	}
@@ -102,7 +105,8 @@ func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string
 // every value against its column (V-3 → CodeInvalidValue naming the
 // column), and row.ID and row.Scopes against the primary-key and scope
 // columns (V-4 → CodeInvalidValue). ServerVersion is any int64 (ROW-2).
-func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) (err error) {
+	defer tx.observe(&ctx, "Tx.UpsertRow").done(&err)
 	if err := checkCtx(ctx, "Tx.UpsertRow"); err != nil {
 		return err
 	}
@@ -118,7 +122,8 @@ func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error
 }
 
 // DeleteRow is driver.Tx's, after SCH-8 and V-2 on id.
-func (tx *Tx) DeleteRow(ctx context.Context, table, id string) error {
+func (tx *Tx) DeleteRow(ctx context.Context, table, id string) (err error) {
+	defer tx.observe(&ctx, "Tx.DeleteRow").done(&err)
 	if err := checkCtx(ctx, "Tx.DeleteRow"); err != nil {
 		return err
 	}
@@ -134,7 +139,8 @@ func (tx *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // valid as a row's (V-3) with RowID and Scopes matching them (V-4); a
 // delete with no values, RowVersion 0 (CodeInvalidArgument) and exactly
 // the table's scope variables (V-4). CreatedAtMs is any int64.
-func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (int64, error) {
+func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (_ int64, err error) {
+	defer tx.observe(&ctx, "Tx.AppendCommit").done(&err)
 	if err := checkCtx(ctx, "Tx.AppendCommit"); err != nil {
 		return *new(int64), err
 	}
@@ -146,7 +152,8 @@ func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (int64, er
 
 // PutPushResult is driver.Tx's (first writer wins, PR-3), after V-2 and
 // V-7 on the key and V-8 on r (see CommitRejected for r's checks).
-func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) (err error) {
+	defer tx.observe(&ctx, "Tx.PutPushResult").done(&err)
 	if err := checkCtx(ctx, "Tx.PutPushResult"); err != nil {
 		return err
 	}
@@ -166,10 +173,17 @@ func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string
 // prefixes allowed), Details "" or JSON, ServerRow values of value types.
 // A rejected call leaves the Tx open with its staged writes; the caller
 // still ends it.
-func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) (err error) {
+	defer tx.observe(&ctx, "Tx.CommitRejected").done(&err)
 	if err := checkCtx(ctx, "Tx.CommitRejected"); err != nil {
 		return err
 	}
+	return tx.commitRejected(ctx, clientID, clientCommitID, r)
+}
+
+// commitRejected is CommitRejected after checkCtx, unobserved (Push's
+// Call covers it).
+func (tx *Tx) commitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	const op = "Tx.CommitRejected"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return err
@@ -185,19 +199,31 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 }
 
 // Commit is driver.Tx's (TX-2, TX-9).
-func (tx *Tx) Commit(ctx context.Context) error {
+func (tx *Tx) Commit(ctx context.Context) (err error) {
+	defer tx.observe(&ctx, "Tx.Commit").done(&err)
 	if err := checkCtx(ctx, "Tx.Commit"); err != nil {
 		return err
 	}
+	return tx.commit(ctx)
+}
+
+// commit is Commit, unobserved (RunInTx's Call covers it).
+func (tx *Tx) commit(ctx context.Context) error {
 	tx.ended.Store(true)
 	return tx.tx.Commit(ctx)
 }
 
 // Rollback is driver.Tx's (TX-2); a second call is a no-op (TX-5).
-func (tx *Tx) Rollback(ctx context.Context) error {
+func (tx *Tx) Rollback(ctx context.Context) (err error) {
+	defer tx.observe(&ctx, "Tx.Rollback").done(&err)
 	if err := checkCtx(ctx, "Tx.Rollback"); err != nil {
 		return err
 	}
+	return tx.rollback(ctx)
+}
+
+// rollback is Rollback, unobserved (Push's and RunInTx's Call covers it).
+func (tx *Tx) rollback(ctx context.Context) error {
 	tx.ended.Store(true)
 	return tx.tx.Rollback(ctx)
 }
