@@ -15,7 +15,7 @@ import (
 func (s *Store) admin(op string) (driver.AdminConn, error) {
 	a, ok := s.conn.(driver.AdminConn)
 	if !ok {
-		return nil, s.unsupported(op, driver.CapAdmin)
+		return nil, s.unsupported(op, CapAdmin)
 	}
 	return a, nil
 }
@@ -25,13 +25,13 @@ func (s *Store) admin(op string) (driver.AdminConn, error) {
 // the exclusive position (q.AfterUpdatedAtMs, q.AfterClientID), at most
 // q.Limit; q.Next(last) is the query of the next page, so every record is
 // reachable however many share one UpdatedAtMs (ADM-2; see
-// driver.ClientRecordQuery). Checks: V-1 partition; q.AfterClientID "" or
+// ClientRecordQuery). Checks: V-1 partition; q.AfterClientID "" or
 // a valid client id (V-2, V-7), and "" only with q.AfterUpdatedAtMs 0
 // (CodeInvalidArgument, ADM-2); q.Limit 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) (_ []driver.ClientRecord, err error) {
+func (s *Store) ListClientRecords(ctx context.Context, partition string, q ClientRecordQuery) (_ []ClientRecord, err error) {
 	defer s.observe(&ctx, "Store.ListClientRecords", partition).done(&err)
 	if err := checkCtx(ctx, "ListClientRecords"); err != nil {
-		return *new([]driver.ClientRecord), err
+		return *new([]ClientRecord), err
 	}
 	const op = "ListClientRecords"
 	a, err := s.admin(op)
@@ -47,7 +47,7 @@ func (s *Store) ListClientRecords(ctx context.Context, partition string, q drive
 
 // checkClientRecordPosition checks q's position: the zero position, or a
 // valid client id (V-2, V-7) with any time.
-func checkClientRecordPosition(op string, q driver.ClientRecordQuery) error {
+func checkClientRecordPosition(op string, q ClientRecordQuery) error {
 	if q.AfterClientID == "" && q.AfterUpdatedAtMs != 0 {
 		return argErr(op, "ADM-2", "afterUpdatedAtMs is set without afterClientID")
 	}
@@ -59,10 +59,10 @@ func checkClientRecordPosition(op string, q driver.ClientRecordQuery) error {
 // passing the last seq of a page as the next beforeSeq reaches every page
 // (ADM-1). Checks: V-1 partition, beforeSeq ≥ 0 (CodeInvalidArgument),
 // limit 1…10,000 (V-5).
-func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) (_ []driver.CommitMeta, err error) {
+func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) (_ []CommitMeta, err error) {
 	defer s.observe(&ctx, "Store.ListCommitMeta", partition).done(&err)
 	if err := checkCtx(ctx, "ListCommitMeta"); err != nil {
-		return *new([]driver.CommitMeta), err
+		return *new([]CommitMeta), err
 	}
 	const op = "ListCommitMeta"
 	a, err := s.admin(op)
@@ -83,31 +83,31 @@ func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq 
 // afterSeq (CodeInvalidArgument), a filter with ≥ 1 key
 // (CodeScanRequiresScope, V-6) of valid text. A key with an empty value
 // list matches nothing: the result is zero and the driver is not called.
-func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (_ driver.ScopeActivity, err error) {
+func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filter ScopeFilter, afterSeq, throughSeq int64) (_ ScopeActivity, err error) {
 	defer s.observe(&ctx, "Store.ScopeActivity", partition).done(&err)
 	if err := checkCtx(ctx, "ScopeActivity"); err != nil {
-		return *new(driver.ScopeActivity), err
+		return *new(ScopeActivity), err
 	}
 	const op = "ScopeActivity"
 	a, err := s.admin(op)
 	if err != nil {
-		return driver.ScopeActivity{}, err
+		return ScopeActivity{}, err
 	}
 	if err := idPartition.check(op, partition); err != nil {
-		return driver.ScopeActivity{}, err
+		return ScopeActivity{}, err
 	}
 	if _, err := s.schema.Load().table(op, table); err != nil {
-		return driver.ScopeActivity{}, err
+		return ScopeActivity{}, err
 	}
 	if err := checkSeq(op, "afterSeq", afterSeq, "ADM-1"); err != nil {
-		return driver.ScopeActivity{}, err
+		return ScopeActivity{}, err
 	}
 	if throughSeq < afterSeq {
-		return driver.ScopeActivity{}, argErr(op, "ADM-1", "throughSeq is below afterSeq")
+		return ScopeActivity{}, argErr(op, "ADM-1", "throughSeq is below afterSeq")
 	}
 	empty, err := checkFilter(op, filter)
 	if err != nil || empty {
-		return driver.ScopeActivity{}, err
+		return ScopeActivity{}, err
 	}
 	return a.ScopeActivity(ctx, partition, table, filter, afterSeq, throughSeq)
 }
@@ -115,10 +115,10 @@ func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filt
 // RowScopes returns the scopes of the current row (table, rowID) and
 // true, or false when it does not exist (ADM-1). Checks: V-1 partition, a
 // known table (SCH-8), V-2 row id.
-func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (_ driver.Scopes, _ bool, err error) {
+func (s *Store) RowScopes(ctx context.Context, partition, table, rowID string) (_ Scopes, _ bool, err error) {
 	defer s.observe(&ctx, "Store.RowScopes", partition).done(&err)
 	if err := checkCtx(ctx, "RowScopes"); err != nil {
-		return *new(driver.Scopes), *new(bool), err
+		return *new(Scopes), *new(bool), err
 	}
 	const op = "RowScopes"
 	a, err := s.admin(op)

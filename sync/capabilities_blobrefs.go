@@ -21,7 +21,7 @@ var (
 func (s *Store) blobRefs(op string) (driver.BlobRefsConn, error) {
 	b, ok := s.conn.(driver.BlobRefsConn)
 	if !ok {
-		return nil, s.unsupported(op, driver.CapBlobRefs)
+		return nil, s.unsupported(op, CapBlobRefs)
 	}
 	return b, nil
 }
@@ -41,7 +41,7 @@ func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []st
 	const op = "Tx.SetBlobRefs"
 	b, ok := tx.tx.(driver.BlobRefsTx)
 	if !ok {
-		return tx.store.unsupported(op, driver.CapBlobRefs)
+		return tx.store.unsupported(op, CapBlobRefs)
 	}
 	if _, err := tx.schema.table(op, table); err != nil {
 		return err
@@ -61,10 +61,10 @@ func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []st
 // reference blobID, each with its table, id and current scopes, at most
 // limit (BLOB-1; no order is promised). Checks: V-1 partition, V-2 blob
 // id, limit 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) (_ []driver.BlobRowRef, err error) {
+func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID string, limit int) (_ []BlobRowRef, err error) {
 	defer s.observe(&ctx, "Store.ListRowsReferencingBlob", partition).done(&err)
 	if err := checkCtx(ctx, "ListRowsReferencingBlob"); err != nil {
-		return *new([]driver.BlobRowRef), err
+		return *new([]BlobRowRef), err
 	}
 	const op = "ListRowsReferencingBlob"
 	b, err := s.blobRefs(op)

@@ -29,41 +29,41 @@ const MaxQueryBytes = 100_000
 // the ensured schema (CodeUnknownTable, SCH-8); q.SQL non-empty valid
 // UTF-8 without NUL, at most MaxQueryBytes; each bind value an int64, a
 // finite float64, a string of valid UTF-8 without NUL, a []byte, a bool,
-// nil, or a driver.JSON document (bound as its text) — any other input →
+// nil, or a JSON document (bound as its text) — any other input →
 // CodeQueryInvalid (AQ-1). The driver refuses, with CodeQueryInvalid, a
 // second statement, a statement of another kind, a read of any relation
 // but the declared tables (infrastructure tables and system catalogs
 // included), a declared table the SQL does not read, and a bind value
 // count that does not match the parameters; nothing is ever written.
-// q.Limits outside driver.QueryLimits' ranges → CodeInvalidLimit (V-5).
+// q.Limits outside QueryLimits' ranges → CodeInvalidLimit (V-5).
 // A query that hits one of q.Limits (zero fields: the defaults — 10,000
 // rows, 16 MiB of result, 1 MiB per value, 5 s on the engine) or whose
 // text is too deeply nested to rewrite → CodeQueryLimit, a
-// *driver.QueryLimitError naming the bound; not retryable (AQ-6).
+// *QueryLimitError naming the bound; not retryable (AQ-6).
 // Without the capability → CodeUnsupported (ERR-2).
-func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (_ driver.QueryResult, err error) {
+func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q Query) (_ QueryResult, err error) {
 	defer s.observe(&ctx, "Store.AuthoritativeQuery", partition).done(&err)
 	if err := checkCtx(ctx, "AuthoritativeQuery"); err != nil {
-		return *new(driver.QueryResult), err
+		return *new(QueryResult), err
 	}
 	const op = "AuthoritativeQuery"
 	aq, ok := s.reader(ctx).(driver.AuthoritativeQueryConn)
 	if !ok {
-		return driver.QueryResult{}, s.unsupported(op, driver.CapAuthoritativeQuery)
+		return QueryResult{}, s.unsupported(op, CapAuthoritativeQuery)
 	}
 	if err := idPartition.check(op, partition); err != nil {
-		return driver.QueryResult{}, err
+		return QueryResult{}, err
 	}
 	if err := s.schema.Load().checkQuery(op, q); err != nil {
-		return driver.QueryResult{}, err
+		return QueryResult{}, err
 	}
 	return aq.AuthoritativeQuery(ctx, partition, q)
 }
 
 // checkQuery checks what AuthoritativeQuery checks after the partition.
-func (cs *compiledSchema) checkQuery(op string, q driver.Query) error {
+func (cs *compiledSchema) checkQuery(op string, q Query) error {
 	invalid := func(format string, args ...any) error {
-		e := driver.Errorf(driver.CodeQueryInvalid, format, args...)
+		e := driver.Errorf(CodeQueryInvalid, format, args...)
 		e.Message = op + ": " + e.Message + " (AQ-1)"
 		return e
 	}
@@ -76,7 +76,7 @@ func (cs *compiledSchema) checkQuery(op string, q driver.Query) error {
 		}
 	}
 	if err := q.Limits.Check(); err != nil {
-		e := err.(*driver.Error)
+		e := err.(*Error)
 		e.Message = op + ": " + e.Message
 		return e
 	}
@@ -111,11 +111,11 @@ func queryArgProblem(a any) string {
 		return badText(x)
 	case []byte:
 		return ""
-	case driver.JSON:
+	case JSON:
 		if !utf8.ValidString(string(x)) || !json.Valid([]byte(x)) {
 			return "is not a valid JSON document"
 		}
 		return ""
 	}
-	return fmt.Sprintf("is a %T; want int64, float64, string, []byte, bool, nil or driver.JSON", a)
+	return fmt.Sprintf("is a %T; want int64, float64, string, []byte, bool, nil or JSON", a)
 }

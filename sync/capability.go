@@ -15,8 +15,8 @@ import (
 
 // unsupported returns the ERR-2 error for capability c on the Store's
 // driver.
-func (s *Store) unsupported(op string, c driver.Capability) error {
-	e := driver.Errorf(driver.CodeUnsupported, "%s: capability %s is not implemented by driver %s (ERR-2)", op, c, s.driverLabel())
+func (s *Store) unsupported(op string, c Capability) error {
+	e := driver.Errorf(CodeUnsupported, "%s: capability %s is not implemented by driver %s (ERR-2)", op, c, s.driverLabel())
 	e.Capability = c
 	return e
 }
@@ -39,15 +39,15 @@ func (s *Store) driverLabel() string {
 // index (CodeIndexNotFound), wrong value count
 // (CodeIndexValueCountMismatch), value of the wrong type
 // (CodeInvalidValue); then AfterRowID ("" or V-2).
-func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) (_ []driver.Row, err error) {
+func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q IndexQuery) (_ []Row, err error) {
 	defer s.observe(&ctx, "Store.ScanRowsByIndex", partition).done(&err)
 	if err := checkCtx(ctx, "ScanRowsByIndex"); err != nil {
-		return *new([]driver.Row), err
+		return *new([]Row), err
 	}
 	const op = "ScanRowsByIndex"
 	ixl, ok := s.reader(ctx).(driver.IndexLookupConn)
 	if !ok {
-		return nil, s.unsupported(op, driver.CapIndexLookup)
+		return nil, s.unsupported(op, CapIndexLookup)
 	}
 	if err := idPartition.check(op, partition); err != nil {
 		return nil, err
@@ -61,15 +61,15 @@ func (s *Store) ScanRowsByIndex(ctx context.Context, partition string, q driver.
 // ScanRowsByIndex is Store.ScanRowsByIndex inside the Tx: the lookup sees
 // the Tx's staged upserts, moves and deletes (IXL-3). A driver lacking
 // either half of index-lookup → CodeUnsupported (ERR-2).
-func (tx *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (_ []driver.Row, err error) {
+func (tx *Tx) ScanRowsByIndex(ctx context.Context, q IndexQuery) (_ []Row, err error) {
 	defer tx.observe(&ctx, "Tx.ScanRowsByIndex").done(&err)
 	if err := checkCtx(ctx, "Tx.ScanRowsByIndex"); err != nil {
-		return *new([]driver.Row), err
+		return *new([]Row), err
 	}
 	const op = "Tx.ScanRowsByIndex"
 	ixl, ok := tx.tx.(driver.IndexLookupTx)
-	if !ok || !tx.store.Supports(driver.CapIndexLookup) { // both halves (ERR-3)
-		return nil, tx.store.unsupported(op, driver.CapIndexLookup)
+	if !ok || !tx.store.Supports(CapIndexLookup) { // both halves (ERR-3)
+		return nil, tx.store.unsupported(op, CapIndexLookup)
 	}
 	if err := tx.schema.checkIndexQuery(op, q); err != nil {
 		return nil, err

@@ -38,14 +38,14 @@
 // the same *Error code, and messages never contain the value at fault,
 // nor partition names (V-10).
 //
-// Row values use the Go type of their column type (see driver.ColumnType):
-// string, int64 (not int), finite float64, bool, driver.JSON, non-nil
+// Row values use the Go type of their column type (see ColumnType):
+// string, int64 (not int), finite float64, bool, JSON, non-nil
 // []byte; NULL is an untyped nil. A row's scopes are the values of its
 // table's scope columns; ScopesOf computes them from the values:
 //
 //	t, _ := schema.Table("todos")
-//	values := driver.Values{"id": "t1", "project_id": "p7", …}
-//	row := driver.Row{ID: "t1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(t, values)}
+//	values := Values{"id": "t1", "project_id": "p7", …}
+//	row := Row{ID: "t1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(t, values)}
 //
 // # Transactions
 //
@@ -79,12 +79,12 @@
 //
 //	resp, err := store.Push(ctx, partition, sync.PushRequest{
 //		ClientID: "phone-1", ClientCommitID: "c-42", ActorID: user,
-//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: driver.OpUpsert,
+//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: OpUpsert,
 //			Values: values, BaseVersion: sync.Version(3)}},
 //	})
 //	switch {
 //	case err != nil: // bad input (typed, nothing written) or the engine failed
-//	case resp.Status == driver.PushRejected: // resp.Ops says which op and why
+//	case resp.Status == PushRejected: // resp.Ops says which op and why
 //	default: // applied at resp.CommitSeq; resp.Changes for live delivery
 //	}
 //
@@ -130,7 +130,7 @@
 //
 // # Errors
 //
-// Every error is an *Error (an alias of driver.Error) or wraps one, with a
+// Every error is an *Error (an alias of Error) or wraps one, with a
 // stable Code (ERR-1). Test it with errors.Is against the sentinels
 // (sync.ErrInvalidValue, …) and read details with errors.As:
 //

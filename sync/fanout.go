@@ -23,7 +23,7 @@ import (
 // docs/scaling.md. Without the capability → CodeUnsupported (ERR-2); a
 // closed Store → CodeClosed; CodeUnavailable when the engine cannot be
 // reached to start the subscription.
-func (s *Store) SubscribeCommits(ctx context.Context) (_ <-chan driver.CommitWake, err error) {
+func (s *Store) SubscribeCommits(ctx context.Context) (_ <-chan CommitWake, err error) {
 	defer s.observe(&ctx, "Store.SubscribeCommits", "").done(&err)
 	const op = "SubscribeCommits"
 	if err := checkCtx(ctx, op); err != nil {
@@ -31,7 +31,7 @@ func (s *Store) SubscribeCommits(ctx context.Context) (_ <-chan driver.CommitWak
 	}
 	f, ok := s.conn.(driver.CommitFanoutConn)
 	if !ok {
-		return nil, s.unsupported(op, driver.CapCommitFanout)
+		return nil, s.unsupported(op, CapCommitFanout)
 	}
 	return f.SubscribeCommits(ctx)
 }

@@ -118,7 +118,7 @@ func (o observation) done(err *error) {
 		return
 	}
 	if r := recover(); r != nil {
-		o.end(driver.Errorf(driver.CodeInternal, "%s panicked", o.op))
+		o.end(driver.Errorf(CodeInternal, "%s panicked", o.op))
 		panic(r)
 	}
 	o.end(*err)

@@ -79,7 +79,7 @@ func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (_ 
 	// horizon are read at once; then every subscription, at most
 	// pullParallelReads at a time, all through the one head.
 	var (
-		rec     driver.ClientRecord
+		rec     ClientRecord
 		found   bool
 		head    int64
 		horizon int64
@@ -103,7 +103,7 @@ func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (_ 
 		return PullResponse{}, err
 	}
 	if found && rec.ActorID != req.ActorID {
-		return PullResponse{}, driver.Errorf(driver.CodeClientActorMismatch,
+		return PullResponse{}, driver.Errorf(CodeClientActorMismatch,
 			"%s: the client id is bound to another actor; a client id belongs to the actor that first pulled with it (PULL-9)", op)
 	}
 	resp := PullResponse{MaxCommitSeq: head, Subscriptions: make([]PullResult, len(plans))}
@@ -123,10 +123,10 @@ func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (_ 
 	if at == 0 {
 		at = time.Now().UnixMilli()
 	}
-	rec = driver.ClientRecord{ClientID: req.ClientID, ActorID: req.ActorID, WireVersion: req.WireVersion,
-		Cursor: PullBootstrap, UpdatedAtMs: at, Subscriptions: make([]driver.Subscription, len(plans))}
+	rec = ClientRecord{ClientID: req.ClientID, ActorID: req.ActorID, WireVersion: req.WireVersion,
+		Cursor: PullBootstrap, UpdatedAtMs: at, Subscriptions: make([]Subscription, len(plans))}
 	for i, p := range plans {
-		rec.Subscriptions[i] = driver.Subscription{ID: p.sub.ID, Table: p.sub.Table, Scopes: p.sub.Scopes}
+		rec.Subscriptions[i] = Subscription{ID: p.sub.ID, Table: p.sub.Table, Scopes: p.sub.Scopes}
 		if r := resp.Subscriptions[i]; r.Status == PullActive && (rec.Cursor < 0 || r.NextCursor < rec.Cursor) {
 			rec.Cursor = r.NextCursor
 		}
@@ -239,9 +239,9 @@ func (s *Store) servePull(ctx context.Context, partition string, p pullPlan, hea
 		res.NextCursor = head
 		return res, nil
 	}
-	commits, err := s.conn.ReadCommitWindow(ctx, partition, driver.WindowQuery{Table: p.sub.Table,
+	commits, err := s.conn.ReadCommitWindow(ctx, partition, WindowQuery{Table: p.sub.Table,
 		Filter: p.sub.Scopes, AfterSeq: p.sub.Cursor, ThroughSeq: head, LimitChanges: p.limitChanges})
-	switch code := driver.CodeOf(err); {
+	switch code := CodeOf(err); {
 	case code == CodeCursorExpired || code == CodeCursorAhead:
 		return reset(code)
 	case err != nil:
@@ -272,7 +272,7 @@ func (s *Store) pullPage(ctx context.Context, partition string, p pullPlan, asOf
 	// last page never comes back empty; at MaxLimit a full page gets a
 	// token and the next one may be empty.
 	read := min(p.limitRows+1, MaxLimit)
-	rows, err := s.conn.ScanRows(ctx, partition, driver.ScanQuery{Table: p.sub.Table, Filter: p.sub.Scopes,
+	rows, err := s.conn.ScanRows(ctx, partition, ScanQuery{Table: p.sub.Table, Filter: p.sub.Scopes,
 		AfterRowID: afterRowID, Limit: read})
 	if err != nil {
 		return PullResult{}, err

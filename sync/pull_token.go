@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
-
-	"github.com/syncstore/syncstore/driver"
 )
 
 // A bootstrap token (PULL-4) resumes a pinned bootstrap: it carries the
@@ -45,7 +43,7 @@ type pullToken struct {
 // pullBinding returns the binding of a token to partition, table and
 // filter. The filter is canonical: keys and values sorted bytewise,
 // duplicate values dropped, every string length-prefixed.
-func pullBinding(partition, table string, f driver.ScopeFilter) []byte {
+func pullBinding(partition, table string, f ScopeFilter) []byte {
 	var b []byte
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))

@@ -39,7 +39,7 @@ import (
 //     (an op error with OpCodeConstraintViolation, never a raw engine
 //     error) discards every staged write and stores the rejected result
 //     with per-op results (CommitRejected, TX-8). A rejection is an
-//     answer, not an error: err is nil and Status is driver.PushRejected.
+//     answer, not an error: err is nil and Status is PushRejected.
 //   - Outcomes (PUSH-7): a commit the engine may or may not have taken
 //     (CodeCommitOutcomeUnknown, TX-10) is settled by reading the push
 //     result again, in a new Tx that waits for the partition: a result
@@ -102,7 +102,7 @@ func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ 
 		if err == nil {
 			return resp, nil
 		}
-		if driver.CodeOf(err) != driver.CodeCommitOutcomeUnknown {
+		if CodeOf(err) != CodeCommitOutcomeUnknown {
 			return PushResponse{}, err
 		}
 		// The Tx may have landed (TX-10): remember what it stored, then
@@ -162,7 +162,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 	n := len(req.Ops)
 	cur, exists := read.Rows, read.Found
 	nowMs := p.opts.Now().UnixMilli()
-	results := make([]driver.OpResult, 0, n)
+	results := make([]OpResult, 0, n)
 	for i, o := range req.Ops {
 		if p.opts.Authorize != nil {
 			in := AuthorizeInput{Partition: p.partition, ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
@@ -175,7 +175,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 				if err := checkRefusal(i, ref); err != nil {
 					return err
 				}
-				results = append(results, driver.OpResult{Status: driver.OpError, Code: ref.Code, Message: ref.Message,
+				results = append(results, OpResult{Status: OpError, Code: ref.Code, Message: ref.Message,
 					Retryable: ref.Retryable, Details: ref.Details})
 				return p.reject(ctx, tx, nowMs, results, resp)
 			}
@@ -185,7 +185,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 			version = cur[i].ServerVersion
 		}
 		if o.BaseVersion != nil && *o.BaseVersion != version {
-			c := driver.OpResult{Status: driver.OpConflict, Code: OpCodeVersionConflict, ServerVersion: version,
+			c := OpResult{Status: OpConflict, Code: OpCodeVersionConflict, ServerVersion: version,
 				Message: fmt.Sprintf("base version %d, server version %d", *o.BaseVersion, version)}
 			if exists[i] {
 				c.ServerRow = cur[i].Values
@@ -193,26 +193,26 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 			results = append(results, c)
 			return p.reject(ctx, tx, nowMs, results, resp)
 		}
-		results = append(results, driver.OpResult{Status: driver.OpApplied})
+		results = append(results, OpResult{Status: OpApplied})
 	}
 
-	changes := make([]driver.Change, 0, n)
+	changes := make([]Change, 0, n)
 	for i, o := range req.Ops {
 		switch o.Op {
-		case driver.OpUpsert:
+		case OpUpsert:
 			v := int64(1)
 			if exists[i] {
 				v = cur[i].ServerVersion + 1
 			}
-			row := driver.Row{ID: o.RowID, ServerVersion: v, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
+			row := Row{ID: o.RowID, ServerVersion: v, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
 			if err := dtx.UpsertRow(ctx, o.Table, row); err != nil {
-				if driver.CodeOf(err) != driver.CodeConstraintViolation {
+				if CodeOf(err) != CodeConstraintViolation {
 					return err
 				}
 				for j := range results[:i] {
 					results[j].ServerVersion = 0 // nothing of the commit is written
 				}
-				results = append(results[:i], driver.OpResult{Status: driver.OpError, Code: OpCodeConstraintViolation,
+				results = append(results[:i], OpResult{Status: OpError, Code: OpCodeConstraintViolation,
 					Message: "the row collides with another row of the partition on a unique index (SCH-10)"})
 				return p.reject(ctx, tx, nowMs, results, resp)
 			}
@@ -221,21 +221,21 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 				// The row leaves scope values it had: a delete under its
 				// old scopes tells their subscribers to drop it; the
 				// upsert after it reaches the new ones (PUSH-4).
-				changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpDelete, Scopes: cur[i].Scopes})
+				changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpDelete, Scopes: cur[i].Scopes})
 			}
-			changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpUpsert,
+			changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpUpsert,
 				Scopes: row.Scopes, Values: row.Values, RowVersion: v})
-		case driver.OpDelete:
+		case OpDelete:
 			if !exists[i] {
 				continue
 			}
 			if err := dtx.DeleteRow(ctx, o.Table, o.RowID); err != nil {
 				return err
 			}
-			changes = append(changes, driver.Change{Table: o.Table, RowID: o.RowID, Op: driver.OpDelete, Scopes: cur[i].Scopes})
+			changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpDelete, Scopes: cur[i].Scopes})
 		}
 	}
-	seq, err := dtx.AppendCommit(ctx, driver.CommitInput{ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
+	seq, err := dtx.AppendCommit(ctx, CommitInput{ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
 		ActorID: req.ActorID, CreatedAtMs: nowMs, Changes: changes})
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 			}
 		}
 	}
-	res := driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: nowMs,
+	res := PushResult{Status: PushApplied, CommitSeq: seq, RecordedAtMs: nowMs,
 		CacheIdentity: p.identity, Ops: results}
 	if err := dtx.PutPushResult(ctx, req.ClientID, req.ClientCommitID, res); err != nil {
 		return err
@@ -279,7 +279,7 @@ func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, e
 		tx := s.newTx(dtx)
 		if !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
 			_ = tx.rollback(context.WithoutCancel(ctx))
-			return nil, read, driver.Errorf(driver.CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
+			return nil, read, driver.Errorf(CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
 		}
 		return tx, read, nil
 	}
@@ -304,7 +304,7 @@ func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.P
 		return read, err
 	}
 	n := len(req.Ops)
-	read.Rows, read.Found = make([]driver.Row, n), make([]bool, n)
+	read.Rows, read.Found = make([]Row, n), make([]bool, n)
 	for i, o := range req.Ops {
 		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {
 			return read, err
@@ -315,8 +315,8 @@ func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.P
 
 // reject stores the rejected result with the per-op results so far and
 // ends the Tx (TX-8).
-func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []driver.OpResult, resp *PushResponse) error {
-	res := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: nowMs, CacheIdentity: p.identity, Ops: results}
+func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []OpResult, resp *PushResponse) error {
+	res := PushResult{Status: PushRejected, RecordedAtMs: nowMs, CacheIdentity: p.identity, Ops: results}
 	*resp = PushResponse{PushResult: res}
 	return tx.commitRejected(ctx, p.req.ClientID, p.req.ClientCommitID, res)
 }
@@ -325,14 +325,14 @@ func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []dr
 // attempt of this call whose outcome was unknown stored it (PUSH-7), as
 // a replay otherwise; CodeIdempotencyKeyReused when it was recorded for
 // another request (PUSH-2).
-func (p *pushPlan) replay(r driver.PushResult) (PushResponse, error) {
+func (p *pushPlan) replay(r PushResult) (PushResponse, error) {
 	for _, a := range p.attempts {
 		if sameResult(a.PushResult, r) {
 			return PushResponse{PushResult: r, Changes: a.Changes}, nil
 		}
 	}
 	if isPushIdentity(r.CacheIdentity) && r.CacheIdentity != p.identity {
-		e := driver.Errorf(driver.CodeIdempotencyKeyReused, "Push: a result is stored for this client id and client commit id, recorded for a different request (other ops, values, base versions or actor); push new ops under a new client commit id; nothing was written (PUSH-2)")
+		e := driver.Errorf(CodeIdempotencyKeyReused, "Push: a result is stored for this client id and client commit id, recorded for a different request (other ops, values, base versions or actor); push new ops under a new client commit id; nothing was written (PUSH-2)")
 		return PushResponse{}, e
 	}
 	return PushResponse{PushResult: r, Replayed: true}, nil
@@ -340,7 +340,7 @@ func (p *pushPlan) replay(r driver.PushResult) (PushResponse, error) {
 
 // sameResult reports whether stored is the result an attempt tried to
 // store: the same request, status, seq and record time.
-func sameResult(tried, stored driver.PushResult) bool {
+func sameResult(tried, stored PushResult) bool {
 	return tried.Status == stored.Status && tried.CommitSeq == stored.CommitSeq &&
 		tried.RecordedAtMs == stored.RecordedAtMs && tried.CacheIdentity == stored.CacheIdentity
 }
@@ -351,7 +351,7 @@ func checkRefusal(i int, r *Refusal) error {
 	if err := ValidateApplicationCode(r.Code); err != nil {
 		return withOpIndex(err, i)
 	}
-	return withOpIndex(checkOpResult(op, driver.OpResult{Status: driver.OpError, Code: r.Code, Message: r.Message, Details: r.Details}), i)
+	return withOpIndex(checkOpResult(op, OpResult{Status: OpError, Code: r.Code, Message: r.Message, Details: r.Details}), i)
 }
 
 // checkPush validates req (PUSH-8) and returns the plan to apply it:
@@ -367,7 +367,7 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 		return nil, argErr(op, "PUSH-8", "a push needs at least one op")
 	}
 	if n > MaxPushOps {
-		return nil, driver.Errorf(driver.CodePushTooLarge, "%s: %d ops, over the %d-op limit of one push; split the commit (PUSH-8)", op, n, MaxPushOps)
+		return nil, driver.Errorf(CodePushTooLarge, "%s: %d ops, over the %d-op limit of one push; split the commit (PUSH-8)", op, n, MaxPushOps)
 	}
 	p := &pushPlan{req: req, tables: make([]*compiledTable, n)}
 	p.req.Ops = make([]PushOp, n)
@@ -386,7 +386,7 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 			return nil, withOpIndex(argErr(oop, "PUSH-8", "base version %d is negative", *o.BaseVersion), i)
 		}
 		switch o.Op {
-		case driver.OpUpsert:
+		case OpUpsert:
 			if err := t.checkValues(oop, o.Values); err != nil {
 				return nil, withOpIndex(err, i)
 			}
@@ -394,18 +394,18 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 				return nil, withOpIndex(valueErr(oop, t.PrimaryKey, "V-4", "the row id does not equal the primary-key column %q", t.PrimaryKey), i)
 			}
 			size += valuesSize(o.Values)
-			v := make(driver.Values, len(o.Values))
+			v := make(Values, len(o.Values))
 			for k, x := range o.Values {
 				v[k] = x
 			}
 			o.Values = v
-		case driver.OpDelete:
+		case OpDelete:
 			if len(o.Values) != 0 {
 				return nil, withOpIndex(argErr(oop, "PUSH-8", "a delete carries no values"), i)
 			}
 			o.Values = nil
 		default:
-			return nil, withOpIndex(argErr(oop, "PUSH-8", "op must be %q or %q", driver.OpUpsert, driver.OpDelete), i)
+			return nil, withOpIndex(argErr(oop, "PUSH-8", "op must be %q or %q", OpUpsert, OpDelete), i)
 		}
 		key := [2]string{o.Table, o.RowID}
 		if j, dup := seen[key]; dup {
@@ -413,7 +413,7 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 		}
 		seen[key] = i
 		if size > MaxPushBytes {
-			return nil, withOpIndex(driver.Errorf(driver.CodePushTooLarge, "%s: the values of ops 0…%d exceed the %d-byte limit of one push; split the commit (PUSH-8)", op, i, MaxPushBytes), i)
+			return nil, withOpIndex(driver.Errorf(CodePushTooLarge, "%s: the values of ops 0…%d exceed the %d-byte limit of one push; split the commit (PUSH-8)", op, i, MaxPushBytes), i)
 		}
 		p.req.Ops[i], p.tables[i] = o, t
 	}
@@ -423,7 +423,7 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 
 // withOpIndex sets the op index of err, an *Error made by a check.
 func withOpIndex(err error, i int) error {
-	var e *driver.Error
+	var e *Error
 	if errors.As(err, &e) {
 		e.OpIndex = i
 	}
@@ -431,14 +431,14 @@ func withOpIndex(err error, i int) error {
 }
 
 // valuesSize is the size of an upsert's values for MaxPushBytes.
-func valuesSize(v driver.Values) int {
+func valuesSize(v Values) int {
 	n := 0
 	for k, x := range v {
 		n += len(k)
 		switch x := x.(type) {
 		case string:
 			n += len(x)
-		case driver.JSON:
+		case JSON:
 			n += len(x)
 		case []byte:
 			n += len(x)
@@ -505,7 +505,7 @@ func pushIdentity(req *PushRequest) string {
 				} else {
 					buf = append(buf, 0)
 				}
-			case driver.JSON:
+			case JSON:
 				buf = append(buf, 'j')
 				str(string(x))
 			case []byte:

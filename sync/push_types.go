@@ -3,8 +3,6 @@ package sync
 import (
 	"context"
 	"time"
-
-	"github.com/syncstore/syncstore/driver"
 )
 
 // The types of Store.Push (push.go), rule group PUSH of docs/contract.md.
@@ -33,7 +31,7 @@ const (
 	// OpCodeConstraintViolation: the op's row collides with another row
 	// of the partition on a declared unique index (SCH-10, PUSH-5). The
 	// same text as CodeConstraintViolation.
-	OpCodeConstraintViolation = string(driver.CodeConstraintViolation)
+	OpCodeConstraintViolation = string(CodeConstraintViolation)
 )
 
 // PushOp is one operation of a client commit.
@@ -43,14 +41,14 @@ type PushOp struct {
 	// RowID is the row's id (V-2): the value of the table's primary-key
 	// column.
 	RowID string
-	// Op is driver.OpUpsert (create or replace the whole row) or
-	// driver.OpDelete.
-	Op driver.Op
+	// Op is OpUpsert (create or replace the whole row) or
+	// OpDelete.
+	Op Op
 	// Values are the whole new row of an upsert: every column of the
 	// table, each of its column's Go type (V-3), the primary key equal to
 	// RowID (V-4). A delete has none (nil or empty). Push keeps a copy of
 	// the map; the values themselves are not copied.
-	Values driver.Values
+	Values Values
 	// BaseVersion is the server version the client's edit is based on:
 	// nil for no check (the op applies over whatever is there: last
 	// writer wins), else it must equal the row's current server version,
@@ -88,7 +86,7 @@ type PushResponse struct {
 	// checks", nothing of them written) — and that one OpConflict
 	// (OpCodeVersionConflict) or OpError (an application refusal code,
 	// OpCodeConstraintViolation).
-	driver.PushResult
+	PushResult
 	// Replayed is true when the result was stored by an earlier push of
 	// the same key (a client retry, or a racing identical push) and this
 	// call wrote nothing (PUSH-1).
@@ -96,7 +94,7 @@ type PushResponse struct {
 	// Changes are the changes this call logged, in op order (an upsert's
 	// values and new version, a delete's last scopes; a delete of a
 	// missing row logs none). Nil for a replay or a rejection.
-	Changes []driver.Change
+	Changes []Change
 }
 
 // PushOptions configure a Store's Push calls (SetPushOptions). The zero
@@ -121,7 +119,7 @@ type PushOptions struct {
 	// for a replay or a rejected commit (PUSH-6). An error aborts the
 	// push, nothing written. Reactions on a driver without the reactions
 	// capability → CodeUnsupported, nothing written.
-	PlanReactions func(ctx context.Context, tx *Tx, c AppliedCommit) ([]driver.ReactionInput, error)
+	PlanReactions func(ctx context.Context, tx *Tx, c AppliedCommit) ([]ReactionInput, error)
 	// Now is the clock of the commit's CreatedAtMs and the result's
 	// RecordedAtMs (epoch ms). Default time.Now.
 	Now func() time.Time
@@ -138,7 +136,7 @@ type AuthorizeInput struct {
 	Op    PushOp
 	// Current is the op's row as the Tx sees it before the commit, and
 	// Exists whether there is one.
-	Current driver.Row
+	Current Row
 	Exists  bool
 }
 
@@ -151,7 +149,7 @@ type AppliedCommit struct {
 	ActorID        string
 	CreatedAtMs    int64
 	// Changes are the changes the commit logs, in op order.
-	Changes []driver.Change
+	Changes []Change
 }
 
 // Refusal is the error an Authorize hook returns to refuse an op: the
@@ -164,7 +162,7 @@ type Refusal struct {
 	Code      string
 	Message   string
 	Retryable bool
-	Details   driver.JSON
+	Details   JSON
 }
 
 // Error implements error.

@@ -27,7 +27,7 @@ var idLeaseOwner = idKind{"lease owner", MaxIDBytes, "V-2"}
 func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
 	rc, ok := s.conn.(driver.ReactionsConn)
 	if !ok {
-		return nil, s.unsupported(op, driver.CapReactions)
+		return nil, s.unsupported(op, CapReactions)
 	}
 	return rc, nil
 }
@@ -45,7 +45,7 @@ func (s *Store) reactions(op string) (driver.ReactionsConn, error) {
 // CodeDuplicateReactionKey — from this call or, on engines that buffer
 // writes, from Commit. An empty list is a no-op. The driver's Tx lacking
 // the reactions Tx half → CodeUnsupported (ERR-2).
-func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) (err error) {
+func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []ReactionInput) (err error) {
 	defer tx.observe(&ctx, "Tx.EnqueueReactions").done(&err)
 	if err := checkCtx(ctx, "Tx.EnqueueReactions"); err != nil {
 		return err
@@ -55,11 +55,11 @@ func (tx *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, react
 
 // enqueueReactions is EnqueueReactions after checkCtx, unobserved (Push's
 // Call covers it).
-func (tx *Tx) enqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
+func (tx *Tx) enqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []ReactionInput) error {
 	const op = "Tx.EnqueueReactions"
 	rt, ok := tx.tx.(driver.ReactionsTx)
 	if !ok {
-		return tx.store.unsupported(op, driver.CapReactions)
+		return tx.store.unsupported(op, CapReactions)
 	}
 	if err := checkSeq(op, "sourceCommitSeq", sourceCommitSeq, "RX-1"); err != nil {
 		return err
@@ -75,7 +75,7 @@ func (tx *Tx) enqueueReactions(ctx context.Context, sourceCommitSeq int64, react
 	return rt.EnqueueReactions(ctx, sourceCommitSeq, reactions)
 }
 
-func checkReactionInput(op string, r driver.ReactionInput) error {
+func checkReactionInput(op string, r ReactionInput) error {
 	if err := firstErr(idReactionKey.check(op, r.Key), idReactionType.check(op, r.Type)); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func checkReactionInput(op string, r driver.ReactionInput) error {
 	return nil
 }
 
-func validJSON(j driver.JSON) bool {
+func validJSON(j JSON) bool {
 	return utf8.ValidString(string(j)) && json.Valid([]byte(j))
 }
 
@@ -122,10 +122,10 @@ func checkLease(op string, nowMs, leaseMs int64) error {
 // type — an empty list is CodeInvalidArgument and claims nothing (RX-2: a
 // worker names the types it handles; "every type" is never implied);
 // LeaseMs > 0 (CodeInvalidArgument); Limit 1…10,000 (CodeInvalidLimit).
-func (s *Store) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) (_ []driver.Reaction, err error) {
+func (s *Store) ClaimReactions(ctx context.Context, partition string, req ClaimRequest) (_ []Reaction, err error) {
 	defer s.observe(&ctx, "Store.ClaimReactions", partition).done(&err)
 	if err := checkCtx(ctx, "ClaimReactions"); err != nil {
-		return *new([]driver.Reaction), err
+		return *new([]Reaction), err
 	}
 	const op = "ClaimReactions"
 	rc, err := s.reactions(op)
@@ -203,14 +203,14 @@ func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner s
 // "._:-", ≤ 128 bytes, reserved prefixes such as "reaction." refused);
 // Details "" or a valid JSON document of ≤ 8,192 bytes
 // (MaxFailureDetailsBytes). Never store exception text in Details.
-func (s *Store) FailReaction(ctx context.Context, partition, key, owner string, req driver.FailRequest) (bool, error) {
+func (s *Store) FailReaction(ctx context.Context, partition, key, owner string, req FailRequest) (bool, error) {
 	return s.failReaction(ctx, "FailReaction", partition, key, owner, req, false)
 }
 
 // failReaction is FailReaction; reserved lets the Worker record the SDK's
 // own "reaction." codes. Its calls, the Worker's too, report
 // Store.FailReaction to the hooks.
-func (s *Store) failReaction(ctx context.Context, op, partition, key, owner string, req driver.FailRequest, reserved bool) (_ bool, err error) {
+func (s *Store) failReaction(ctx context.Context, op, partition, key, owner string, req FailRequest, reserved bool) (_ bool, err error) {
 	defer s.observe(&ctx, "Store.FailReaction", partition).done(&err)
 	if err := checkCtx(ctx, op); err != nil {
 		return false, err
@@ -230,13 +230,13 @@ func (s *Store) failReaction(ctx context.Context, op, partition, key, owner stri
 
 // checkFailure enforces V-8 on code (the reserved prefixes only when
 // !reserved) and RX-6's bound on details.
-func checkFailure(op, code string, details driver.JSON, reserved bool) error {
+func checkFailure(op, code string, details JSON, reserved bool) error {
 	if reserved {
 		if why := codeSyntax(code); why != "" {
 			return argErr(op, "V-8", "the failure code %s", why)
 		}
 	} else if err := ValidateApplicationCode(code); err != nil {
-		if e, ok := err.(*driver.Error); ok {
+		if e, ok := err.(*Error); ok {
 			e.Message = op + ": failure code: " + e.Message
 		}
 		return err
@@ -276,18 +276,18 @@ func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs 
 
 // GetReaction returns the reaction of partition with key, and false when
 // there is none (RX-11). Input: V-1, key V-2 (CodeInvalidArgument).
-func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ driver.Reaction, _ bool, err error) {
+func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ Reaction, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetReaction", partition).done(&err)
 	if err := checkCtx(ctx, "GetReaction"); err != nil {
-		return *new(driver.Reaction), *new(bool), err
+		return *new(Reaction), *new(bool), err
 	}
 	const op = "GetReaction"
 	rc, err := s.reactions(op)
 	if err != nil {
-		return driver.Reaction{}, false, err
+		return Reaction{}, false, err
 	}
 	if err := firstErr(idPartition.check(op, partition), idReactionKey.check(op, key)); err != nil {
-		return driver.Reaction{}, false, err
+		return Reaction{}, false, err
 	}
 	return rc.GetReaction(ctx, partition, key)
 }
@@ -300,10 +300,10 @@ func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ drive
 // than Limit is the last). Input: V-1; statuses among the four of driver
 // (else CodeInvalidArgument); types V-2; AfterKey "" or V-2; Limit
 // 1…10,000 (CodeInvalidLimit).
-func (s *Store) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) (_ []driver.Reaction, err error) {
+func (s *Store) ListReactions(ctx context.Context, partition string, q ReactionListQuery) (_ []Reaction, err error) {
 	defer s.observe(&ctx, "Store.ListReactions", partition).done(&err)
 	if err := checkCtx(ctx, "ListReactions"); err != nil {
-		return *new([]driver.Reaction), err
+		return *new([]Reaction), err
 	}
 	const op = "ListReactions"
 	rc, err := s.reactions(op)
@@ -315,7 +315,7 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q driver.Re
 	}
 	for _, st := range q.Statuses {
 		switch st {
-		case driver.ReactionPending, driver.ReactionLeased, driver.ReactionCompleted, driver.ReactionDeadLetter:
+		case ReactionPending, ReactionLeased, ReactionCompleted, ReactionDeadLetter:
 		default:
 			return nil, argErr(op, "RX-8", "unknown reaction status (want pending, leased, completed or dead_letter)")
 		}
@@ -337,10 +337,10 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q driver.Re
 // (strict). Pending and leased reactions are never pruned; nothing but
 // reactions changes (RX-9, RX-10). It returns the number deleted per
 // status. Input: V-1; Limit 1…10,000 (CodeInvalidLimit).
-func (s *Store) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (_ map[driver.ReactionStatus]int64, err error) {
+func (s *Store) PruneReactions(ctx context.Context, partition string, req ReactionPruneRequest) (_ map[ReactionStatus]int64, err error) {
 	defer s.observe(&ctx, "Store.PruneReactions", partition).done(&err)
 	if err := checkCtx(ctx, "PruneReactions"); err != nil {
-		return *new(map[driver.ReactionStatus]int64), err
+		return *new(map[ReactionStatus]int64), err
 	}
 	const op = "PruneReactions"
 	rc, err := s.reactions(op)

@@ -62,7 +62,7 @@ func Open(name, dsn string) (*Store, error) {
 // OpenContext opens a Store with the driver registered under name; dsn's
 // form is the driver's. An unknown name → CodeInvalidArgument whose
 // message lists the registered drivers and hints at the missing blank
-// import. The driver's errors are returned as *driver.Error: a classified
+// import. The driver's errors are returned as *Error: a classified
 // one unchanged, any other wrapped as CodeUnavailable. sync never puts the
 // DSN, which may hold a password, in a message (drivers must not either).
 func OpenContext(ctx context.Context, name, dsn string) (*Store, error) {
@@ -73,16 +73,16 @@ func OpenContext(ctx context.Context, name, dsn string) (*Store, error) {
 		if len(registered) > 0 {
 			list = strings.Join(registered, ", ")
 		}
-		return nil, driver.Errorf(driver.CodeInvalidArgument,
+		return nil, driver.Errorf(CodeInvalidArgument,
 			"unknown driver %q (registered: %s); is the driver's package imported? e.g. %s",
 			name, list, importHint(name))
 	}
 	conn, err := d.Open(ctx, dsn)
 	if err != nil {
-		return nil, driver.Wrap(driver.CodeUnavailable, err, "open a %s store", name)
+		return nil, driver.Wrap(CodeUnavailable, err, "open a %s store", name)
 	}
 	if conn == nil {
-		return nil, driver.Errorf(driver.CodeInternal, "driver %s returned neither a connection nor an error", name)
+		return nil, driver.Errorf(CodeInternal, "driver %s returned neither a connection nor an error", name)
 	}
 	s := OpenConn(conn)
 	s.name = name

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
-
-	"github.com/syncstore/syncstore/driver"
 )
 
 // RetryPolicy bounds RunInTx's retries of a transaction that lost a race
@@ -108,7 +106,7 @@ func (s *Store) runInTx(ctx context.Context, partition string, begin func(ctx co
 		if err == nil {
 			return struct{}{}, nil
 		}
-		if driver.CodeOf(err) != driver.CodeWriteConflict {
+		if CodeOf(err) != CodeWriteConflict {
 			// Never commit_outcome_unknown either: the Tx may have
 			// landed (TX-10).
 			return struct{}{}, backoff.Permanent(err)
@@ -120,9 +118,9 @@ func (s *Store) runInTx(ctx context.Context, partition string, begin func(ctx co
 		// On the last attempt Retry returns the wrapper itself.
 		return p.Err
 	}
-	if err != nil && last != nil && err != last && driver.CodeOf(err) == "" && ctx.Err() != nil {
+	if err != nil && last != nil && err != last && CodeOf(err) == "" && ctx.Err() != nil {
 		// backoff.Retry returns ctx's cause when ctx ends between attempts.
-		return &driver.Error{Code: driver.CodeUnavailable, OpIndex: -1, Err: err,
+		return &Error{Code: CodeUnavailable, OpIndex: -1, Err: err,
 			Message: "RunInTx: the context ended while retrying after a write conflict (TX-9)"}
 	}
 	return err
@@ -150,7 +148,7 @@ func (s *Store) runOnce(ctx context.Context, begin func(ctx context.Context) (*T
 		return nil
 	}
 	if err := tx.commit(ctx); err != nil {
-		if driver.CodeOf(err) == driver.CodeTxFinished {
+		if CodeOf(err) == CodeTxFinished {
 			// fn ended the Tx through Driver(); it returned nil, so that
 			// was its intent (TX-5).
 			finished = true

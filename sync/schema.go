@@ -31,34 +31,34 @@ var reservedIdentifierPrefixes = []string{"sync_", "_sync"}
 //   - Every index has a name and ≥ 1 column, each a column of its table,
 //     none twice.
 //
-// Any failure → *driver.Error with CodeSchemaInvalid naming the table and
+// Any failure → *Error with CodeSchemaInvalid naming the table and
 // the identifier at fault.
-func CompileSchema(s driver.Schema) (driver.Schema, error) {
+func CompileSchema(s Schema) (Schema, error) {
 	if s.Version < 1 {
-		return driver.Schema{}, schemaErr("schema version must be ≥ 1")
+		return Schema{}, schemaErr("schema version must be ≥ 1")
 	}
 	tables := map[string]bool{}
 	for ti, t := range s.Tables {
 		if err := checkIdentifier(fmt.Sprintf("table #%d name", ti), t.Name); err != nil {
-			return driver.Schema{}, err
+			return Schema{}, err
 		}
 		key := strings.ToLower(t.Name)
 		if tables[key] {
-			return driver.Schema{}, schemaErr("table %q is declared twice", t.Name)
+			return Schema{}, schemaErr("table %q is declared twice", t.Name)
 		}
 		tables[key] = true
 		if err := compileTable(t); err != nil {
-			return driver.Schema{}, err
+			return Schema{}, err
 		}
 	}
 	return copySchema(s), nil
 }
 
-func compileTable(t driver.Table) error {
+func compileTable(t Table) error {
 	if len(t.Columns) == 0 {
 		return schemaErr("table %q has no columns", t.Name)
 	}
-	cols := map[string]driver.Column{}
+	cols := map[string]Column{}
 	folded := map[string]bool{}
 	for _, c := range t.Columns {
 		if err := checkIdentifier(fmt.Sprintf("table %q: column name", t.Name), c.Name); err != nil {
@@ -69,7 +69,7 @@ func compileTable(t driver.Table) error {
 		}
 		folded[strings.ToLower(c.Name)] = true
 		switch c.Type {
-		case driver.TypeString, driver.TypeInteger, driver.TypeFloat, driver.TypeBoolean, driver.TypeJSON, driver.TypeBytes:
+		case TypeString, TypeInteger, TypeFloat, TypeBoolean, TypeJSON, TypeBytes:
 		default:
 			return schemaErr("table %q: column %q has an unknown type", t.Name, c.Name)
 		}
@@ -125,12 +125,12 @@ func compileTable(t driver.Table) error {
 
 // keyColumn checks that name is a non-nullable string column of t: the
 // primary key and scope columns must be (V-4).
-func keyColumn(t driver.Table, cols map[string]driver.Column, name, what string) error {
+func keyColumn(t Table, cols map[string]Column, name, what string) error {
 	c, ok := cols[name]
 	if !ok {
 		return schemaErr("table %q: %s column %s is not a column of the table", t.Name, what, quoteIfPrintable(name))
 	}
-	if c.Type != driver.TypeString || c.Nullable {
+	if c.Type != TypeString || c.Nullable {
 		return schemaErr("table %q: %s column %q must be a non-nullable string column", t.Name, what, name)
 	}
 	return nil
@@ -177,29 +177,29 @@ func quoteIfPrintable(s string) string {
 }
 
 func schemaErr(format string, args ...any) error {
-	e := driver.Errorf(driver.CodeSchemaInvalid, format, args...)
+	e := driver.Errorf(CodeSchemaInvalid, format, args...)
 	e.Message += " (SCH-2)"
 	return e
 }
 
 // copySchema returns a deep copy of s.
-func copySchema(s driver.Schema) driver.Schema {
-	out := driver.Schema{Version: s.Version}
+func copySchema(s Schema) Schema {
+	out := Schema{Version: s.Version}
 	if s.Tables != nil {
-		out.Tables = make([]driver.Table, len(s.Tables))
+		out.Tables = make([]Table, len(s.Tables))
 	}
 	for i, t := range s.Tables {
-		ct := driver.Table{Name: t.Name, PrimaryKey: t.PrimaryKey}
+		ct := Table{Name: t.Name, PrimaryKey: t.PrimaryKey}
 		if t.Columns != nil {
-			ct.Columns = append([]driver.Column{}, t.Columns...)
+			ct.Columns = append([]Column{}, t.Columns...)
 		}
 		if t.Scopes != nil {
-			ct.Scopes = append([]driver.Scope{}, t.Scopes...)
+			ct.Scopes = append([]Scope{}, t.Scopes...)
 		}
 		if t.Indexes != nil {
-			ct.Indexes = make([]driver.Index, len(t.Indexes))
+			ct.Indexes = make([]Index, len(t.Indexes))
 			for j, ix := range t.Indexes {
-				ct.Indexes[j] = driver.Index{Name: ix.Name, Unique: ix.Unique}
+				ct.Indexes[j] = Index{Name: ix.Name, Unique: ix.Unique}
 				if ix.Columns != nil {
 					ct.Indexes[j].Columns = append([]string{}, ix.Columns...)
 				}
@@ -213,26 +213,26 @@ func copySchema(s driver.Schema) driver.Schema {
 // compiledTable is a table of an ensured schema with lookup maps for
 // validation.
 type compiledTable struct {
-	driver.Table
-	cols    map[string]driver.Column
+	Table
+	cols    map[string]Column
 	scopeOf map[string]string // variable → column
-	indexes map[string]driver.Index
+	indexes map[string]Index
 	keyed   map[string]bool // columns that are index keys: scope and declared-index columns
 }
 
 // compiledSchema is the schema a Store validates against.
 type compiledSchema struct {
-	schema driver.Schema
+	schema Schema
 	tables map[string]*compiledTable
 }
 
 // newCompiledSchema builds lookup maps over s, which CompileSchema has
 // accepted and copied.
-func newCompiledSchema(s driver.Schema) *compiledSchema {
+func newCompiledSchema(s Schema) *compiledSchema {
 	cs := &compiledSchema{schema: s, tables: make(map[string]*compiledTable, len(s.Tables))}
 	for _, t := range s.Tables {
-		ct := &compiledTable{Table: t, cols: map[string]driver.Column{}, scopeOf: map[string]string{},
-			indexes: map[string]driver.Index{}, keyed: map[string]bool{}}
+		ct := &compiledTable{Table: t, cols: map[string]Column{}, scopeOf: map[string]string{},
+			indexes: map[string]Index{}, keyed: map[string]bool{}}
 		for _, c := range t.Columns {
 			ct.cols[c.Name] = c
 		}
@@ -256,8 +256,8 @@ func newCompiledSchema(s driver.Schema) *compiledSchema {
 // column missing from v, or holding a non-string, is left out, so a row
 // built from bad values still fails V-4 in UpsertRow rather than here.
 // The result is never nil.
-func ScopesOf(t driver.Table, v driver.Values) driver.Scopes {
-	out := make(driver.Scopes, len(t.Scopes))
+func ScopesOf(t Table, v Values) Scopes {
+	out := make(Scopes, len(t.Scopes))
 	for _, sc := range t.Scopes {
 		if s, ok := v[sc.Column].(string); ok {
 			out[sc.Variable] = s

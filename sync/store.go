@@ -70,17 +70,17 @@ func (s *Store) Close() (err error) {
 // Capabilities lists the optional capabilities the driver's Conn
 // implements, in driver.AllCapabilities order (detected by type
 // assertion, never by name).
-func (s *Store) Capabilities() []driver.Capability { return driver.ConnCapabilities(s.conn) }
+func (s *Store) Capabilities() []Capability { return driver.ConnCapabilities(s.conn) }
 
 // Supports reports whether the driver's Conn implements capability c.
-func (s *Store) Supports(c driver.Capability) bool { return driver.ConnHas(s.conn, c) }
+func (s *Store) Supports(c Capability) bool { return driver.ConnHas(s.conn, c) }
 
 // EnsureSchema compiles schema (CompileSchema: SCH-1, SCH-2 →
 // CodeSchemaInvalid, the driver not called), then makes the store match it
 // through the driver (SCH-3…SCH-7). On success the Store validates table
 // names and values against this schema from then on; on failure the
 // previously ensured schema, if any, stays in force.
-func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) (err error) {
+func (s *Store) EnsureSchema(ctx context.Context, schema Schema) (err error) {
 	defer s.observe(&ctx, "Store.EnsureSchema", "").done(&err)
 	if err := checkCtx(ctx, "EnsureSchema"); err != nil {
 		return err
@@ -98,10 +98,10 @@ func (s *Store) EnsureSchema(ctx context.Context, schema driver.Schema) (err err
 
 // Schema returns a copy of the schema this Store ensured, and false when
 // EnsureSchema has not succeeded on it yet.
-func (s *Store) Schema() (driver.Schema, bool) {
+func (s *Store) Schema() (Schema, bool) {
 	cs := s.schema.Load()
 	if cs == nil {
-		return driver.Schema{}, false
+		return Schema{}, false
 	}
 	return copySchema(cs.schema), true
 }
@@ -154,17 +154,17 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (_ int64, er
 // beyond the head → CodeCursorAhead (WIN-8); no commit is returned with
 // either. A filter key with an empty value list matches nothing, but the
 // read still goes to the driver, so its cursor is checked like any other.
-func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) (_ []driver.Commit, err error) {
+func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q WindowQuery) (_ []Commit, err error) {
 	defer s.observe(&ctx, "Store.ReadCommitWindow", partition).done(&err)
 	if err := checkCtx(ctx, "ReadCommitWindow"); err != nil {
-		return *new([]driver.Commit), err
+		return *new([]Commit), err
 	}
 	if err := s.checkWindow("ReadCommitWindow", partition, q); err != nil {
 		return nil, err
 	}
 	if r := s.reader(ctx); r != s.conn {
 		commits, err := r.ReadCommitWindow(ctx, partition, q)
-		if driver.CodeOf(err) != driver.CodeCursorAhead {
+		if CodeOf(err) != CodeCursorAhead {
 			return commits, err
 		}
 		// The replica trails the client's cursor: the primary serves it,
@@ -173,7 +173,7 @@ func (s *Store) ReadCommitWindow(ctx context.Context, partition string, q driver
 	return s.conn.ReadCommitWindow(ctx, partition, q)
 }
 
-func (s *Store) checkWindow(op, partition string, q driver.WindowQuery) error {
+func (s *Store) checkWindow(op, partition string, q WindowQuery) error {
 	if err := idPartition.check(op, partition); err != nil {
 		return err
 	}
@@ -206,17 +206,17 @@ func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int6
 }
 
 // GetRow is driver.Conn's, after V-1, SCH-8 and V-2 on id.
-func (s *Store) GetRow(ctx context.Context, partition, table, id string) (_ driver.Row, _ bool, err error) {
+func (s *Store) GetRow(ctx context.Context, partition, table, id string) (_ Row, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetRow", partition).done(&err)
 	if err := checkCtx(ctx, "GetRow"); err != nil {
-		return *new(driver.Row), *new(bool), err
+		return *new(Row), *new(bool), err
 	}
 	const op = "GetRow"
 	if err := idPartition.check(op, partition); err != nil {
-		return driver.Row{}, false, err
+		return Row{}, false, err
 	}
 	if err := checkGetRow(op, s.schema.Load(), table, id); err != nil {
-		return driver.Row{}, false, err
+		return Row{}, false, err
 	}
 	return s.reader(ctx).GetRow(ctx, partition, table, id)
 }
@@ -232,10 +232,10 @@ func checkGetRow(op string, cs *compiledSchema, table, id string) error {
 // 1…10,000 (V-5); a filter with ≥ 1 key (V-6); AfterRowID "" or V-2. A
 // filter key with an empty value list matches nothing: the result is empty
 // and the driver is not called.
-func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) (_ []driver.Row, err error) {
+func (s *Store) ScanRows(ctx context.Context, partition string, q ScanQuery) (_ []Row, err error) {
 	defer s.observe(&ctx, "Store.ScanRows", partition).done(&err)
 	if err := checkCtx(ctx, "ScanRows"); err != nil {
-		return *new([]driver.Row), err
+		return *new([]Row), err
 	}
 	const op = "ScanRows"
 	if err := idPartition.check(op, partition); err != nil {
@@ -248,7 +248,7 @@ func (s *Store) ScanRows(ctx context.Context, partition string, q driver.ScanQue
 	return s.reader(ctx).ScanRows(ctx, partition, q)
 }
 
-func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, err error) {
+func checkScan(op string, cs *compiledSchema, q ScanQuery) (empty bool, err error) {
 	if _, err := cs.table(op, q.Table); err != nil {
 		return false, err
 	}
@@ -263,15 +263,15 @@ func checkScan(op string, cs *compiledSchema, q driver.ScanQuery) (empty bool, e
 }
 
 // GetPushResult is driver.Conn's, after V-1, V-2 and V-7.
-func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (_ driver.PushResult, _ bool, err error) {
+func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (_ PushResult, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetPushResult", partition).done(&err)
 	if err := checkCtx(ctx, "GetPushResult"); err != nil {
-		return *new(driver.PushResult), *new(bool), err
+		return *new(PushResult), *new(bool), err
 	}
 	const op = "GetPushResult"
 	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID),
 		idClientCommit.check(op, clientCommitID)); err != nil {
-		return driver.PushResult{}, false, err
+		return PushResult{}, false, err
 	}
 	return s.conn.GetPushResult(ctx, partition, clientID, clientCommitID)
 }
@@ -317,14 +317,14 @@ func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq i
 }
 
 // GetClientRecord is driver.Conn's, after V-1, V-2 and V-7.
-func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (_ driver.ClientRecord, _ bool, err error) {
+func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (_ ClientRecord, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetClientRecord", partition).done(&err)
 	if err := checkCtx(ctx, "GetClientRecord"); err != nil {
-		return *new(driver.ClientRecord), *new(bool), err
+		return *new(ClientRecord), *new(bool), err
 	}
 	const op = "GetClientRecord"
 	if err := firstErr(idPartition.check(op, partition), checkClientID(op, clientID)); err != nil {
-		return driver.ClientRecord{}, false, err
+		return ClientRecord{}, false, err
 	}
 	return s.conn.GetClientRecord(ctx, partition, clientID)
 }
@@ -332,7 +332,7 @@ func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string)
 // PutClientRecord is driver.Conn's, after V-1 and the record's checks:
 // client id (V-2, V-7), actor id (V-2), each subscription's id (V-2),
 // table (SCH-8) and filter text (V-6).
-func (s *Store) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) (err error) {
+func (s *Store) PutClientRecord(ctx context.Context, partition string, rec ClientRecord) (err error) {
 	defer s.observe(&ctx, "Store.PutClientRecord", partition).done(&err)
 	if err := checkCtx(ctx, "PutClientRecord"); err != nil {
 		return err
@@ -352,10 +352,10 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec drive
 // "" = from the first), at most limit (CR-2, CR-3). Checks: V-1
 // partition; afterClientID "" or a valid client id (V-2, V-7); limit
 // 1…10,000 (CodeInvalidLimit, V-5).
-func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) (_ []driver.ClientCursor, err error) {
+func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) (_ []ClientCursor, err error) {
 	defer s.observe(&ctx, "Store.ListClientCursors", partition).done(&err)
 	if err := checkCtx(ctx, "ListClientCursors"); err != nil {
-		return *new([]driver.ClientCursor), err
+		return *new([]ClientCursor), err
 	}
 	const op = "ListClientCursors"
 	if err := firstErr(idPartition.check(op, partition), checkAfterClientID(op, afterClientID),
@@ -367,38 +367,38 @@ func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID 
 
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch
 // (REG-1, V-2 → CodeInvalidArgument).
-func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (_ driver.PartitionEntry, err error) {
+func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (_ PartitionEntry, err error) {
 	defer s.observe(&ctx, "Store.TouchPartition", partition).done(&err)
 	if err := checkCtx(ctx, "TouchPartition"); err != nil {
-		return *new(driver.PartitionEntry), err
+		return *new(PartitionEntry), err
 	}
 	const op = "TouchPartition"
 	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, initialEpoch)); err != nil {
-		return driver.PartitionEntry{}, err
+		return PartitionEntry{}, err
 	}
 	return s.conn.TouchPartition(ctx, partition, atMs, initialEpoch)
 }
 
 // RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
 // epoch (REG-1, V-2 → CodeInvalidArgument).
-func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (_ driver.PartitionEntry, err error) {
+func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (_ PartitionEntry, err error) {
 	defer s.observe(&ctx, "Store.RotatePartitionLogEpoch", partition).done(&err)
 	if err := checkCtx(ctx, "RotatePartitionLogEpoch"); err != nil {
-		return *new(driver.PartitionEntry), err
+		return *new(PartitionEntry), err
 	}
 	const op = "RotatePartitionLogEpoch"
 	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, epoch)); err != nil {
-		return driver.PartitionEntry{}, err
+		return PartitionEntry{}, err
 	}
 	return s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
 }
 
 // ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
 // and limit 1…10,000 (V-5).
-func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) (_ []driver.PartitionEntry, err error) {
+func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) (_ []PartitionEntry, err error) {
 	defer s.observe(&ctx, "Store.ListPartitionRegistry", "").done(&err)
 	if err := checkCtx(ctx, "ListPartitionRegistry"); err != nil {
-		return *new([]driver.PartitionEntry), err
+		return *new([]PartitionEntry), err
 	}
 	const op = "ListPartitionRegistry"
 	if err := firstErr(idAfterPartition.checkOptional(op, afterPartition), checkLimit(op, "limit", limit, MaxLimit)); err != nil {

@@ -61,13 +61,13 @@ func (tx *Tx) As(target any) bool {
 
 // GetRow is driver.Tx's, after SCH-8 and V-2 on id; it sees the Tx's own
 // writes (TX-3).
-func (tx *Tx) GetRow(ctx context.Context, table, id string) (_ driver.Row, _ bool, err error) {
+func (tx *Tx) GetRow(ctx context.Context, table, id string) (_ Row, _ bool, err error) {
 	defer tx.observe(&ctx, "Tx.GetRow").done(&err)
 	if err := checkCtx(ctx, "Tx.GetRow"); err != nil {
-		return *new(driver.Row), *new(bool), err
+		return *new(Row), *new(bool), err
 	}
 	if err := checkGetRow("Tx.GetRow", tx.schema, table, id); err != nil {
-		return driver.Row{}, false, err
+		return Row{}, false, err
 	}
 	return tx.tx.GetRow(ctx, table, id)
 }
@@ -75,10 +75,10 @@ func (tx *Tx) GetRow(ctx context.Context, table, id string) (_ driver.Row, _ boo
 // ScanRows is driver.Tx's, after the checks of Store.ScanRows; it sees the
 // Tx's own writes (TX-3). A filter key with an empty value list matches
 // nothing: the result is empty and the driver is not called.
-func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (_ []driver.Row, err error) {
+func (tx *Tx) ScanRows(ctx context.Context, q ScanQuery) (_ []Row, err error) {
 	defer tx.observe(&ctx, "Tx.ScanRows").done(&err)
 	if err := checkCtx(ctx, "Tx.ScanRows"); err != nil {
-		return *new([]driver.Row), err
+		return *new([]Row), err
 	}
 	empty, err := checkScan("Tx.ScanRows", tx.schema, q)
 	if err != nil || empty {
@@ -89,14 +89,14 @@ func (tx *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (_ []driver.Row,
 
 // GetPushResult is driver.Tx's, after V-2 and V-7; it sees results staged
 // in the Tx (TX-3).
-func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (_ driver.PushResult, _ bool, err error) {
+func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (_ PushResult, _ bool, err error) {
 	defer tx.observe(&ctx, "Tx.GetPushResult").done(&err)
 	if err := checkCtx(ctx, "Tx.GetPushResult"); err != nil {
-		return *new(driver.PushResult), *new(bool), err
+		return *new(PushResult), *new(bool), err
 	}
 	const op = "Tx.GetPushResult"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
-		return driver.PushResult{}, false, err
+		return PushResult{}, false, err
 	}
 	return tx.tx.GetPushResult(ctx, clientID, clientCommitID)
 }
@@ -105,7 +105,7 @@ func (tx *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string
 // every value against its column (V-3 → CodeInvalidValue naming the
 // column), and row.ID and row.Scopes against the primary-key and scope
 // columns (V-4 → CodeInvalidValue). ServerVersion is any int64 (ROW-2).
-func (tx *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) (err error) {
+func (tx *Tx) UpsertRow(ctx context.Context, table string, row Row) (err error) {
 	defer tx.observe(&ctx, "Tx.UpsertRow").done(&err)
 	if err := checkCtx(ctx, "Tx.UpsertRow"); err != nil {
 		return err
@@ -139,7 +139,7 @@ func (tx *Tx) DeleteRow(ctx context.Context, table, id string) (err error) {
 // valid as a row's (V-3) with RowID and Scopes matching them (V-4); a
 // delete with no values, RowVersion 0 (CodeInvalidArgument) and exactly
 // the table's scope variables (V-4). CreatedAtMs is any int64.
-func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (_ int64, err error) {
+func (tx *Tx) AppendCommit(ctx context.Context, c CommitInput) (_ int64, err error) {
 	defer tx.observe(&ctx, "Tx.AppendCommit").done(&err)
 	if err := checkCtx(ctx, "Tx.AppendCommit"); err != nil {
 		return *new(int64), err
@@ -152,7 +152,7 @@ func (tx *Tx) AppendCommit(ctx context.Context, c driver.CommitInput) (_ int64, 
 
 // PutPushResult is driver.Tx's (first writer wins, PR-3), after V-2 and
 // V-7 on the key and V-8 on r (see CommitRejected for r's checks).
-func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) (err error) {
+func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r PushResult) (err error) {
 	defer tx.observe(&ctx, "Tx.PutPushResult").done(&err)
 	if err := checkCtx(ctx, "Tx.PutPushResult"); err != nil {
 		return err
@@ -173,7 +173,7 @@ func (tx *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string
 // prefixes allowed), Details "" or JSON, ServerRow values of value types.
 // A rejected call leaves the Tx open with its staged writes; the caller
 // still ends it.
-func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) (err error) {
+func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) (err error) {
 	defer tx.observe(&ctx, "Tx.CommitRejected").done(&err)
 	if err := checkCtx(ctx, "Tx.CommitRejected"); err != nil {
 		return err
@@ -183,7 +183,7 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 
 // commitRejected is CommitRejected after checkCtx, unobserved (Push's
 // Call covers it).
-func (tx *Tx) commitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+func (tx *Tx) commitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error {
 	const op = "Tx.CommitRejected"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return err
@@ -191,7 +191,7 @@ func (tx *Tx) commitRejected(ctx context.Context, clientID, clientCommitID strin
 	if err := checkPushResult(op, r); err != nil {
 		return err
 	}
-	if r.Status != driver.PushRejected {
+	if r.Status != PushRejected {
 		return argErr(op, "TX-8", "CommitRejected stores a rejected result")
 	}
 	tx.ended.Store(true)

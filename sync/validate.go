@@ -118,7 +118,7 @@ func checkAfterClientID(op, id string) error {
 
 func checkRemoteCommand(op, id string) error {
 	if strings.HasPrefix(id, RemoteCommandPrefix) {
-		e := driver.Errorf(driver.CodeInvalidClientID, "%s: client id starts with the reserved server-command prefix %s (V-7)", op, RemoteCommandPrefix)
+		e := driver.Errorf(CodeInvalidClientID, "%s: client id starts with the reserved server-command prefix %s (V-7)", op, RemoteCommandPrefix)
 		return e
 	}
 	return nil
@@ -127,7 +127,7 @@ func checkRemoteCommand(op, id string) error {
 // checkLimit requires 1 ≤ n ≤ max → CodeInvalidLimit (V-5).
 func checkLimit(op, what string, n, max int) error {
 	if n < 1 || n > max {
-		return driver.Errorf(driver.CodeInvalidLimit, "%s: %s %d is outside 1…%d (V-5)", op, what, n, max)
+		return driver.Errorf(CodeInvalidLimit, "%s: %s %d is outside 1…%d (V-5)", op, what, n, max)
 	}
 	return nil
 }
@@ -144,15 +144,15 @@ func checkSeq(op, what string, seq int64, rule string) error {
 // CodeScanRequiresScope; keys and values must be valid text
 // (CodeInvalidArgument). empty reports a key with an empty value list: the
 // filter matches nothing.
-func checkFilter(op string, f driver.ScopeFilter) (empty bool, err error) {
+func checkFilter(op string, f ScopeFilter) (empty bool, err error) {
 	if len(f) == 0 {
-		return false, driver.Errorf(driver.CodeScanRequiresScope, "%s: the scope filter has no keys; reads are always scoped (V-6)", op)
+		return false, driver.Errorf(CodeScanRequiresScope, "%s: the scope filter has no keys; reads are always scoped (V-6)", op)
 	}
 	return checkFilterEntries(op, f)
 }
 
 // checkFilterEntries checks a filter's keys and values, in key order.
-func checkFilterEntries(op string, f driver.ScopeFilter) (empty bool, err error) {
+func checkFilterEntries(op string, f ScopeFilter) (empty bool, err error) {
 	for _, k := range sortedKeys(f) {
 		if err := idFilterKey.check(op, k); err != nil {
 			return false, err
@@ -181,7 +181,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // checkValues enforces V-3 on a full row's values: every column present,
 // no unknown column, each value of its column's type.
-func (t *compiledTable) checkValues(op string, v driver.Values) error {
+func (t *compiledTable) checkValues(op string, v Values) error {
 	for _, c := range t.Columns {
 		x, ok := v[c.Name]
 		if !ok {
@@ -199,7 +199,7 @@ func (t *compiledTable) checkValues(op string, v driver.Values) error {
 	if len(v) > len(t.Columns) {
 		for _, k := range sortedKeys(v) {
 			if _, ok := t.cols[k]; !ok {
-				e := driver.Errorf(driver.CodeInvalidValue, "%s: unknown column %s in table %q (V-3)", op, quoteIfPrintable(k), t.Name)
+				e := driver.Errorf(CodeInvalidValue, "%s: unknown column %s in table %q (V-3)", op, quoteIfPrintable(k), t.Name)
 				e.Column = k
 				return e
 			}
@@ -210,7 +210,7 @@ func (t *compiledTable) checkValues(op string, v driver.Values) error {
 
 // checkValue enforces V-3 on one value of column c: the Go type of c.Type
 // exactly (never coerced), NULL (untyped nil) only when c is nullable.
-func checkValue(op string, c driver.Column, x any) error {
+func checkValue(op string, c Column, x any) error {
 	if why := valueProblem(c, x); why != "" {
 		return valueErr(op, c.Name, "V-3", "column %q: %s", c.Name, why)
 	}
@@ -218,7 +218,7 @@ func checkValue(op string, c driver.Column, x any) error {
 }
 
 // valueProblem says why x does not fit c ("" when it fits).
-func valueProblem(c driver.Column, x any) string {
+func valueProblem(c Column, x any) string {
 	if x == nil {
 		if !c.Nullable {
 			return "NULL in a non-nullable column"
@@ -226,7 +226,7 @@ func valueProblem(c driver.Column, x any) string {
 		return ""
 	}
 	switch c.Type {
-	case driver.TypeString:
+	case TypeString:
 		s, ok := x.(string)
 		if !ok {
 			return wrongType("string", x)
@@ -234,11 +234,11 @@ func valueProblem(c driver.Column, x any) string {
 		if why := badText(s); why != "" {
 			return "the string " + why
 		}
-	case driver.TypeInteger:
+	case TypeInteger:
 		if _, ok := x.(int64); !ok {
 			return wrongType("int64", x)
 		}
-	case driver.TypeFloat:
+	case TypeFloat:
 		f, ok := x.(float64)
 		if !ok {
 			return wrongType("float64", x)
@@ -246,14 +246,14 @@ func valueProblem(c driver.Column, x any) string {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return "the float is not finite (NaN and ±Inf are rejected)"
 		}
-	case driver.TypeBoolean:
+	case TypeBoolean:
 		if _, ok := x.(bool); !ok {
 			return wrongType("bool", x)
 		}
-	case driver.TypeJSON:
-		j, ok := x.(driver.JSON)
+	case TypeJSON:
+		j, ok := x.(JSON)
 		if !ok {
-			return wrongType("driver.JSON", x)
+			return wrongType("JSON", x)
 		}
 		if !utf8.ValidString(string(j)) {
 			return "the JSON text is not valid UTF-8"
@@ -261,7 +261,7 @@ func valueProblem(c driver.Column, x any) string {
 		if !json.Valid([]byte(j)) {
 			return "the JSON text is not a valid JSON document"
 		}
-	case driver.TypeBytes:
+	case TypeBytes:
 		b, ok := x.([]byte)
 		if !ok {
 			return wrongType("[]byte", x)
@@ -281,26 +281,26 @@ func wrongType(want string, x any) string {
 
 // typeOfValue returns the column type whose Go type x has, for values
 // validated without a schema (push results' server rows).
-func typeOfValue(x any) (driver.ColumnType, bool) {
+func typeOfValue(x any) (ColumnType, bool) {
 	switch x.(type) {
 	case string:
-		return driver.TypeString, true
+		return TypeString, true
 	case int64:
-		return driver.TypeInteger, true
+		return TypeInteger, true
 	case float64:
-		return driver.TypeFloat, true
+		return TypeFloat, true
 	case bool:
-		return driver.TypeBoolean, true
-	case driver.JSON:
-		return driver.TypeJSON, true
+		return TypeBoolean, true
+	case JSON:
+		return TypeJSON, true
 	case []byte:
-		return driver.TypeBytes, true
+		return TypeBytes, true
 	}
 	return "", false
 }
 
 // checkRow enforces V-2, V-3 and V-4 on a row written to t.
-func (t *compiledTable) checkRow(op string, r driver.Row) error {
+func (t *compiledTable) checkRow(op string, r Row) error {
 	if err := idRow.check(op, r.ID); err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (t *compiledTable) checkRow(op string, r driver.Row) error {
 
 // checkScopes enforces V-4: scopes hold exactly the table's variables,
 // each equal to its scope column's value in values.
-func (t *compiledTable) checkScopes(op string, scopes driver.Scopes, values driver.Values) error {
+func (t *compiledTable) checkScopes(op string, scopes Scopes, values Values) error {
 	for _, sc := range t.Scopes {
 		got, ok := scopes[sc.Variable]
 		if !ok {
@@ -328,7 +328,7 @@ func (t *compiledTable) checkScopes(op string, scopes driver.Scopes, values driv
 	return t.checkNoExtraScopes(op, scopes)
 }
 
-func (t *compiledTable) checkNoExtraScopes(op string, scopes driver.Scopes) error {
+func (t *compiledTable) checkNoExtraScopes(op string, scopes Scopes) error {
 	if len(scopes) <= len(t.Scopes) {
 		return nil
 	}
@@ -341,15 +341,15 @@ func (t *compiledTable) checkNoExtraScopes(op string, scopes driver.Scopes) erro
 }
 
 // checkChange enforces V-2…V-4 on change i of a commit on table t.
-func (t *compiledTable) checkChange(op string, i int, c driver.Change) error {
+func (t *compiledTable) checkChange(op string, i int, c Change) error {
 	op = fmt.Sprintf("%s: change %d", op, i)
 	if err := idRow.check(op, c.RowID); err != nil {
 		return err
 	}
 	switch c.Op {
-	case driver.OpUpsert:
-		return t.checkRow(op, driver.Row{ID: c.RowID, Scopes: c.Scopes, Values: c.Values})
-	case driver.OpDelete:
+	case OpUpsert:
+		return t.checkRow(op, Row{ID: c.RowID, Scopes: c.Scopes, Values: c.Values})
+	case OpDelete:
 		if len(c.Values) != 0 {
 			return argErr(op, "V-4", "a delete carries no values")
 		}
@@ -370,12 +370,12 @@ func (t *compiledTable) checkChange(op string, i int, c driver.Change) error {
 		}
 		return t.checkNoExtraScopes(op, c.Scopes)
 	}
-	return argErr(op, "V-4", "op must be %q or %q", driver.OpUpsert, driver.OpDelete)
+	return argErr(op, "V-4", "op must be %q or %q", OpUpsert, OpDelete)
 }
 
 // checkCommit enforces V-2, V-4 and V-7 on a commit input; ids may be ""
 // (a commit made by the server), changes name known tables (SCH-8).
-func (cs *compiledSchema) checkCommit(op string, c driver.CommitInput) error {
+func (cs *compiledSchema) checkCommit(op string, c CommitInput) error {
 	if err := checkOptionalClientID(op, c.ClientID); err != nil {
 		return err
 	}
@@ -401,23 +401,23 @@ func (cs *compiledSchema) checkCommit(op string, c driver.CommitInput) error {
 // when there is no such table or no schema was ensured on the Store.
 func (cs *compiledSchema) table(op, name string) (*compiledTable, error) {
 	if cs == nil {
-		return nil, driver.Errorf(driver.CodeUnknownTable, "%s: no schema is ensured on this Store; call EnsureSchema first (SCH-8)", op)
+		return nil, driver.Errorf(CodeUnknownTable, "%s: no schema is ensured on this Store; call EnsureSchema first (SCH-8)", op)
 	}
 	t, ok := cs.tables[name]
 	if !ok {
-		return nil, driver.Errorf(driver.CodeUnknownTable, "%s: table %s is not in the ensured schema (SCH-8)", op, quoteIfPrintable(name))
+		return nil, driver.Errorf(CodeUnknownTable, "%s: table %s is not in the ensured schema (SCH-8)", op, quoteIfPrintable(name))
 	}
 	return t, nil
 }
 
 func argErr(op, rule, format string, args ...any) error {
-	e := driver.Errorf(driver.CodeInvalidArgument, format, args...)
+	e := driver.Errorf(CodeInvalidArgument, format, args...)
 	e.Message = op + ": " + e.Message + " (" + rule + ")"
 	return e
 }
 
 func valueErr(op, column, rule, format string, args ...any) error {
-	e := driver.Errorf(driver.CodeInvalidValue, format, args...)
+	e := driver.Errorf(CodeInvalidValue, format, args...)
 	e.Message = op + ": " + e.Message + " (" + rule + ")"
 	e.Column = column
 	return e
@@ -461,7 +461,7 @@ func checkKeyValue(op, column string, x any) error {
 		n = len(v)
 	case []byte:
 		n = len(v)
-	case driver.JSON:
+	case JSON:
 		n = len(v)
 	}
 	if n > MaxKeyValueBytes {

@@ -20,7 +20,7 @@ var ReservedCodePrefixes = []string{"sync.", "blob.", "operation.", "presence.",
 // (V-8): an ASCII letter, then ASCII letters, digits or '.', '_', ':',
 // '-', at most 128 bytes in all, and not starting with a reserved prefix
 // (ReservedCodePrefixes, compared ignoring ASCII case). Failure →
-// *driver.Error with CodeInvalidArgument; the message never repeats the
+// *Error with CodeInvalidArgument; the message never repeats the
 // code.
 func ValidateApplicationCode(code string) error {
 	const op = "ValidateApplicationCode"
@@ -62,19 +62,19 @@ func codeSyntax(code string) string {
 // status known; an op code, when set, follows V-8's syntax (reserved
 // prefixes are allowed here: the push layer writes sync.* codes); text
 // fields valid UTF-8; Details "" or a JSON document; ServerRow values of
-// the Go types of driver.ColumnType (CodeInvalidValue, naming the column).
-func checkPushResult(op string, r driver.PushResult) error {
+// the Go types of ColumnType (CodeInvalidValue, naming the column).
+func checkPushResult(op string, r PushResult) error {
 	switch r.Status {
-	case driver.PushApplied:
+	case PushApplied:
 		if r.CommitSeq <= 0 {
 			return argErr(op, "V-8, PR-1", "an applied push result needs a commitSeq > 0")
 		}
-	case driver.PushRejected:
+	case PushRejected:
 		if r.CommitSeq != 0 {
 			return argErr(op, "V-8, PR-1", "a rejected push result has commitSeq 0")
 		}
 	default:
-		return argErr(op, "V-8, PR-1", "push result status must be %q or %q", driver.PushApplied, driver.PushRejected)
+		return argErr(op, "V-8, PR-1", "push result status must be %q or %q", PushApplied, PushRejected)
 	}
 	if !utf8.ValidString(r.CacheIdentity) {
 		return argErr(op, "PR-1", "cache identity is not valid UTF-8")
@@ -87,11 +87,11 @@ func checkPushResult(op string, r driver.PushResult) error {
 	return nil
 }
 
-func checkOpResult(op string, o driver.OpResult) error {
+func checkOpResult(op string, o OpResult) error {
 	switch o.Status {
-	case driver.OpApplied, driver.OpConflict, driver.OpError:
+	case OpApplied, OpConflict, OpError:
 	default:
-		return argErr(op, "V-8, PR-1", "op status must be %q, %q or %q", driver.OpApplied, driver.OpConflict, driver.OpError)
+		return argErr(op, "V-8, PR-1", "op status must be %q, %q or %q", OpApplied, OpConflict, OpError)
 	}
 	if o.Code != "" {
 		if why := codeSyntax(o.Code); why != "" {
@@ -116,7 +116,7 @@ func checkOpResult(op string, o driver.OpResult) error {
 		if !ok {
 			return valueErr(op, k, "V-3, PR-1", "server row column %s holds a %T, not a value type", quoteIfPrintable(k), x)
 		}
-		if why := valueProblem(driver.Column{Name: k, Type: typ, Nullable: true}, x); why != "" {
+		if why := valueProblem(Column{Name: k, Type: typ, Nullable: true}, x); why != "" {
 			return valueErr(op, k, "V-3, PR-1", "server row column %s: %s", quoteIfPrintable(k), why)
 		}
 	}
@@ -126,7 +126,7 @@ func checkOpResult(op string, o driver.OpResult) error {
 // checkClientRecord enforces V-2, V-6 and V-7 on a client record: client
 // and actor ids; each subscription's id, known table (SCH-8) and scope
 // filter text.
-func (cs *compiledSchema) checkClientRecord(op string, rec driver.ClientRecord) error {
+func (cs *compiledSchema) checkClientRecord(op string, rec ClientRecord) error {
 	if err := checkClientID(op, rec.ClientID); err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func (cs *compiledSchema) checkClientRecord(op string, rec driver.ClientRecord) 
 // (CodeIndexValueCountMismatch); a value of the wrong type
 // (CodeInvalidValue; nil, matching NULL, fits any column). Then AfterRowID
 // ("" or V-2).
-func (cs *compiledSchema) checkIndexQuery(op string, q driver.IndexQuery) error {
+func (cs *compiledSchema) checkIndexQuery(op string, q IndexQuery) error {
 	t, err := cs.table(op, q.Table)
 	if err != nil {
 		return err
@@ -164,10 +164,10 @@ func (cs *compiledSchema) checkIndexQuery(op string, q driver.IndexQuery) error 
 	}
 	ix, ok := t.indexes[q.Index]
 	if !ok {
-		return driver.Errorf(driver.CodeIndexNotFound, "%s: index %s is not declared on table %q (IXL-2)", op, quoteIfPrintable(q.Index), t.Name)
+		return driver.Errorf(CodeIndexNotFound, "%s: index %s is not declared on table %q (IXL-2)", op, quoteIfPrintable(q.Index), t.Name)
 	}
 	if len(q.Values) != len(ix.Columns) {
-		return driver.Errorf(driver.CodeIndexValueCountMismatch, "%s: index %q has %d columns, got %d values (IXL-2)", op, ix.Name, len(ix.Columns), len(q.Values))
+		return driver.Errorf(CodeIndexValueCountMismatch, "%s: index %q has %d columns, got %d values (IXL-2)", op, ix.Name, len(ix.Columns), len(q.Values))
 	}
 	for i, name := range ix.Columns {
 		c := t.cols[name]

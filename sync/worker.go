@@ -22,7 +22,7 @@ import (
 // (cause ErrWorkerShutdown); the handler should then stop, as its outcome
 // is discarded. Reactions are delivered at least once: a handler must be
 // idempotent.
-type Handler func(ctx context.Context, partition string, r driver.Reaction) error
+type Handler func(ctx context.Context, partition string, r Reaction) error
 
 // WorkerConfig configures a Worker. Zero fields take the defaults given.
 type WorkerConfig struct {
@@ -187,7 +187,7 @@ func normalizeWorkerConfig(op string, c *WorkerConfig) error {
 	case c.Concurrency < 1:
 		return argErr(op, "RX-2", "Concurrency must be ≥ 1")
 	case c.BatchSize < 1 || c.BatchSize > MaxLimit:
-		return driver.Errorf(driver.CodeInvalidLimit, "%s: BatchSize %d is outside 1…%d (V-5)", op, c.BatchSize, MaxLimit)
+		return driver.Errorf(CodeInvalidLimit, "%s: BatchSize %d is outside 1…%d (V-5)", op, c.BatchSize, MaxLimit)
 	case c.Lease < time.Millisecond:
 		return argErr(op, "RX-2", "Lease must be ≥ 1 ms")
 	case c.HeartbeatInterval <= 0, c.PollInterval <= 0, c.RetryInitial <= 0, c.RetryMax < c.RetryInitial, c.ShutdownGrace < 0:
@@ -259,7 +259,7 @@ func (w *Worker) Wake() {
 // error) and discards their outcomes — their reactions are claimed again
 // when their leases expire (RX-4) — logs that once (one EventStoreError)
 // and returns an error wrapping the closed error: errors.Is(err,
-// ErrClosed) holds, and driver.CodeOf(err) is CodeClosed. Run on a store
+// ErrClosed) holds, and CodeOf(err) is CodeClosed. Run on a store
 // that is already closed returns that error after its first claim.
 //
 // Errors (CodeInvalidArgument): no handler registered, or Run already

@@ -2,8 +2,6 @@ package sync
 
 import (
 	"errors"
-
-	"github.com/syncstore/syncstore/driver"
 )
 
 // How a reaction handler reports failure to the Worker. A handler returns
@@ -48,7 +46,7 @@ var ErrWorkerShutdown = errors.New("sync: the worker shut down before the handle
 // at once instead of retrying. Err is the cause, for logs only.
 type HandlerError struct {
 	Code      string
-	Details   driver.JSON
+	Details   JSON
 	Permanent bool
 	Err       error
 }
@@ -73,7 +71,7 @@ func (e *HandlerError) Unwrap() error { return e.Err }
 
 // FailWith returns a retryable handler failure recorded with code and
 // details (see HandlerError); cause is kept for logs only.
-func FailWith(code string, details driver.JSON, cause error) error {
+func FailWith(code string, details JSON, cause error) error {
 	return &HandlerError{Code: code, Details: details, Err: cause}
 }
 

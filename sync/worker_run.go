@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
-
-	"github.com/syncstore/syncstore/driver"
 )
 
 // workerRun is one Run of a Worker: the claim loop and its jobs.
@@ -47,7 +45,7 @@ const (
 
 type workerJob struct {
 	partition string
-	r         driver.Reaction
+	r         Reaction
 	handler   Handler
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -123,7 +121,7 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 		// Not cancelled by ctx: rows a claim leased are always handed to
 		// jobs (the shutdown grace covers them), never left to expire.
 		cctx, cancel := r.opCtx()
-		rs, err := w.store.ClaimReactions(cctx, p, driver.ClaimRequest{Owner: w.cfg.Owner, Types: r.types,
+		rs, err := w.store.ClaimReactions(cctx, p, ClaimRequest{Owner: w.cfg.Owner, Types: r.types,
 			NowMs: w.nowMs(), LeaseMs: w.cfg.Lease.Milliseconds(), Limit: n})
 		cancel()
 		if err != nil {
@@ -145,7 +143,7 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 	return more
 }
 
-func (r *workerRun) startJob(p string, re driver.Reaction) {
+func (r *workerRun) startJob(p string, re Reaction) {
 	j := &workerJob{partition: p, r: re, handler: r.handlers[re.Type], done: make(chan struct{})}
 	j.ctx, j.cancel = context.WithCancelCause(r.base)
 	r.mu.Lock()
@@ -256,7 +254,7 @@ func (r *workerRun) finish(j *workerJob, herr error, panicked bool, took time.Du
 		return
 	}
 	code, details, permanent := r.classify(j, herr, panicked)
-	req := driver.FailRequest{NowMs: now.UnixMilli(), Code: code, Details: details}
+	req := FailRequest{NowMs: now.UnixMilli(), Code: code, Details: details}
 	ev := WorkerEvent{Code: code, Duration: took, Panicked: panicked, Err: herr}
 	kind := EventDeadLettered
 	if !permanent && j.r.Attempts < j.r.MaxAttempts {
@@ -294,7 +292,7 @@ func (r *workerRun) report(j *workerJob, kind WorkerEventKind, ok bool, err erro
 // classify turns a handler failure into what is stored: a V-8 code,
 // bounded JSON details (RX-6) and whether it is permanent. Error text is
 // never part of it.
-func (r *workerRun) classify(j *workerJob, herr error, panicked bool) (code string, details driver.JSON, permanent bool) {
+func (r *workerRun) classify(j *workerJob, herr error, panicked bool) (code string, details JSON, permanent bool) {
 	if panicked {
 		return CodeHandlerPanic, "", false
 	}
@@ -369,7 +367,7 @@ func (r *workerRun) release(j *workerJob) {
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	now := w.nowMs()
-	req := driver.FailRequest{NowMs: now, Retry: true, RetryAtMs: now, Code: CodeShutdown}
+	req := FailRequest{NowMs: now, Retry: true, RetryAtMs: now, Code: CodeShutdown}
 	ok, err := w.store.failReaction(ctx, "Worker", j.partition, j.r.Key, w.cfg.Owner, req, true)
 	r.report(j, EventReleased, ok, err, WorkerEvent{Code: CodeShutdown})
 }
