@@ -2,10 +2,12 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views of committed
@@ -91,16 +93,12 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.CommitMeta
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitMeta, error) {
 		var m driver.CommitMeta
-		if err := rows.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list commit metadata")
-		}
-		out = append(out, m)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list commit metadata")
+		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount)
+		return m, err
+	})
+	return out, c.mapErr(ctx, err, "mysql: list commit metadata")
 }
 
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
