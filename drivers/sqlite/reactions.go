@@ -166,7 +166,7 @@ func (c *Conn) writeChanged(ctx context.Context, what, q string, args ...any) (b
 	if err := c.check(); err != nil {
 		return false, err
 	}
-	st, err := c.wr.get(ctx, q)
+	st, err := c.wr.Get(ctx, q)
 	if err != nil {
 		return false, c.mapErr(ctx, err, what)
 	}

@@ -134,12 +134,12 @@ func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string)
 		st.tables[t.Name] = x
 		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
 		for _, q := range qs {
-			if _, err := c.wr.get(ctx, q); err != nil {
+			if _, err := c.wr.Get(ctx, q); err != nil {
 				return c.mapErr(ctx, err, "sqlite: prepare table statements")
 			}
 		}
 		for _, q := range append([]string{x.Get}, x.ScanStatements()...) {
-			if _, err := c.rd.get(ctx, q); err != nil {
+			if _, err := c.rd.Get(ctx, q); err != nil {
 				return c.mapErr(ctx, err, "sqlite: prepare table statements")
 			}
 		}

@@ -70,7 +70,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 // (promoteStatements). For the push path's multi-row statements, whose
 // texts are bounded in number (one per size).
 func (t *Tx) execPooled(ctx context.Context, q string, args []any) error {
-	if t.c.wr.peek(q) == nil {
+	if t.c.wr.Peek(q) == nil {
 		t.c.wantPooled(q)
 	}
 	return t.st.exec(ctx, q, args...)
@@ -112,7 +112,7 @@ func (c *Conn) promoteStatements(ctx context.Context) {
 	c.promote = nil
 	c.promoteMu.Unlock()
 	for _, q := range qs {
-		_, _ = c.wr.get(ctx, q)
+		_, _ = c.wr.Get(ctx, q)
 	}
 }
 
