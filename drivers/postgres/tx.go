@@ -245,8 +245,8 @@ func (t *Tx) Partition() string { return t.partition }
 // is not idle, and leaves the partition's gate, telling it the
 // partition's max seq when it is certain: after Commit or CommitRejected
 // landed (ended), after a rollback under the lock (the max is unchanged),
-// or when nothing was sent (the known max stands). Called with the Tx's lock held,
-// or before t is shared.
+// or when nothing was sent (the known max stands). Called with the Tx's
+// lock held, or before t is shared.
 func (t *Tx) release(rollback bool) {
 	if t.released {
 		return
