@@ -2,9 +2,9 @@ package d1http
 
 import (
 	"context"
-	"math"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -53,11 +53,9 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 // ListCommitMeta returns commits with seq < beforeSeq (0 = from the
 // newest), newest first, at most limit (ADM-1).
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
-	if beforeSeq < 0 {
-		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if beforeSeq == 0 {
-		beforeSeq = math.MaxInt64
+	beforeSeq, err := adminview.CommitsBefore(beforeSeq)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := c.rows(ctx, "d1http: list commit metadata", d.AdminListCommits, partition, num(beforeSeq), limit)
 	if err != nil {
@@ -91,12 +89,9 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := d.PickKey(filter)
-	if !ok {
-		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
-	}
-	if empty || throughSeq <= afterSeq {
-		return act, nil
+	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	if err != nil || done {
+		return act, err
 	}
 	list, err := d.JSONList(filter[key])
 	if err != nil {
@@ -106,35 +101,24 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err != nil {
 		return act, err
 	}
-	match := d.NewMatcher(filter, key)
-	commits := map[int64]bool{}
+	count := adminview.NewActivity(filter, key)
 	for _, r := range rows {
 		seq, err := rawInt(r[0])
 		if err != nil {
 			return act, driver.Errorf(driver.CodeInternal, "d1http: stored change is malformed")
 		}
-		if !match.Empty() {
-			text, _ := rawString(r[1])
-			scopes, err := d.DecodeScopes(text)
-			if err != nil {
-				return act, err
-			}
-			if !match.Match(scopes) {
-				continue
-			}
+		var text string // read by Add only when the filter has other keys
+		if len(r) > 1 {
+			text, _ = rawString(r[1])
 		}
-		act.Changes++
-		commits[seq] = true
+		if err := count.Add(seq, text); err != nil {
+			return act, err
+		}
 	}
-	act.Commits = int64(len(commits))
-	return act, nil
+	return count.Result(), nil
 }
 
 // RowScopes returns the scopes of a current row and true, or false (ADM-1).
 func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
-	row, ok, err := c.GetRow(ctx, partition, table, rowID)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return row.Scopes, true, nil
+	return adminview.RowScopes(c.GetRow(ctx, partition, table, rowID))
 }

@@ -2,9 +2,9 @@ package d1http
 
 import (
 	"context"
-	"sort"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/blobrefs"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -48,34 +48,24 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if state == nil {
 		return nil, nil
 	}
-	names := make([]string, 0, len(state.tables))
-	for name := range state.tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []driver.BlobRowRef
-	for _, name := range names {
-		if len(out) >= limit {
-			break
-		}
-		x := state.tables[name]
-		rows, err := c.rows(ctx, "d1http: list rows referencing a blob", x.BlobRefsRowsSQL(), partition, blobID, name, limit-len(out))
+	return blobrefs.ListRows(state.tables, limit, func(name string, x *d.Table, n int) ([]driver.BlobRowRef, error) {
+		rows, err := c.rows(ctx, "d1http: list rows referencing a blob", x.BlobRefsRowsSQL(), partition, blobID, name, n)
 		if err != nil {
 			return nil, err
 		}
+		refs := make([]driver.BlobRowRef, 0, len(rows))
 		for _, r := range rows {
 			if len(r) != 1+len(x.Def.Scopes) {
 				return nil, driver.Errorf(driver.CodeInternal, "d1http: malformed blob reference")
 			}
-			id, _ := rawString(r[0])
-			ref := driver.BlobRowRef{Table: name, RowID: id, Scopes: make(driver.Scopes, len(x.Def.Scopes))}
-			for i, s := range x.Def.Scopes {
-				ref.Scopes[s.Variable], _ = rawString(r[1+i])
+			vals := make([]string, len(r))
+			for i := range r {
+				vals[i], _ = rawString(r[i])
 			}
-			out = append(out, ref)
+			refs = append(refs, blobrefs.Ref(name, x.Def.Scopes, vals))
 		}
-	}
-	return out, nil
+		return refs, nil
+	})
 }
 
 // ListReferencedBlobIDs returns the distinct referenced blob ids >

@@ -3,11 +3,11 @@ package d1http
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rxorder"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -120,12 +120,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAtMs != out[j].CreatedAtMs {
-			return out[i].CreatedAtMs < out[j].CreatedAtMs
-		}
-		return out[i].Key < out[j].Key
-	})
+	rxorder.Sort(out) // RX-2
 	return out, nil
 }
 

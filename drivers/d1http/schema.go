@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -94,25 +95,15 @@ func (c *Conn) ensureOnce(ctx context.Context, schema driver.Schema, layout stri
 		}
 		stored, _ = rawString(lr[0][0])
 	}
+	action, old, err := schemaplan.Decide(ver, stored, schema, layout)
+	if err != nil || action == schemaplan.Keep { // Keep: SCH-3
+		return err
+	}
 	var ddl []string
-	switch {
-	case ver == 0:
+	if action == schemaplan.Create {
 		ddl = d.CreateSchemaSQL(schema)
-	case ver > schema.Version:
-		return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
-	case ver == schema.Version:
-		if stored == layout {
-			return nil // SCH-3
-		}
-		return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
-	default:
-		old, err := d.DecodeLayout(stored)
-		if err != nil {
-			return err
-		}
-		if ddl, err = d.MigrationSQL(old, schema); err != nil {
-			return err
-		}
+	} else if ddl, err = d.MigrationSQL(old, schema); err != nil {
+		return err
 	}
 	stmts := []stmt{st(d.D1SchemaGuard, stored)}
 	for _, q := range ddl {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/partgate"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // Tx is a write transaction on one partition (driver.Tx). Writes are
@@ -31,12 +31,13 @@ type Tx struct {
 	gate      partgate.Entered[counters] // held until the Tx ends (leave)
 	stopWatch func() bool                // stops leaving the gate when beginCtx ends
 
-	mu       gosync.Mutex
-	finished bool
-	stamp    int64 // the partition's stamp at Begin
-	baseMax  int64 // the partition's max seq at Begin
-	commits  int64 // commits appended so far
-	writes   []stmt
+	// state: finished (TX-5; a D1 Tx is never aborted: nothing is sent
+	// before Commit) and the lock guarding the fields below.
+	state   txstate.State
+	stamp   int64 // the partition's stamp at Begin
+	baseMax int64 // the partition's max seq at Begin
+	commits int64 // commits appended so far
+	writes  []stmt
 	// run is the multi-row upsert at the end of writes that the next
 	// upsert of the same table extends (stageUpsert).
 	run upsertRun
@@ -104,14 +105,14 @@ func (c *Conn) newTx(ctx context.Context, partition string, rows [][]json.RawMes
 func (t *Tx) hold(gate partgate.Entered[counters]) {
 	t.gate = gate
 	t.stopWatch = context.AfterFunc(t.beginCtx, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
+		t.state.Lock()
+		defer t.state.Unlock()
 		t.leave(counters{t.stamp, t.baseMax}, true, false)
 	})
 }
 
 // leave releases the Tx's gate once, recording what the partition's
-// counters are now (known false: not certain). Called with t.mu held.
+// counters are now (known false: not certain). Called with the Tx's lock held.
 func (t *Tx) leave(now counters, known, conflict bool) {
 	if t.stopWatch != nil {
 		t.stopWatch()
@@ -126,18 +127,12 @@ func (t *Tx) Partition() string { return t.partition }
 // op runs fn unless the Conn is closed (ERR-4), the Tx is finished (TX-5)
 // or its Begin context ended (TX-6).
 func (t *Tx) op(fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.c.check(); err != nil {
-		return err
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	if err := t.beginCtx.Err(); err != nil {
-		return driver.Wrap(driver.CodeUnavailable, err, "d1http: the transaction's context ended; nothing will be written (TX-6)")
-	}
-	return fn()
+	return t.state.Do(t.beginCtx, txstate.Engine{Closed: t.c.check}, func() error {
+		if err := t.beginCtx.Err(); err != nil {
+			return driver.Wrap(driver.CodeUnavailable, err, "d1http: the transaction's context ended; nothing will be written (TX-6)")
+		}
+		return fn()
+	})
 }
 
 // GetRow reads a row, seeing the Tx's own writes (TX-3).
@@ -229,7 +224,7 @@ type upsertRun struct {
 // the batch leaves the state the single-row statements would (issue 7:
 // D1 parses and bills per statement). Anything staged in between (a
 // delete, blob refs, a commit, reactions) starts a new statement, so the
-// order of writes is kept. The caller holds t.mu.
+// order of writes is kept. The caller holds the Tx's lock.
 func (t *Tx) stageUpsert(x *d.Table, u *d.D1Upserts, args []any) {
 	r := &t.run
 	if r.x == x && r.at == len(t.writes)-1 && r.n < u.MaxRows() {
@@ -360,18 +355,15 @@ func (t *Tx) Commit(ctx context.Context) error {
 
 // finish ends the Tx once: it sends the batch build returns (if any).
 func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.state.Lock()
+	defer t.state.Unlock()
 	defer t.leave(counters{t.stamp, t.baseMax}, true, false) // nothing sent; a no-op once left below
-	if err := t.c.check(); err != nil {
-		// Nothing was sent: the Tx is rolled back with its Conn (ERR-4).
-		t.finished = true
+	// A closed Conn: nothing was sent, the Tx is rolled back with its
+	// Conn (ERR-4). No context is checked here: a Tx without writes
+	// commits whatever ctx, and the batch's request answers for ctx.
+	if err := t.state.End(txstate.Engine{Closed: t.c.check}, nil); err != nil {
 		return err
 	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	t.finished = true
 	if pre != nil {
 		return pre
 	}
@@ -406,10 +398,10 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 // Rollback discards the buffered writes (TX-2); nothing was sent. A second
 // call is a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.state.Lock()
+	defer t.state.Unlock()
 	t.leave(counters{t.stamp, t.baseMax}, true, false)
-	t.finished = true
+	t.state.Finish()
 	t.writes, t.extra, t.rxKeys, t.run = nil, nil, nil, upsertRun{}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -45,8 +46,8 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if err != nil {
 		return nil, err
 	}
-	w := &windowReader{q: q, match: d.NewMatcher(q.Filter, key)}
-	for after := q.AfterSeq; !w.done; {
+	w := commitwindow.New("d1http", q, key)
+	for after := q.AfterSeq; !w.Done(); {
 		res, err := c.cl.read(ctx, what, st(d.SelectPartitionSeqs, partition),
 			st(d.D1Window(d.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
 		if err != nil {
@@ -71,7 +72,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		for i, r := range rows {
 			page[i] = r[1:]
 		}
-		if err := w.read(page); err != nil {
+		if err := windowRead(w, page); err != nil {
 			return nil, err
 		}
 		if string(rows[0][0]) == "null" || bound >= q.ThroughSeq {
@@ -79,29 +80,12 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 		after = bound
 	}
-	return w.out, nil
+	return w.Commits(), nil
 }
 
-// windowReader groups candidate changes into commits and applies the
-// stop rule across reads of consecutive seq ranges.
-type windowReader struct {
-	q       driver.WindowQuery
-	match   d.Matcher
-	out     []driver.Commit
-	matched int
-	done    bool
-}
-
-// read appends the commits of one candidate result (rows ordered by seq,
-// idx) until the stop rule is met (WIN-4).
-func (w *windowReader) read(rows [][]json.RawMessage) error {
-	var cur *driver.Commit
-	flush := func() {
-		if cur != nil && len(cur.Changes) > 0 {
-			w.out = append(w.out, *cur)
-		}
-		cur = nil
-	}
+// windowRead feeds w the candidates of one round (rows ordered by seq,
+// idx; whole commits only) until the stop rule is met (WIN-4).
+func windowRead(w *commitwindow.Grouper, rows [][]json.RawMessage) error {
 	bad := func() error { return driver.Errorf(driver.CodeInternal, "d1http: stored change is malformed") }
 	for _, r := range rows {
 		if len(r) != 11 {
@@ -111,13 +95,12 @@ func (w *windowReader) read(rows [][]json.RawMessage) error {
 		if err != nil {
 			return bad()
 		}
-		if cur == nil || cur.Seq != seq {
-			flush()
-			if w.matched >= w.q.LimitChanges {
-				w.done = true
-				return nil
-			}
-			meta := driver.Commit{Seq: seq}
+		start, stop := w.Next(seq)
+		if stop {
+			return nil
+		}
+		if start {
+			var meta driver.Commit
 			err := firstErr(
 				func() (e error) { meta.ClientID, e = rawString(r[7]); return },
 				func() (e error) { meta.ClientCommitID, e = rawString(r[8]); return },
@@ -127,9 +110,9 @@ func (w *windowReader) read(rows [][]json.RawMessage) error {
 			if err != nil {
 				return bad()
 			}
-			cur = &meta
+			w.Start(seq, meta)
 		}
-		var rowID, op, scopes string
+		var rowID, op, scopes, vals string
 		var version int64
 		err = firstErr(
 			func() (e error) { rowID, e = rawString(r[2]); return },
@@ -140,32 +123,16 @@ func (w *windowReader) read(rows [][]json.RawMessage) error {
 		if err != nil {
 			return bad()
 		}
-		sc, err := d.DecodeScopes(scopes)
-		if err != nil {
-			return err
-		}
-		if !w.match.Match(sc) {
-			continue
-		}
-		ch := driver.Change{Table: w.q.Table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
-		if ch.Op == driver.OpUpsert {
-			ch.RowVersion = version
-			if string(r[5]) != "null" {
-				vals, err := rawString(r[5])
-				if err != nil {
-					return bad()
-				}
-				if ch.Values, err = driver.DecodeValues([]byte(vals)); err != nil {
-					return driver.Wrap(driver.CodeInternal, err, "d1http: decode stored change values")
-				}
+		hasVals := string(r[5]) != "null"
+		if hasVals && op == string(driver.OpUpsert) {
+			if vals, err = rawString(r[5]); err != nil {
+				return bad()
 			}
 		}
-		cur.Changes = append(cur.Changes, ch)
-		w.matched++
+		if err := w.Change(rowID, op, scopes, []byte(vals), hasVals, version); err != nil {
+			return err
+		}
 	}
-	flush()
-	if w.matched >= w.q.LimitChanges {
-		w.done = true
-	}
+	w.End()
 	return nil
 }

@@ -2,10 +2,12 @@ package mysql
 
 import (
 	"context"
-	"math"
+	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views of committed
@@ -83,26 +85,20 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 // passing the last seq of a page as the next beforeSeq reaches every page
 // (ADM-1). Errors: beforeSeq < 0 → CodeInvalidArgument.
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
-	if beforeSeq < 0 {
-		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
-	}
-	if beforeSeq == 0 {
-		beforeSeq = math.MaxInt64
+	beforeSeq, err := adminview.CommitsBefore(beforeSeq)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := c.query(ctx, nil, adminListCommits, []any{partition, beforeSeq, int64(limit)}, "mysql: list commit metadata")
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.CommitMeta
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitMeta, error) {
 		var m driver.CommitMeta
-		if err := rows.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list commit metadata")
-		}
-		out = append(out, m)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list commit metadata")
+		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount)
+		return m, err
+	})
+	return out, c.mapErr(ctx, err, "mysql: list commit metadata")
 }
 
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
@@ -119,12 +115,9 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := d.PickKey(filter)
-	if !ok {
-		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
-	}
-	if empty || throughSeq <= afterSeq {
-		return act, nil
+	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	if err != nil || done {
+		return act, err
 	}
 	list, err := d.JSONList(dedupe(filter[key]))
 	if err != nil {
@@ -135,39 +128,25 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, err
 	}
 	defer rows.Close()
-	match := d.NewMatcher(filter, key)
-	commits := map[int64]bool{}
+	count := adminview.NewActivity(filter, key)
 	for rows.Next() {
 		var seq int64
 		var text []byte
 		if err := rows.Scan(&seq, &text); err != nil {
 			return act, c.mapErr(ctx, err, "mysql: scope activity")
 		}
-		if !match.Empty() {
-			scopes, err := d.DecodeScopes(string(text))
-			if err != nil {
-				return act, err
-			}
-			if !match.Match(scopes) {
-				continue
-			}
+		if err := count.Add(seq, string(text)); err != nil {
+			return act, err
 		}
-		act.Changes++
-		commits[seq] = true
 	}
 	if err := rows.Err(); err != nil {
 		return act, c.mapErr(ctx, err, "mysql: scope activity")
 	}
-	act.Commits = int64(len(commits))
-	return act, nil
+	return count.Result(), nil
 }
 
 // RowScopes returns the scopes of the current row (table, rowID) and
 // true, or false when it does not exist (ADM-1). Errors: CodeUnknownTable.
 func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
-	row, ok, err := c.GetRow(ctx, partition, table, rowID)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return row.Scopes, true, nil
+	return adminview.RowScopes(c.GetRow(ctx, partition, table, rowID))
 }

@@ -3,10 +3,11 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"sort"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/blobrefs"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // Blob references (capability blob-refs, BLOB-1).
@@ -114,50 +115,17 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if st == nil {
 		return nil, nil
 	}
-	names := make([]string, 0, len(st.tables))
-	for name := range st.tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []driver.BlobRowRef
-	for _, name := range names {
-		if len(out) >= limit {
-			break
-		}
-		x := st.tables[name]
-		rows, err := c.query(ctx, nil, x.blobRefsRows(), []any{partition, blobID, name, int64(limit - len(out))}, "mysql: list rows referencing a blob")
+	const what = "mysql: list rows referencing a blob"
+	return blobrefs.ListRows(st.tables, limit, func(name string, x *table, n int) ([]driver.BlobRowRef, error) {
+		rows, err := c.query(ctx, nil, x.blobRefsRows(), []any{partition, blobID, name, int64(n)}, what)
 		if err != nil {
 			return nil, err
 		}
-		refs, err := scanBlobRefs(rows, x)
-		if err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list rows referencing a blob")
-		}
-		out = append(out, refs...)
-	}
-	return out, nil
-}
-
-// scanBlobRefs reads rows of x.blobRefsRows and closes them.
-func scanBlobRefs(rows *sql.Rows, x *table) ([]driver.BlobRowRef, error) {
-	defer rows.Close()
-	var out []driver.BlobRowRef
-	for rows.Next() {
-		vals := make([]string, 1+len(x.def.Scopes))
-		dest := make([]any, len(vals))
-		for i := range vals {
-			dest[i] = &vals[i]
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		ref := driver.BlobRowRef{Table: x.def.Name, RowID: vals[0], Scopes: make(driver.Scopes, len(x.def.Scopes))}
-		for i, s := range x.def.Scopes {
-			ref.Scopes[s.Variable] = vals[1+i]
-		}
-		out = append(out, ref)
-	}
-	return out, rows.Err()
+		refs, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.BlobRowRef, error) {
+			return blobrefs.Scan(r.Scan, x.def.Name, x.def.Scopes)
+		})
+		return refs, c.mapErr(ctx, err, what)
+	})
 }
 
 // ListReferencedBlobIDs returns the distinct blob ids referenced in
@@ -171,20 +139,6 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 	if err != nil {
 		return nil, err
 	}
-	out, err := scanStrings(rows)
+	out, err := sqlrows.Collect(rows, sqlrows.String)
 	return out, c.mapErr(ctx, err, "mysql: list referenced blob ids")
-}
-
-// scanStrings reads rows of one string column and closes them.
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // GetClientRecord returns the client's record (CR-1).
@@ -35,16 +36,12 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.ClientCursor
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.ClientCursor, error) {
 		var cc driver.ClientCursor
-		if err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list client cursors")
-		}
-		out = append(out, cc)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list client cursors")
+		err := r.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
+		return cc, err
+	})
+	return out, c.mapErr(ctx, err, "mysql: list client cursors")
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
@@ -112,18 +109,16 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.PartitionEntry
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.PartitionEntry, error) {
 		var e driver.PartitionEntry
 		var req int64
-		if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list partition registry")
+		if err := r.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return e, err
 		}
 		e.EpochRequired = req != 0
-		out = append(out, e)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list partition registry")
+		return e, nil
+	})
+	return out, c.mapErr(ctx, err, "mysql: list partition registry")
 }
 
 // ListPartitions returns registered partition names > afterPartition,
@@ -133,14 +128,6 @@ func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit 
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list partitions")
-		}
-		out = append(out, p)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list partitions")
+	out, err := sqlrows.Collect(rows, sqlrows.String)
+	return out, c.mapErr(ctx, err, "mysql: list partitions")
 }

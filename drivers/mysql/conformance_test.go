@@ -9,6 +9,7 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
@@ -66,7 +67,7 @@ func hungConn(t conformance.T) *Conn {
 		t.Fatalf("connector: %v", err)
 	}
 	c := &Conn{db: sql.OpenDB(connector), cfg: cfg, maria: true, coll: "utf8mb4_nopad_bin"}
-	c.stmts = newStmtCache(c.db)
+	c.stmts = stmtcache.New(c.db)
 	t.Cleanup(func() {
 		_ = c.Close()
 		_ = ln.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
+	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -35,7 +36,7 @@ type Conn struct {
 	// smaller (bytes): the most one statement's bound values may take
 	// (fitsPacket).
 	maxPacket int
-	stmts     *stmtCache
+	stmts     *stmtcache.Cache
 	state     atomic.Pointer[schemaState]
 	// ensureMu serializes this Conn's EnsureSchema calls; other processes
 	// are serialized by GET_LOCK.
@@ -85,7 +86,7 @@ func open(ctx context.Context, cfg *mysql.Config) (*Conn, error) {
 	c.db = sql.OpenDB(c.connector)
 	c.db.SetMaxIdleConns(8)
 	c.db.SetConnMaxIdleTime(time.Minute)
-	c.stmts = newStmtCache(c.db)
+	c.stmts = stmtcache.New(c.db)
 	if err := c.initInfra(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -226,7 +227,7 @@ func (c *Conn) Close() error {
 		_ = t.Rollback(context.Background())
 	}
 	if c.stmts != nil {
-		c.stmts.close()
+		c.stmts.Close()
 	}
 	_ = c.aq.close()
 	c.outcomeOnce.Do(func() {}) // no outcomes pool after Close
@@ -301,7 +302,7 @@ func (c *Conn) execRetry(ctx context.Context, what, q string, args ...any) error
 // inside a transaction is checked first (txStmt, wsrep.go).
 func (c *Conn) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
 	if tx == nil {
-		return c.stmts.get(ctx, q)
+		return c.stmts.Get(ctx, q)
 	}
 	return c.txStmt(ctx, tx, q)
 }
@@ -433,98 +434,6 @@ func (c *Conn) writeTx(ctx context.Context, what string, fn func(tx *sql.Tx) err
 		return tx.Commit()
 	})
 	return c.mapErr(ctx, err, what)
-}
-
-// stmtCache prepares each statement text once on the pool; database/sql
-// re-prepares it on each connection as needed.
-type stmtCache struct {
-	db      *sql.DB
-	mu      gosync.Mutex
-	m       map[string]*sql.Stmt
-	warming map[string]bool // texts being prepared in the background
-	closed  bool
-	// The background preparations run on ctx, which close cancels; close
-	// then waits for them, so none uses db after the Conn's Close.
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     gosync.WaitGroup
-}
-
-func newStmtCache(db *sql.DB) *stmtCache {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, warming: map[string]bool{}, ctx: ctx, cancel: cancel}
-}
-
-// peek returns the cached statement of q, nil when there is none.
-func (s *stmtCache) peek(q string) *sql.Stmt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[q]
-}
-
-// warm prepares q on the pool in the background, once, unless it is
-// cached or the cache is closed; a failure leaves it to the next use.
-func (s *stmtCache) warm(q string) {
-	s.mu.Lock()
-	if s.closed || s.m[q] != nil || s.warming[q] {
-		s.mu.Unlock()
-		return
-	}
-	s.warming[q] = true
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
-		defer cancel()
-		st, err := s.db.PrepareContext(ctx, q)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.warming, q)
-		if err != nil {
-			return
-		}
-		if s.closed || s.m[q] != nil {
-			_ = st.Close()
-			return
-		}
-		s.m[q] = st
-	}()
-}
-
-func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
-	s.mu.Lock()
-	st, ok := s.m[q]
-	s.mu.Unlock()
-	if ok {
-		return st, nil
-	}
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.m[q]; ok {
-		_ = st.Close()
-		return prev, nil
-	}
-	s.m[q] = st
-	return st, nil
-}
-
-func (s *stmtCache) close() {
-	s.cancel()
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.wg.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, st := range s.m {
-		_ = st.Close()
-	}
-	s.m = map[string]*sql.Stmt{}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -2,8 +2,10 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
@@ -36,16 +38,14 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.CommitWake
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
 		var w driver.CommitWake
 		var p []byte
-		if err := rows.Scan(&p, &w.CommitSeq); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: read the partitions' heads")
+		if err := r.Scan(&p, &w.CommitSeq); err != nil {
+			return w, err
 		}
 		w.Partition = string(p)
-		out = append(out, w)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: read the partitions' heads")
+		return w, nil
+	})
+	return out, c.mapErr(ctx, err, "mysql: read the partitions' heads")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/stmtcache"
 )
 
 // OpenDB returns a Conn over db, a *sql.DB of go-sql-driver/mysql that the
@@ -63,7 +64,7 @@ func OpenDB(ctx context.Context, db *sql.DB, cfg *mysql.Config) (*Conn, error) {
 		return nil, err
 	}
 	c.db, c.hostDB = db, true
-	c.stmts = newStmtCache(db)
+	c.stmts = stmtcache.New(db)
 	if err := c.initInfra(ctx); err != nil {
 		_ = c.Close()
 		return nil, err

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"math"
-	"sort"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rxorder"
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over the
@@ -125,12 +125,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 		r.Status, r.Attempts, r.LeaseOwner, r.LeaseExpiresAtMs, r.UpdatedAtMs =
 			driver.ReactionLeased, r.Attempts+1, req.Owner, expiry, req.NowMs
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAtMs != out[j].CreatedAtMs {
-			return out[i].CreatedAtMs < out[j].CreatedAtMs
-		}
-		return out[i].Key < out[j].Key
-	})
+	rxorder.Sort(out) // RX-2
 	return out, nil
 }
 

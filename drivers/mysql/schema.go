@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -115,18 +116,11 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 	if err != nil {
 		return err
 	}
-	var old d.Layout
-	switch {
-	case ver > schema.Version:
-		return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
-	case ver == schema.Version && stored == layout:
-		return nil // another process got here first (SCH-7)
-	case ver == schema.Version && ver != 0:
-		return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
-	case ver > 0:
-		if old, err = d.DecodeLayout(stored); err != nil {
-			return err
-		}
+	action, old, err := schemaplan.Decide(ver, stored, schema, layout)
+	if err != nil || action == schemaplan.Keep { // Keep: another process got here first (SCH-7)
+		return err
+	}
+	if action == schemaplan.Migrate {
 		// The SQLite dialect's planner holds SCH-6's rules; its SQL is
 		// not used here.
 		if _, err := d.MigrationSQL(old, schema); err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // The push path's statements (issue 7, docs/performance.md "Raw-loop
@@ -19,7 +19,7 @@ import (
 // or the row would not fit their statement. x has no declared unique
 // index, so its multi-row INSERT … ON DUPLICATE KEY UPDATE replaces only
 // on the primary key (SCH-10) and cannot fail on a constraint; args bind
-// no NULL to a non-nullable column. The caller holds t.mu. An ended ctx
+// no NULL to a non-nullable column. The caller holds the Tx's lock (t.state). An ended ctx
 // (or Begin's, which rolls the engine transaction back) fails the call
 // and aborts the Tx, as a statement run under it would (TX-6).
 func (t *Tx) stage(ctx context.Context, x *table, args []any) error {
@@ -27,7 +27,7 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any) error {
 		return t.c.mapErr(ctx, err, "mysql: upsert row")
 	}
 	if t.beginCtx.Err() != nil {
-		return driver.Wrap(driver.CodeUnavailable, sql.ErrTxDone, "mysql: transaction aborted: its context ended; nothing was written (TX-6)")
+		return txstate.ErrBeginEnded("mysql", sql.ErrTxDone)
 	}
 	size := argBytes(args)
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
@@ -45,7 +45,7 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any) error {
 // flushStaged writes the staged upserts in one statement. Any failure
 // aborts the Tx (the rows cannot collide on a constraint, so it is the
 // engine's or the context's), which then writes nothing (TX-6). The
-// caller holds t.mu.
+// caller holds the Tx's lock (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
 	if t.stageRows == 0 {
 		return nil
@@ -53,7 +53,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 	_, err := t.exec(ctx, t.stageTable.upsertRows[t.stageRows], t.stageArgs...)
 	t.dropStaged()
 	if err != nil {
-		t.aborted = true
+		t.state.Abort()
 	}
 	return err
 }

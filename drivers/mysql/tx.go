@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"sort"
-	gosync "sync"
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // Tx is a write transaction on one partition (driver.Tx): a READ
@@ -29,14 +29,13 @@ type Tx struct {
 	// only when seq differs from that.
 	baseSeq, seq int64
 
-	mu       gosync.Mutex
-	finished bool
-	// aborted is set when an operation failed with an engine error or
-	// because its context ended: the engine may have rolled the
+	// state is finished/aborted and the lock guarding the fields below.
+	// The Tx is aborted when an operation failed with an engine error or
+	// because its context ended (isAbort): the engine may have rolled the
 	// transaction back (a deadlock does), so the Tx accepts nothing more
 	// and Commit fails. Logical errors (unknown table, invalid value, a
 	// unique collision, which InnoDB rolls back alone) leave it usable.
-	aborted bool
+	state txstate.State
 
 	// Staged upserts (stage.go): rows of one table, not yet written,
 	// written as one multi-row statement before any other operation of
@@ -127,46 +126,22 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 
 // opStaged is op; flush=false leaves staged upserts staged (UpsertRow).
 func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.c.closed.Load() {
-		return errClosed() // Close rolled the Tx back (ERR-4)
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	if t.aborted {
-		return errAborted()
-	}
-	if flush {
-		if err := t.flushStaged(ctx); err != nil {
-			return err
+	// A Conn closed under the Tx rolled it back (ERR-4): t.c.check.
+	return t.state.Do(ctx, txstate.Engine{Closed: t.c.check, IsAbort: isAbort}, func() error {
+		if flush {
+			if err := t.flushStaged(ctx); err != nil {
+				return err
+			}
 		}
-	}
-	err := fn()
-	if err != nil && isAbort(ctx, err) {
-		t.aborted = true
-	}
-	return err
+		return fn()
+	})
 }
 
-func errAborted() error {
-	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
-}
-
-// isAbort reports whether err may have ended the engine transaction.
+// isAbort reports whether err may have ended the engine transaction. A
+// write conflict is a deadlock or a Galera abort: the engine rolled the
+// whole transaction back, and a later statement would run outside it.
 func isAbort(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, sql.ErrTxDone) {
-		return true
-	}
-	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, driver.CodeWriteConflict, "":
-		// A write conflict is a deadlock or a Galera abort: the engine
-		// rolled the whole transaction back, and a later statement
-		// would run outside it.
-		return true
-	}
-	return false
+	return txstate.IsAbort(ctx, err, driver.CodeWriteConflict)
 }
 
 // exec runs one statement of the Tx; errors are mapped.
@@ -427,33 +402,22 @@ func (t *Tx) Commit(ctx context.Context) error {
 // COMMIT), then commits; on any failure before COMMIT it rolls back.
 // Afterwards the Tx is finished (TX-5).
 func (t *Tx) finish(ctx context.Context, prepare func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.state.Lock()
+	defer t.state.Unlock()
 	defer t.c.txs.Remove(t)
-	if t.c.closed.Load() {
-		if !t.finished {
-			t.finished = true
-			_ = t.rollback()
-		}
-		return errClosed() // Close rolled the Tx back (ERR-4)
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	t.finished = true
-	if t.aborted || ctx.Err() != nil {
-		t.rollback()
-		return errAborted()
+	rollback := func() { _ = t.rollback() }
+	if err := t.state.End(txstate.Engine{Closed: t.c.check}, rollback, ctx); err != nil {
+		return err
 	}
 	if err := prepare(); err != nil {
-		t.rollback()
+		rollback()
 		if errors.Is(err, sql.ErrTxDone) {
-			return driver.Wrap(driver.CodeUnavailable, err, "mysql: transaction aborted: its context ended; nothing was written (TX-6)")
+			return txstate.ErrBeginEnded("mysql", err)
 		}
 		return t.c.mapErr(ctx, err, "mysql: commit")
 	}
 	if err := ctx.Err(); err != nil {
-		t.rollback()
+		rollback()
 		return driver.Wrap(driver.CodeUnavailable, err, "mysql: commit: context ended; the transaction was rolled back (TX-6)")
 	}
 	err := t.commit(ctx)
@@ -525,12 +489,11 @@ func (t *Tx) rollback() error {
 // after Commit or after the Conn's Close (which rolled it back, ERR-4), is
 // a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished {
+	t.state.Lock()
+	defer t.state.Unlock()
+	if t.state.Finish() {
 		return nil
 	}
-	t.finished = true
 	t.c.txs.Remove(t)
 	if err := t.rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, sql.ErrConnDone) && !t.c.closed.Load() {
 		return t.c.mapErr(ctx, err, "mysql: rollback")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -125,7 +126,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
 	}
-	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
+	w := &windowReader{c: c, q: q, g: commitwindow.New("mysql", q, key)}
 	vals := dedupe(q.Filter[key])
 	lastSeq, lastIdx := q.AfterSeq, int64(math.MaxInt32)
 	var list string
@@ -136,7 +137,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 	}
 	for {
-		size := int64(max(q.LimitChanges-w.matched, 0) + roundHeadroom)
+		size := int64(max(q.LimitChanges-w.g.Matched(), 0) + roundHeadroom)
 		var query string
 		args := []any{partition, partition}
 		if len(vals) == 1 {
@@ -156,9 +157,9 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		if err != nil {
 			return nil, err
 		}
-		if w.done || n < size {
-			w.flush()
-			return w.out, nil
+		if w.g.Done() || n < size {
+			w.g.Flush()
+			return w.g.Commits(), nil
 		}
 	}
 }
@@ -179,23 +180,13 @@ var (
 	}()
 )
 
-// windowReader groups candidate changes into commits and applies the stop
-// rule across rounds.
+// windowReader reads the rounds of one window read; g groups their
+// candidates into commits and applies the stop rule across rounds (a
+// round may end inside a commit).
 type windowReader struct {
-	c       *Conn
-	q       driver.WindowQuery
-	match   d.Matcher
-	out     []driver.Commit
-	cur     *driver.Commit
-	matched int
-	done    bool // the stop rule was met
-}
-
-func (w *windowReader) flush() {
-	if w.cur != nil && len(w.cur.Changes) > 0 {
-		w.out = append(w.out, *w.cur)
-	}
-	w.cur = nil
+	c *Conn
+	q driver.WindowQuery
+	g *commitwindow.Grouper
 }
 
 // candidate is one change-scope candidate of a round with its change and
@@ -216,40 +207,21 @@ func (w *windowReader) read(ctx context.Context, query string, args []any, lastS
 		return 0, err
 	}
 	if err := driver.CheckWindowCursor(w.q.AfterSeq, horizon, maxSeq); err != nil {
-		w.out, w.cur = nil, nil
 		return 0, err
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.idx, b.idx)) })
 	for i, cd := range cands {
 		*lastSeq, *lastIdx = cd.seq, cd.idx
-		if w.cur == nil || w.cur.Seq != cd.seq {
-			w.flush()
-			if w.matched >= w.q.LimitChanges {
-				w.done = true // WIN-4: the previous commit reached the limit
-				return int64(i + 1), nil
-			}
-			meta := cd.meta
-			meta.Seq = cd.seq
-			w.cur = &meta
+		start, stop := w.g.Next(cd.seq)
+		if stop {
+			return int64(i + 1), nil // WIN-4: the previous commit reached the limit
 		}
-		sc, err := d.DecodeScopes(string(cd.scopes))
-		if err != nil {
+		if start {
+			w.g.Start(cd.seq, cd.meta)
+		}
+		if err := w.g.Change(cd.rowID, cd.op, string(cd.scopes), cd.vals, cd.vals != nil, cd.rowVersion); err != nil {
 			return 0, err
 		}
-		if !w.match.Match(sc) {
-			continue
-		}
-		ch := driver.Change{Table: w.q.Table, RowID: cd.rowID, Op: driver.Op(cd.op), Scopes: sc}
-		if ch.Op == driver.OpUpsert {
-			ch.RowVersion = cd.rowVersion
-			if cd.vals != nil {
-				if ch.Values, err = driver.DecodeValues(cd.vals); err != nil {
-					return 0, driver.Wrap(driver.CodeInternal, err, "mysql: decode stored change values")
-				}
-			}
-		}
-		w.cur.Changes = append(w.cur.Changes, ch)
-		w.matched++
 	}
 	return int64(len(cands)), nil
 }

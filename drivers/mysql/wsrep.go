@@ -37,7 +37,7 @@ import (
 // for each use, and checked each time.
 //
 // Which statements a session has prepared is known from database/sql's
-// rules: a pool statement (stmtCache) used in a transaction is prepared on
+// rules: a pool statement (stmtcache.Cache) used in a transaction is prepared on
 // the transaction's session the first time, and stays prepared there
 // until the session or the statement closes (the cache never replaces
 // one).
@@ -219,7 +219,7 @@ func (c *Conn) txAlive(ctx context.Context, tx *sql.Tx) error {
 // database/sql prepares on the session is checked before it is returned.
 func (c *Conn) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
 	s := c.guarded(tx)
-	if st := c.stmts.peek(q); st != nil {
+	if st := c.stmts.Peek(q); st != nil {
 		if s == nil || s.has(st) {
 			return tx.StmtContext(ctx, st), nil
 		}
@@ -230,7 +230,7 @@ func (c *Conn) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, err
 		s.add(st)
 		return txs, nil
 	}
-	c.stmts.warm(q)
+	c.stmts.Warm(q)
 	st, err := tx.PrepareContext(ctx, q)
 	if err != nil || s == nil {
 		return st, err

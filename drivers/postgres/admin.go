@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -87,14 +87,12 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 // passing the last seq of a page as the next beforeSeq reaches every page
 // (ADM-1). beforeSeq < 0 → CodeInvalidArgument.
 func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq int64, limit int) ([]driver.CommitMeta, error) {
-	if beforeSeq < 0 {
-		return nil, driver.Errorf(driver.CodeInvalidArgument, "beforeSeq must be ≥ 0 (ADM-1)")
+	beforeSeq, err := adminview.CommitsBefore(beforeSeq)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.check(); err != nil {
 		return nil, err
-	}
-	if beforeSeq == 0 {
-		beforeSeq = math.MaxInt64
 	}
 	const what = "postgres: list commit metadata"
 	rows, err := c.pool.Query(ctx, sqlAdminListCommits, partition, beforeSeq, int64(limit))
@@ -121,12 +119,9 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := sd.PickKey(filter)
-	if !ok {
-		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
-	}
-	if empty || throughSeq <= afterSeq {
-		return act, nil
+	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	if err != nil || done {
+		return act, err
 	}
 	if err := c.check(); err != nil {
 		return act, err
@@ -137,39 +132,25 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, c.mapErr(ctx, err, what)
 	}
 	defer rows.Close()
-	match := sd.NewMatcher(filter, key)
-	commits := map[int64]bool{}
+	count := adminview.NewActivity(filter, key)
 	for rows.Next() {
 		var seq int64
 		var text string
 		if err := rows.Scan(&seq, &text); err != nil {
 			return act, c.mapErr(ctx, err, what)
 		}
-		if !match.Empty() {
-			scopes, err := sd.DecodeScopes(text)
-			if err != nil {
-				return act, err
-			}
-			if !match.Match(scopes) {
-				continue
-			}
+		if err := count.Add(seq, text); err != nil {
+			return act, err
 		}
-		act.Changes++
-		commits[seq] = true
 	}
 	if err := rows.Err(); err != nil {
 		return act, c.mapErr(ctx, err, what)
 	}
-	act.Commits = int64(len(commits))
-	return act, nil
+	return count.Result(), nil
 }
 
 // RowScopes returns the scopes of the current row (table, rowID) and
 // true, or false when it does not exist (ADM-1). Errors: CodeUnknownTable.
 func (c *Conn) RowScopes(ctx context.Context, partition, table, rowID string) (driver.Scopes, bool, error) {
-	row, ok, err := c.GetRow(ctx, partition, table, rowID)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return row.Scopes, true, nil
+	return adminview.RowScopes(c.GetRow(ctx, partition, table, rowID))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // As hands the host the pool the Conn runs on (driver.Aser): a
@@ -45,9 +46,9 @@ func (t *Tx) As(target any) bool {
 	if !ok || p == nil {
 		return false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished || t.aborted || t.released || t.c.closed.Load() {
+	t.state.Lock()
+	defer t.state.Unlock()
+	if !t.state.Usable() || t.released || t.c.closed.Load() {
 		return false
 	}
 	if t.deferred { // the host's statements need the engine transaction, and Conn() its connection
@@ -71,16 +72,16 @@ type hostTx struct {
 var _ pgx.Tx = (*hostTx)(nil)
 
 // conn returns the Tx's connection once the Tx's buffered writes are sent,
-// or why the handle cannot be used. Called with t.mu held.
+// or why the handle cannot be used. Called with the Tx's lock held.
 func (h *hostTx) conn(ctx context.Context) (*pgx.Conn, error) {
 	t := h.t
 	switch {
 	case t.c.closed.Load():
 		return nil, errClosed()
-	case t.finished:
+	case t.state.Finished():
 		return nil, driver.Errorf(driver.CodeTxFinished, "postgres: the transaction of this handle has ended (TX-5)")
-	case t.aborted || t.released:
-		return nil, errAborted()
+	case t.state.Aborted() || t.released:
+		return nil, txstate.ErrAborted()
 	case h.ended:
 		return nil, pgx.ErrTxClosed
 	}
@@ -95,8 +96,8 @@ func (h *hostTx) conn(ctx context.Context) (*pgx.Conn, error) {
 
 // with runs fn on the connection with the Tx's lock held.
 func (h *hostTx) with(ctx context.Context, fn func(*pgx.Conn) error) error {
-	h.t.mu.Lock()
-	defer h.t.mu.Unlock()
+	h.t.state.Lock()
+	defer h.t.state.Unlock()
 	c, err := h.conn(ctx)
 	if err != nil {
 		return err

@@ -2,12 +2,12 @@ package postgres
 
 import (
 	"context"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/blobrefs"
 )
 
 // Blob references (capability blob-refs, BLOB-1). One table,
@@ -84,42 +84,17 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if st == nil {
 		return nil, nil
 	}
-	names := make([]string, 0, len(st.tables))
-	for name := range st.tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []driver.BlobRowRef
-	for _, name := range names {
-		if len(out) >= limit {
-			break
-		}
-		x := st.tables[name]
-		rows, err := c.pool.Query(ctx, x.blobRowsSQL(), partition, blobID, name, int64(limit-len(out)))
+	const what = "postgres: list rows referencing a blob"
+	return blobrefs.ListRows(st.tables, limit, func(name string, x *table, n int) ([]driver.BlobRowRef, error) {
+		rows, err := c.pool.Query(ctx, x.blobRowsSQL(), partition, blobID, name, int64(n))
 		if err != nil {
-			return nil, c.mapErr(ctx, err, "postgres: list rows referencing a blob")
+			return nil, c.mapErr(ctx, err, what)
 		}
 		refs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.BlobRowRef, error) {
-			vals := make([]string, 1+len(x.def.Scopes))
-			dest := make([]any, len(vals))
-			for i := range vals {
-				dest[i] = &vals[i]
-			}
-			if err := r.Scan(dest...); err != nil {
-				return driver.BlobRowRef{}, err
-			}
-			ref := driver.BlobRowRef{Table: name, RowID: vals[0], Scopes: make(driver.Scopes, len(x.def.Scopes))}
-			for i, s := range x.def.Scopes {
-				ref.Scopes[s.Variable] = vals[1+i]
-			}
-			return ref, nil
+			return blobrefs.Scan(r.Scan, name, x.def.Scopes)
 		})
-		if err != nil {
-			return nil, c.mapErr(ctx, err, "postgres: list rows referencing a blob")
-		}
-		out = append(out, refs...)
-	}
-	return out, nil
+		return refs, c.mapErr(ctx, err, what)
+	})
 }
 
 // blobRowsSQL lists the existing rows of the table referencing a blob: $1

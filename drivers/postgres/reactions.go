@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"math"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rxorder"
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over
@@ -59,12 +59,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAtMs != out[j].CreatedAtMs {
-			return out[i].CreatedAtMs < out[j].CreatedAtMs
-		}
-		return out[i].Key < out[j].Key
-	})
+	rxorder.Sort(out) // RX-2
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -103,24 +104,16 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		if err != nil {
 			return err
 		}
+		action, old, err := schemaplan.Decide(ver, stored, schema, layout)
+		if err != nil || action == schemaplan.Keep { // Keep: another process got here first (SCH-7)
+			return err
+		}
 		var ddl, retired []string
-		switch {
-		case ver == 0:
+		if action == schemaplan.Create {
 			for _, t := range schema.Tables {
 				ddl = append(ddl, newTable(t).createSQL()...)
 			}
-		case ver > schema.Version:
-			return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
-		case ver == schema.Version:
-			if stored == layout {
-				return nil // another process got here first (SCH-7)
-			}
-			return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
-		default:
-			old, err := sd.DecodeLayout(stored)
-			if err != nil {
-				return err
-			}
+		} else {
 			if ddl, err = migrationSQL(old, schema); err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	gosync "sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/partgate"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // stmt is one statement of a pipeline.
@@ -56,9 +56,10 @@ type Tx struct {
 	pc        *pgxpool.Conn           // nil while deferred
 	stop      func() bool             // stops the context watcher of Begin's ctx
 
-	mu       gosync.Mutex
-	finished bool // Commit, CommitRejected or Rollback was called (TX-5)
-	aborted  bool // an engine error or an ended context: the engine tx is gone (TX-6)
+	// state: finished (Commit, CommitRejected or Rollback was called,
+	// TX-5), aborted (an engine error or an ended context: the engine tx
+	// is gone, TX-6), and the lock guarding the fields below.
+	state    txstate.State
 	released bool // the Tx ended: pc (if any) was returned to the pool, the gate left
 	deferred bool // Begin's statements are not sent yet (no pc, no engine transaction)
 	pending  []stmt
@@ -226,10 +227,10 @@ func (t *Tx) track(ctx context.Context, gate partgate.Entered[int64]) error {
 		return errClosed()
 	}
 	t.stop = context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
+		t.state.Lock()
+		defer t.state.Unlock()
 		if !t.released {
-			t.aborted = true
+			t.state.Abort()
 			t.release(true)
 		}
 	})
@@ -244,8 +245,8 @@ func (t *Tx) Partition() string { return t.partition }
 // is not idle, and leaves the partition's gate, telling it the
 // partition's max seq when it is certain: after Commit or CommitRejected
 // landed (ended), after a rollback under the lock (the max is unchanged),
-// or when nothing was sent (the known max stands). Called with t.mu held,
-// or before t is shared.
+// or when nothing was sent (the known max stands). Called with the Tx's
+// lock held, or before t is shared.
 func (t *Tx) release(rollback bool) {
 	if t.released {
 		return
@@ -280,52 +281,36 @@ func (t *Tx) release(rollback bool) {
 // once and every later call fails (TX-6). Logical errors (unknown table,
 // invalid value, a unique collision) leave it usable.
 func (t *Tx) op(ctx context.Context, fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.c.closed.Load() {
-		return errClosed() // Close rolled the Tx back (ERR-4)
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	if t.aborted {
-		return errAborted()
-	}
-	if err := ctx.Err(); err != nil {
-		t.abort()
-		return driver.Wrap(driver.CodeUnavailable, err, "postgres: context ended; the transaction was rolled back (TX-6)")
-	}
-	err := fn()
-	if err != nil && isAbort(ctx, err) {
-		t.abort()
-	}
-	return err
+	// A Conn closed under the Tx rolled it back (ERR-4): t.c.check.
+	e := txstate.Engine{Closed: t.c.check, IsAbort: isAbort, OnAbort: t.rollbackNow}
+	return t.state.Do(ctx, e, func() error {
+		if err := ctx.Err(); err != nil { // aborts the Tx (isAbort)
+			return driver.Wrap(driver.CodeUnavailable, err, "postgres: context ended; the transaction was rolled back (TX-6)")
+		}
+		return fn()
+	})
 }
 
+// abort aborts the Tx and rolls it back at once (TX-6). Called with the
+// Tx's lock held.
 func (t *Tx) abort() {
-	t.aborted = true
+	t.state.Abort()
+	t.rollbackNow()
+}
+
+// rollbackNow drops the buffered writes, rolls the engine transaction
+// back and releases the Tx's connection and partition: what an aborted
+// Tx does at once. Called with the Tx's lock held.
+func (t *Tx) rollbackNow() {
 	t.pending = nil
 	t.release(true)
 }
 
-func errAborted() error {
-	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
-}
-
-// isAbort reports whether err ended the engine transaction.
+// isAbort reports whether err ended the engine transaction. A duplicate
+// reaction key is a buffered enqueue that failed outside any savepoint:
+// the engine transaction is gone, and RX-1 fails the whole Tx.
 func isAbort(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, "":
-		return true
-	case driver.CodeDuplicateReactionKey:
-		// A buffered enqueue failed outside any savepoint: the engine
-		// transaction is gone, and RX-1 fails the whole Tx.
-		return true
-	}
-	return false
+	return txstate.IsAbort(ctx, err, driver.CodeDuplicateReactionKey)
 }
 
 // pipeline sends the pending writes, then extra, in one round trip, then
@@ -530,7 +515,7 @@ type upsertRun struct {
 // the single-row statements': one statement for W1's 10 rows instead of
 // 10. Anything buffered in between (a delete, blob refs, a commit)
 // starts a new statement, so the order of writes is kept. Called with
-// t.mu held.
+// the Tx's lock held.
 func (t *Tx) stageUpsert(x *table, id string, args []any) {
 	r := &t.run
 	if r.x == x && r.at == len(t.pending)-1 && r.n < x.upsertRows() && t.pending[r.at].sql == x.upsertN(r.n) {
@@ -794,22 +779,12 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 // releases the connection; on failure it rolls back. Afterwards the Tx is
 // finished (TX-5).
 func (t *Tx) finish(ctx context.Context, fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.c.closed.Load() {
-		t.finished = true
-		t.release(true)
-		return errClosed() // Close rolled the Tx back (ERR-4)
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	t.finished = true
+	t.state.Lock()
+	defer t.state.Unlock()
 	// Begin's ctx too: its end rolls the Tx back from a context.AfterFunc,
 	// which may not have run yet (TX-6; d1http checks it the same way).
-	if t.aborted || ctx.Err() != nil || t.beginCtx.Err() != nil {
-		t.release(true)
-		return errAborted()
+	if err := t.state.End(txstate.Engine{Closed: t.c.check}, t.rollbackNow, ctx, t.beginCtx); err != nil {
+		return err
 	}
 	if err := fn(); err != nil {
 		t.release(true)
@@ -823,13 +798,10 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 // after Commit or after the Conn's Close (which rolled it back, ERR-4), is
 // a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished {
-		return nil
+	t.state.Lock()
+	defer t.state.Unlock()
+	if !t.state.Finish() {
+		t.rollbackNow()
 	}
-	t.finished = true
-	t.pending = nil
-	t.release(true)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -95,26 +96,14 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		return nil, err
 	}
 	vals := dedupe(q.Filter[key]) // empty when the key has an empty list: no candidate
-	match := sd.NewMatcher(q.Filter, key)
-	var (
-		out     []driver.Commit
-		matched int
-		cur     *driver.Commit
-	)
-	flush := func() {
-		if cur != nil && len(cur.Changes) > 0 {
-			out = append(out, *cur)
-			matched += len(cur.Changes)
-		}
-		cur = nil
-	}
+	w := commitwindow.New("postgres", q, key)
 	for after := q.AfterSeq; ; {
 		rows, err := c.pool.Query(ctx, sqlWindow, partition, q.Table, key, vals, after, q.ThroughSeq, int64(q.LimitChanges), q.AfterSeq)
 		if err != nil {
 			return nil, c.mapErr(ctx, err, "postgres: read commit window")
 		}
 		var bound *int64
-		done, first := false, true
+		first := true
 		for rows.Next() {
 			var (
 				maxSeq, horizon    int64
@@ -141,21 +130,20 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 			if seq == nil {
 				continue // no candidate in this round
 			}
-			if cur == nil || cur.Seq != *seq {
-				flush()
-				if matched >= q.LimitChanges {
-					done = true // WIN-4: the previous commit reached the limit
-					break
-				}
-				cur = &driver.Commit{Seq: *seq, ClientID: *clientID, ClientCommitID: *commitID, ActorID: *actorID, CreatedAtMs: *createdAt}
+			start, stop := w.Next(*seq)
+			if stop {
+				break // WIN-4: the previous commit reached the limit
 			}
-			ch, ok, err := decodeChange(q.Table, *rowID, *op, *scopes, vals, *rowVersion, match)
-			if err != nil {
+			if start {
+				w.Start(*seq, driver.Commit{ClientID: *clientID, ClientCommitID: *commitID, ActorID: *actorID, CreatedAtMs: *createdAt})
+			}
+			var values []byte
+			if vals != nil {
+				values = []byte(*vals)
+			}
+			if err := w.Change(*rowID, *op, *scopes, values, vals != nil, *rowVersion); err != nil {
 				rows.Close()
 				return nil, err
-			}
-			if ok {
-				cur.Changes = append(cur.Changes, ch)
 			}
 		}
 		rows.Close()
@@ -165,33 +153,11 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		if first {
 			return nil, driver.Errorf(driver.CodeInternal, "postgres: read commit window: no counters row")
 		}
-		flush()
-		if done || matched >= q.LimitChanges || bound == nil || *bound >= q.ThroughSeq {
+		w.End()
+		if w.Done() || bound == nil || *bound >= q.ThroughSeq {
 			break
 		}
 		after = *bound
 	}
-	return out, nil
-}
-
-// decodeChange builds a change from a window candidate; ok is false when
-// its scopes fail the filter's other keys (WIN-3).
-func decodeChange(table, rowID, op, scopes string, vals *string, rowVersion int64, match sd.Matcher) (driver.Change, bool, error) {
-	sc, err := sd.DecodeScopes(scopes)
-	if err != nil {
-		return driver.Change{}, false, err
-	}
-	if !match.Match(sc) {
-		return driver.Change{}, false, nil
-	}
-	ch := driver.Change{Table: table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
-	if ch.Op == driver.OpUpsert {
-		ch.RowVersion = rowVersion
-		if vals != nil {
-			if ch.Values, err = driver.DecodeValues([]byte(*vals)); err != nil {
-				return driver.Change{}, false, driver.Wrap(driver.CodeInternal, err, "postgres: decode stored change values")
-			}
-		}
-	}
-	return ch, true, nil
+	return w.Commits(), nil
 }

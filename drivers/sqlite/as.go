@@ -22,9 +22,9 @@ func (t *Tx) As(target any) bool {
 	if !ok || p == nil {
 		return false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished || t.aborted || t.c.closed.Load() {
+	t.state.Lock()
+	defer t.state.Unlock()
+	if !t.state.Usable() || t.c.closed.Load() {
 		return false
 	}
 	if err := t.flushStaged(t.beginCtx); err != nil {

@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"sort"
+	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/blobrefs"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // Blob references (capability blob-refs, BLOB-1): the set of a row lives
@@ -57,44 +59,17 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if st == nil {
 		return nil, nil
 	}
-	names := make([]string, 0, len(st.tables))
-	for name := range st.tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []driver.BlobRowRef
-	for _, name := range names {
-		if len(out) >= limit {
-			break
-		}
-		x := st.tables[name]
-		rows, err := c.query(ctx, c.reader(), x.BlobRefsRowsSQL(), []any{partition, blobID, name, int64(limit - len(out))})
+	const what = "sqlite: list rows referencing a blob"
+	return blobrefs.ListRows(st.tables, limit, func(name string, x *d.Table, n int) ([]driver.BlobRowRef, error) {
+		rows, err := c.query(ctx, c.reader(), x.BlobRefsRowsSQL(), []any{partition, blobID, name, int64(n)})
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			vals := make([]string, 1+len(x.Def.Scopes))
-			dest := make([]any, len(vals))
-			for i := range vals {
-				dest[i] = &vals[i]
-			}
-			if err := rows.Scan(dest...); err != nil {
-				rows.Close()
-				return nil, c.mapErr(ctx, err, "sqlite: list rows referencing a blob")
-			}
-			ref := driver.BlobRowRef{Table: name, RowID: vals[0], Scopes: make(driver.Scopes, len(x.Def.Scopes))}
-			for i, s := range x.Def.Scopes {
-				ref.Scopes[s.Variable] = vals[1+i]
-			}
-			out = append(out, ref)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list rows referencing a blob")
-		}
-	}
-	return out, nil
+		refs, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.BlobRowRef, error) {
+			return blobrefs.Scan(r.Scan, name, x.Def.Scopes)
+		})
+		return refs, c.mapErr(ctx, err, what)
+	})
 }
 
 // ListReferencedBlobIDs returns the distinct blob ids referenced in
@@ -108,14 +83,6 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list referenced blob ids")
-		}
-		out = append(out, id)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: list referenced blob ids")
+	out, err := sqlrows.Collect(rows, sqlrows.String)
+	return out, c.mapErr(ctx, err, "sqlite: list referenced blob ids")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // GetClientRecord returns the client's record (CR-1).
@@ -34,16 +35,12 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.ClientCursor
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.ClientCursor, error) {
 		var cc driver.ClientCursor
-		if err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list client cursors")
-		}
-		out = append(out, cc)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: list client cursors")
+		err := r.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
+		return cc, err
+	})
+	return out, c.mapErr(ctx, err, "sqlite: list client cursors")
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).

@@ -11,6 +11,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -30,8 +31,11 @@ import (
 //   - inside a Tx: t.op(ctx, fn) (finished/aborted checks) and t.st, the
 //     Tx's runner; c.table(name) for an ensured table's SQL (SCH-8).
 type Conn struct {
-	w, r   *sql.DB    // writer (one connection), readers (query_only pool)
-	wr, rd *stmtCache // prepared statements of each
+	w, r *sql.DB // writer (one connection), readers (query_only pool)
+	// wr, rd: the prepared statements of each. wr.Get must not be called
+	// while the caller's goroutine holds the writer's connection (a Tx):
+	// use wr.Peek there.
+	wr, rd *stmtcache.Cache
 	state  atomic.Pointer[schemaState]
 	// ensureMu serializes this Conn's EnsureSchema calls; other processes
 	// are serialized by the write transaction.
@@ -68,24 +72,24 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 	if c.w, err = openDB(t.dsnFor(true), 1); err != nil {
 		return fail(err, "sqlite: open the writer")
 	}
-	c.wr = newStmtCache(c.w)
+	c.wr = stmtcache.New(c.w)
 	if err := c.initInfra(ctx); err != nil {
 		return fail(err, "sqlite: initialize the store")
 	}
 	if c.r, err = openDB(t.dsnFor(false), max(4, runtime.GOMAXPROCS(0))); err != nil {
 		return fail(err, "sqlite: open the readers")
 	}
-	c.rd = newStmtCache(c.r)
+	c.rd = stmtcache.New(c.r)
 	if err := c.r.PingContext(ctx); err != nil {
 		return fail(err, "sqlite: open a reader")
 	}
 	for _, q := range d.InfraStatements {
-		if _, err := c.wr.get(ctx, q); err != nil {
+		if _, err := c.wr.Get(ctx, q); err != nil {
 			return fail(err, "sqlite: prepare statements")
 		}
 	}
 	for _, q := range d.ReadStatements {
-		if _, err := c.rd.get(ctx, q); err != nil {
+		if _, err := c.rd.Get(ctx, q); err != nil {
 			return fail(err, "sqlite: prepare statements")
 		}
 	}
@@ -139,10 +143,10 @@ func (c *Conn) Close() error {
 	}
 	keep(c.aq.close())
 	if c.rd != nil {
-		c.rd.close()
+		c.rd.Close()
 	}
 	if c.wr != nil {
-		c.wr.close()
+		c.wr.Close()
 	}
 	if c.r != nil {
 		keep(c.r.Close())
@@ -183,7 +187,7 @@ type runner interface {
 
 type readRunner struct{ c *Conn }
 
-func (r readRunner) stmt(ctx context.Context, q string) (*sql.Stmt, error) { return r.c.rd.get(ctx, q) }
+func (r readRunner) stmt(ctx context.Context, q string) (*sql.Stmt, error) { return r.c.rd.Get(ctx, q) }
 
 func (c *Conn) reader() runner { return readRunner{c} }
 
@@ -202,50 +206,4 @@ func (c *Conn) queryRow(ctx context.Context, r runner, q string, args []any, des
 		return err
 	}
 	return c.mapErr(ctx, err, "sqlite: read")
-}
-
-// stmtCache prepares each statement text once on its *sql.DB.
-type stmtCache struct {
-	db *sql.DB
-	mu gosync.Mutex
-	m  map[string]*sql.Stmt
-}
-
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
-
-// get returns the prepared statement of q, preparing it on first use. On
-// the writer it must not be called while the caller's goroutine holds the
-// writer's connection (a Tx): use peek there.
-func (s *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
-	if st := s.peek(q); st != nil {
-		return st, nil
-	}
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.m[q]; ok {
-		_ = st.Close()
-		return prev, nil
-	}
-	s.m[q] = st
-	return st, nil
-}
-
-// peek returns the prepared statement of q or nil.
-func (s *stmtCache) peek(q string) *sql.Stmt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[q]
-}
-
-func (s *stmtCache) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, st := range s.m {
-		_ = st.Close()
-	}
-	s.m = map[string]*sql.Stmt{}
 }

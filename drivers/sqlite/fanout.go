@@ -2,11 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
@@ -33,16 +35,12 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.CommitWake
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
 		var w driver.CommitWake
-		if err := rows.Scan(&w.Partition, &w.CommitSeq); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: read the partitions' heads")
-		}
-		out = append(out, w)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: read the partitions' heads")
+		err := r.Scan(&w.Partition, &w.CommitSeq)
+		return w, err
+	})
+	return out, c.mapErr(ctx, err, "sqlite: read the partitions' heads")
 }
 
 // hubs is the in-process half of fanout: the Hubs of every open Conn by

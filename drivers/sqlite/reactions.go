@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sort"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rxorder"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -71,12 +71,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAtMs != out[j].CreatedAtMs {
-			return out[i].CreatedAtMs < out[j].CreatedAtMs
-		}
-		return out[i].Key < out[j].Key
-	})
+	rxorder.Sort(out) // RX-2
 	return out, nil
 }
 
@@ -171,7 +166,7 @@ func (c *Conn) writeChanged(ctx context.Context, what, q string, args ...any) (b
 	if err := c.check(); err != nil {
 		return false, err
 	}
-	st, err := c.wr.get(ctx, q)
+	st, err := c.wr.Get(ctx, q)
 	if err != nil {
 		return false, c.mapErr(ctx, err, what)
 	}

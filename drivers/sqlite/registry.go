@@ -2,9 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // TouchPartition registers the partition (epoch initialEpoch,
@@ -58,18 +60,16 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.PartitionEntry
-	for rows.Next() {
+	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.PartitionEntry, error) {
 		var e driver.PartitionEntry
 		var req int64
-		if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list partition registry")
+		if err := r.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+			return e, err
 		}
 		e.EpochRequired = req != 0
-		out = append(out, e)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: list partition registry")
+		return e, nil
+	})
+	return out, c.mapErr(ctx, err, "sqlite: list partition registry")
 }
 
 // ListPartitions returns registered partition names > afterPartition,
@@ -79,14 +79,6 @@ func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit 
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list partitions")
-		}
-		out = append(out, p)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: list partitions")
+	out, err := sqlrows.Collect(rows, sqlrows.String)
+	return out, c.mapErr(ctx, err, "sqlite: list partitions")
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -93,22 +94,14 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		if err != nil {
 			return err
 		}
+		action, old, err := schemaplan.Decide(ver, stored, schema, layout)
+		if err != nil || action == schemaplan.Keep { // Keep: another process got here first (SCH-7)
+			return err
+		}
 		var ddl, retired []string
-		switch {
-		case ver == 0:
+		if action == schemaplan.Create {
 			ddl = d.CreateSchemaSQL(schema)
-		case ver > schema.Version:
-			return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
-		case ver == schema.Version:
-			if stored == layout {
-				return nil // another process got here first (SCH-7)
-			}
-			return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
-		default:
-			old, err := d.DecodeLayout(stored)
-			if err != nil {
-				return err
-			}
+		} else {
 			if ddl, err = d.MigrationSQL(old, schema); err != nil {
 				return err
 			}
@@ -141,12 +134,12 @@ func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string)
 		st.tables[t.Name] = x
 		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
 		for _, q := range qs {
-			if _, err := c.wr.get(ctx, q); err != nil {
+			if _, err := c.wr.Get(ctx, q); err != nil {
 				return c.mapErr(ctx, err, "sqlite: prepare table statements")
 			}
 		}
 		for _, q := range append([]string{x.Get}, x.ScanStatements()...) {
-			if _, err := c.rd.get(ctx, q); err != nil {
+			if _, err := c.rd.Get(ctx, q); err != nil {
 				return c.mapErr(ctx, err, "sqlite: prepare table statements")
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // The push path's statements (issue 7, docs/performance.md "W1 against
@@ -17,7 +18,7 @@ import (
 
 // stage adds row to the upserts staged in the Tx, writing the staged ones
 // first when they are of another table or already fill a statement. The
-// caller holds t.mu and has checked that x is Batchable and row has no
+// caller holds the Tx's lock (t.state) and has checked that x is Batchable and row has no
 // NULL in a required column. A value of the wrong Go type fails at once
 // with CodeInvalidValue (nothing staged); an ended ctx fails the call and
 // aborts the Tx, as a statement run under it would (TX-6).
@@ -28,7 +29,7 @@ func (t *Tx) stage(ctx context.Context, x *d.Table, row driver.Row) error {
 	if t.beginCtx.Err() != nil {
 		// database/sql rolls the transaction back when Begin's context
 		// ends: the next statement would fail with sql.ErrTxDone.
-		return driver.Wrap(driver.CodeUnavailable, sql.ErrTxDone, "sqlite: transaction aborted: its context ended; nothing was written (TX-6)")
+		return txstate.ErrBeginEnded("sqlite", sql.ErrTxDone)
 	}
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.MaxUpsertRows()) {
 		if err := t.flushStaged(ctx); err != nil {
@@ -51,7 +52,7 @@ func (t *Tx) stage(ctx context.Context, x *d.Table, row driver.Row) error {
 // flushStaged writes the staged upserts in one statement (UpsertRows).
 // Any failure aborts the Tx (the rows cannot collide on a constraint, so
 // it is the engine's or the context's), which then writes nothing. The
-// caller holds t.mu.
+// caller holds the Tx's lock (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
 	if t.stageRows == 0 {
 		return nil
@@ -59,7 +60,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 	err := t.execPooled(ctx, t.stageTable.UpsertRows(t.stageRows), t.stageArgs)
 	t.dropStaged()
 	if err != nil {
-		t.aborted = true
+		t.state.Abort()
 	}
 	return err
 }
@@ -69,7 +70,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 // (promoteStatements). For the push path's multi-row statements, whose
 // texts are bounded in number (one per size).
 func (t *Tx) execPooled(ctx context.Context, q string, args []any) error {
-	if t.c.wr.peek(q) == nil {
+	if t.c.wr.Peek(q) == nil {
 		t.c.wantPooled(q)
 	}
 	return t.st.exec(ctx, q, args...)
@@ -111,7 +112,7 @@ func (c *Conn) promoteStatements(ctx context.Context) {
 	c.promote = nil
 	c.promoteMu.Unlock()
 	for _, q := range qs {
-		_, _ = c.wr.get(ctx, q)
+		_, _ = c.wr.Get(ctx, q)
 	}
 }
 

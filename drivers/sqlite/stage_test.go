@@ -237,13 +237,13 @@ func TestMultiRowStatementsPooled(t *testing.T) {
 	todos, _ := c.table("todos")
 	qs := []string{todos.UpsertRows(3), d.InsertChangeRows(3), d.InsertChangeScopeRows(6)}
 	for _, q := range qs {
-		if c.wr.peek(q) != nil {
+		if c.wr.Peek(q) != nil {
 			t.Fatalf("pooled before any Begin: %.60s", q)
 		}
 	}
 	pushRows(t, c, "P", rows...)
 	for _, q := range qs {
-		if c.wr.peek(q) == nil {
+		if c.wr.Peek(q) == nil {
 			t.Errorf("not pooled after the next Begin: %.60s", q)
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // Tx is a write transaction on one partition (driver.Tx). It holds the
@@ -19,17 +19,16 @@ type Tx struct {
 	st        *txStmts
 	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
 
-	mu       gosync.Mutex
-	finished bool
-	lastSeq  int64 // the last seq AppendCommit allocated, 0 if none (announced by Commit, FAN-1)
-	// aborted is set when an operation failed with an engine error or
-	// because its context ended. SQLite may have rolled the transaction
-	// back on its own (an interrupt, a full disk), after which further
-	// statements would run in autocommit mode and persist one by one; so an
-	// aborted Tx accepts no further statement and Commit fails. Logical
-	// errors (unknown table, invalid value, a unique collision, which
-	// SQLite rolls back alone) leave the Tx usable.
-	aborted bool
+	// state is finished/aborted and the lock guarding the fields below.
+	// The Tx is aborted when an operation failed with an engine error or
+	// because its context ended (isAbort). SQLite may have rolled the
+	// transaction back on its own (an interrupt, a full disk), after
+	// which further statements would run in autocommit mode and persist
+	// one by one; so an aborted Tx accepts no further statement and
+	// Commit fails. Logical errors (unknown table, invalid value, a
+	// unique collision, which SQLite rolls back alone) leave the Tx usable.
+	state   txstate.State
+	lastSeq int64 // the last seq AppendCommit allocated, 0 if none (announced by Commit, FAN-1)
 
 	// Staged upserts (stage.go): rows of one table, not yet written,
 	// written as one multi-row statement before any other operation of
@@ -79,46 +78,21 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 
 // opStaged is op; flush=false leaves staged upserts staged (UpsertRow).
 func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.c.closed.Load() {
-		// The store was closed under the Tx: Close rolled it back (ERR-4).
-		t.aborted = true
-		return errClosed()
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	if t.aborted {
-		return errAborted()
-	}
-	if flush {
-		if err := t.flushStaged(ctx); err != nil {
-			return err
+	// A Conn closed under the Tx rolled it back (ERR-4): t.c.check.
+	return t.state.Do(ctx, txstate.Engine{Closed: t.c.check, IsAbort: isAbort}, func() error {
+		if flush {
+			if err := t.flushStaged(ctx); err != nil {
+				return err
+			}
 		}
-	}
-	err := fn()
-	if err != nil && isAbort(ctx, err) {
-		t.aborted = true
-	}
-	return err
-}
-
-func errAborted() error {
-	return driver.Errorf(driver.CodeUnavailable, "transaction aborted (an engine error, or its context ended); nothing was written (TX-6)")
+		return fn()
+	})
 }
 
 // isAbort reports whether err may have ended the engine transaction.
+// schema_newer here means the store was migrated under the Tx.
 func isAbort(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, sql.ErrTxDone) {
-		return true
-	}
-	switch driver.CodeOf(err) {
-	case driver.CodeInternal, driver.CodeUnavailable, driver.CodeSchemaNewer, "":
-		// schema_newer here means the store was migrated under the Tx.
-		return true
-	}
-	return false
+	return txstate.IsAbort(ctx, err, driver.CodeSchemaNewer)
 }
 
 // GetRow reads a row, seeing the Tx's own writes (TX-3).
@@ -286,26 +260,17 @@ func (t *Tx) Commit(ctx context.Context) error {
 // finish runs fn (which ends the engine transaction on success) once; on
 // failure it rolls back. Afterwards the Tx is finished (TX-5).
 func (t *Tx) finish(ctx context.Context, fn func() error) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.state.Lock()
+	defer t.state.Unlock()
 	defer t.c.txs.Remove(t)
-	if t.c.closed.Load() {
-		t.finished = true
-		_ = t.st.tx.Rollback()
-		return errClosed()
-	}
-	if t.finished {
-		return driver.Errorf(driver.CodeTxFinished, "transaction already finished (TX-5)")
-	}
-	t.finished = true
-	if t.aborted || ctx.Err() != nil {
-		_ = t.st.tx.Rollback()
-		return errAborted()
+	rollback := func() { _ = t.st.tx.Rollback() }
+	if err := t.state.End(txstate.Engine{Closed: t.c.check}, rollback, ctx); err != nil {
+		return err
 	}
 	if err := fn(); err != nil {
-		_ = t.st.tx.Rollback()
+		rollback()
 		if errors.Is(err, sql.ErrTxDone) {
-			return driver.Wrap(driver.CodeUnavailable, err, "sqlite: transaction aborted: its context ended; nothing was written (TX-6)")
+			return txstate.ErrBeginEnded("sqlite", err)
 		}
 		return t.c.mapErr(ctx, err, "sqlite: commit")
 	}
@@ -316,12 +281,11 @@ func (t *Tx) finish(ctx context.Context, fn func() error) error {
 // after Commit or after the Conn's Close (which rolled it back, ERR-4), is
 // a no-op (TX-5).
 func (t *Tx) Rollback(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished {
+	t.state.Lock()
+	defer t.state.Unlock()
+	if t.state.Finish() {
 		return nil
 	}
-	t.finished = true
 	t.c.txs.Remove(t)
 	t.dropStaged()
 	if err := t.st.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && !t.c.closed.Load() {

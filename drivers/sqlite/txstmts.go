@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+
+	"github.com/syncstore/syncstore/internal/stmtcache"
 )
 
 // txStmts hands out statements bound to one transaction (a write
@@ -13,12 +15,12 @@ import (
 // while the transaction holds one (the writer has only one).
 type txStmts struct {
 	c    *Conn
-	base *stmtCache
+	base *stmtcache.Cache
 	tx   *sql.Tx
 	m    map[string]*sql.Stmt
 }
 
-func newTxStmts(c *Conn, base *stmtCache, tx *sql.Tx) *txStmts {
+func newTxStmts(c *Conn, base *stmtcache.Cache, tx *sql.Tx) *txStmts {
 	return &txStmts{c: c, base: base, tx: tx, m: make(map[string]*sql.Stmt, 8)}
 }
 
@@ -27,7 +29,7 @@ func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 		return st, nil
 	}
 	var st *sql.Stmt
-	if base := t.base.peek(q); base != nil {
+	if base := t.base.Peek(q); base != nil {
 		st = t.tx.StmtContext(ctx, base)
 	} else {
 		var err error
@@ -103,7 +105,7 @@ func (c *Conn) writeOne(ctx context.Context, what, q string, args ...any) error 
 	if err := c.check(); err != nil {
 		return err
 	}
-	st, err := c.wr.get(ctx, q)
+	st, err := c.wr.Get(ctx, q)
 	if err != nil {
 		return c.mapErr(ctx, err, what)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
@@ -47,7 +48,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 			return nil, err
 		}
 	}
-	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
+	w := commitwindow.New("sqlite", q, key)
 	err := c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
 		maxSeq, horizon, err := c.partitionSeqs(ctx, r, partition)
 		if err != nil {
@@ -61,9 +62,9 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 			return nil
 		}
 		if len(vals) == 1 {
-			return w.read(ctx, r, d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
+			return c.windowRead(ctx, r, w, d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
 		}
-		for after := q.AfterSeq; after < through && !w.done; {
+		for after := q.AfterSeq; after < through && !w.Done(); {
 			args := []any{partition, q.Table, key, list, after, through}
 			var bound sql.NullInt64
 			if err := c.queryRow(ctx, r, d.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
@@ -74,7 +75,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 				upTo = bound.Int64
 			}
 			args[5] = upTo
-			if err := w.read(ctx, r, d.WindowList, args); err != nil {
+			if err := c.windowRead(ctx, r, w, d.WindowList, args); err != nil {
 				return err
 			}
 			after = upTo
@@ -84,35 +85,17 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if err != nil {
 		return nil, err
 	}
-	return w.out, nil
+	return w.Commits(), nil
 }
 
-// windowReader groups candidate changes into commits and applies the stop
-// rule across one or more reads of consecutive seq ranges.
-type windowReader struct {
-	c       *Conn
-	q       driver.WindowQuery
-	match   d.Matcher
-	out     []driver.Commit
-	matched int
-	done    bool // the stop rule was met
-}
-
-// read appends the commits of one candidate query (its rows ordered by
+// windowRead feeds w the candidates of one query (its rows ordered by
 // seq, idx; whole commits only) until the stop rule is met.
-func (w *windowReader) read(ctx context.Context, r runner, query string, args []any) error {
-	rows, err := w.c.query(ctx, r, query, args)
+func (c *Conn) windowRead(ctx context.Context, r runner, w *commitwindow.Grouper, query string, args []any) error {
+	rows, err := c.query(ctx, r, query, args)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var cur *driver.Commit
-	flush := func() {
-		if cur != nil && len(cur.Changes) > 0 {
-			w.out = append(w.out, *cur)
-		}
-		cur = nil
-	}
 	for rows.Next() {
 		var (
 			seq, idx, rowVersion int64
@@ -122,42 +105,22 @@ func (w *windowReader) read(ctx context.Context, r runner, query string, args []
 		)
 		if err := rows.Scan(&seq, &idx, &rowID, &op, &scopes, &vals, &rowVersion,
 			&meta.ClientID, &meta.ClientCommitID, &meta.ActorID, &meta.CreatedAtMs); err != nil {
-			return w.c.mapErr(ctx, err, "sqlite: read commit window")
+			return c.mapErr(ctx, err, "sqlite: read commit window")
 		}
-		if cur == nil || cur.Seq != seq {
-			flush()
-			if w.matched >= w.q.LimitChanges {
-				w.done = true // WIN-4: the previous commit reached the limit
-				return nil
-			}
-			meta.Seq = seq
-			cur = &meta
+		start, stop := w.Next(seq)
+		if stop {
+			return nil // WIN-4: the previous commit reached the limit
 		}
-		sc, err := d.DecodeScopes(scopes)
-		if err != nil {
+		if start {
+			w.Start(seq, meta)
+		}
+		if err := w.Change(rowID, op, scopes, []byte(vals.String), vals.Valid, rowVersion); err != nil {
 			return err
 		}
-		if !w.match.Match(sc) {
-			continue
-		}
-		ch := driver.Change{Table: w.q.Table, RowID: rowID, Op: driver.Op(op), Scopes: sc}
-		if ch.Op == driver.OpUpsert {
-			ch.RowVersion = rowVersion
-			if vals.Valid {
-				if ch.Values, err = driver.DecodeValues([]byte(vals.String)); err != nil {
-					return driver.Wrap(driver.CodeInternal, err, "sqlite: decode stored change values")
-				}
-			}
-		}
-		cur.Changes = append(cur.Changes, ch)
-		w.matched++
 	}
 	if err := rows.Err(); err != nil {
-		return w.c.mapErr(ctx, err, "sqlite: read commit window")
+		return c.mapErr(ctx, err, "sqlite: read commit window")
 	}
-	flush()
-	if w.matched >= w.q.LimitChanges {
-		w.done = true
-	}
+	w.End()
 	return nil
 }
