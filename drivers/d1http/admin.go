@@ -5,7 +5,8 @@ import (
 	"math"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views, the SQLite
@@ -19,9 +20,9 @@ var _ driver.AdminConn = (*Conn)(nil)
 // from just below the position. Integers come back as text, so the last
 // record's position is exact.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	stmt, args := d.D1AdminListClients, []any{partition, q.Limit}
+	stmt, args := sqlitesql.D1AdminListClients, []any{partition, q.Limit}
 	if q.AfterClientID != "" {
-		stmt, args = d.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
+		stmt, args = sqlitesql.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
 	}
 	rows, err := c.rows(ctx, "d1http: list client records", stmt, args...)
 	if err != nil {
@@ -42,7 +43,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeInternal, "d1http: stored client record is malformed")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -59,7 +60,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if beforeSeq == 0 {
 		beforeSeq = math.MaxInt64
 	}
-	rows, err := c.rows(ctx, "d1http: list commit metadata", d.AdminListCommits, partition, num(beforeSeq), limit)
+	rows, err := c.rows(ctx, "d1http: list commit metadata", sqlitesql.AdminListCommits, partition, num(beforeSeq), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -91,22 +92,22 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := d.PickKey(filter)
+	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
 	}
 	if empty || throughSeq <= afterSeq {
 		return act, nil
 	}
-	list, err := d.JSONList(filter[key])
+	list, err := storelayout.JSONList(filter[key])
 	if err != nil {
 		return act, err
 	}
-	rows, err := c.rows(ctx, "d1http: scope activity", d.AdminScopeActivity, partition, table, key, list, num(afterSeq), num(throughSeq))
+	rows, err := c.rows(ctx, "d1http: scope activity", sqlitesql.AdminScopeActivity, partition, table, key, list, num(afterSeq), num(throughSeq))
 	if err != nil {
 		return act, err
 	}
-	match := d.NewMatcher(filter, key)
+	match := storelayout.NewMatcher(filter, key)
 	commits := map[int64]bool{}
 	for _, r := range rows {
 		seq, err := rawInt(r[0])
@@ -115,7 +116,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		}
 		if !match.Empty() {
 			text, _ := rawString(r[1])
-			scopes, err := d.DecodeScopes(text)
+			scopes, err := storelayout.DecodeScopes(text)
 			if err != nil {
 				return act, err
 			}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
@@ -26,7 +28,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -41,14 +43,14 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
 	}
-	list, err := d.JSONList(q.Filter[key])
+	list, err := storelayout.JSONList(q.Filter[key])
 	if err != nil {
 		return nil, err
 	}
-	w := &windowReader{q: q, match: d.NewMatcher(q.Filter, key)}
+	w := &windowReader{q: q, match: storelayout.NewMatcher(q.Filter, key)}
 	for after := q.AfterSeq; !w.done; {
-		res, err := c.cl.read(ctx, what, st(d.SelectPartitionSeqs, partition),
-			st(d.D1Window(d.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
+		res, err := c.cl.read(ctx, what, st(sqlitesql.SelectPartitionSeqs, partition),
+			st(d1sql.D1Window(sqlitesql.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +88,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 // stop rule across reads of consecutive seq ranges.
 type windowReader struct {
 	q       driver.WindowQuery
-	match   d.Matcher
+	match   storelayout.Matcher
 	out     []driver.Commit
 	matched int
 	done    bool
@@ -140,7 +142,7 @@ func (w *windowReader) read(rows [][]json.RawMessage) error {
 		if err != nil {
 			return bad()
 		}
-		sc, err := d.DecodeScopes(scopes)
+		sc, err := storelayout.DecodeScopes(scopes)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views of committed
@@ -70,7 +70,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
 			return nil, c.mapErr(ctx, err, "mysql: list client records")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(string(subs)); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -119,14 +119,14 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := d.PickKey(filter)
+	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
 	}
 	if empty || throughSeq <= afterSeq {
 		return act, nil
 	}
-	list, err := d.JSONList(dedupe(filter[key]))
+	list, err := storelayout.JSONList(dedupe(filter[key]))
 	if err != nil {
 		return act, err
 	}
@@ -135,7 +135,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, err
 	}
 	defer rows.Close()
-	match := d.NewMatcher(filter, key)
+	match := storelayout.NewMatcher(filter, key)
 	commits := map[int64]bool{}
 	for rows.Next() {
 		var seq int64
@@ -144,7 +144,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 			return act, c.mapErr(ctx, err, "mysql: scope activity")
 		}
 		if !match.Empty() {
-			scopes, err := d.DecodeScopes(string(text))
+			scopes, err := storelayout.DecodeScopes(string(text))
 			if err != nil {
 				return act, err
 			}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
@@ -55,7 +56,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := d.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 	ver, stored, err := c.storedSchema(ctx)
 	if err != nil {
 		return err
@@ -115,7 +116,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 	if err != nil {
 		return err
 	}
-	var old d.Layout
+	var old storelayout.Layout
 	switch {
 	case ver > schema.Version:
 		return driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
@@ -124,12 +125,12 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 	case ver == schema.Version && ver != 0:
 		return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
 	case ver > 0:
-		if old, err = d.DecodeLayout(stored); err != nil {
+		if old, err = storelayout.DecodeLayout(stored); err != nil {
 			return err
 		}
 		// The SQLite dialect's planner holds SCH-6's rules; its SQL is
 		// not used here.
-		if _, err := d.MigrationSQL(old, schema); err != nil {
+		if _, err := sqlitesql.MigrationSQL(old, schema); err != nil {
 			return err
 		}
 	}

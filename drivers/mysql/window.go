@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // windowCols are the columns every window candidate query returns.
@@ -113,7 +113,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -125,13 +125,13 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
 	}
-	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
+	w := &windowReader{c: c, q: q, match: storelayout.NewMatcher(q.Filter, key)}
 	vals := dedupe(q.Filter[key])
 	lastSeq, lastIdx := q.AfterSeq, int64(math.MaxInt32)
 	var list string
 	if len(vals) > maxInlineValues {
 		var err error
-		if list, err = d.JSONList(vals); err != nil {
+		if list, err = storelayout.JSONList(vals); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +184,7 @@ var (
 type windowReader struct {
 	c       *Conn
 	q       driver.WindowQuery
-	match   d.Matcher
+	match   storelayout.Matcher
 	out     []driver.Commit
 	cur     *driver.Commit
 	matched int
@@ -232,7 +232,7 @@ func (w *windowReader) read(ctx context.Context, query string, args []any, lastS
 			meta.Seq = cd.seq
 			w.cur = &meta
 		}
-		sc, err := d.DecodeScopes(string(cd.scopes))
+		sc, err := storelayout.DecodeScopes(string(cd.scopes))
 		if err != nil {
 			return 0, err
 		}

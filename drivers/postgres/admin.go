@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views over the
@@ -74,7 +74,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
 			return nil, c.mapErr(ctx, err, what)
 		}
-		if rec.Subscriptions, err = sd.DecodeSubscriptions(subs); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -121,7 +121,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := sd.PickKey(filter)
+	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
 	}
@@ -137,7 +137,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, c.mapErr(ctx, err, what)
 	}
 	defer rows.Close()
-	match := sd.NewMatcher(filter, key)
+	match := storelayout.NewMatcher(filter, key)
 	commits := map[int64]bool{}
 	for rows.Next() {
 		var seq int64
@@ -146,7 +146,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 			return act, c.mapErr(ctx, err, what)
 		}
 		if !match.Empty() {
-			scopes, err := sd.DecodeScopes(text)
+			scopes, err := storelayout.DecodeScopes(text)
 			if err != nil {
 				return act, err
 			}

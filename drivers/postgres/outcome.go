@@ -42,15 +42,12 @@ func (c *Conn) settleCommit(ctx context.Context, xid int64, pid uint32, cause er
 	case status == "committed":
 		return nil
 	case status == "aborted":
-		return driver.Wrap(driver.CodeUnavailable, cause,
-			"postgres: commit: the engine's answer was lost; the transaction was rolled back and nothing was written (TX-10)")
+		return rolledBack(cause)
 	}
 	if err == nil {
 		err = cause
 	}
-	return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
-		Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
-			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+	return outcomeUnknown(err)
 }
 
 // sqlBackendAlive: ?1 a pid → whether a backend of this database runs
@@ -77,77 +74,104 @@ func (c *Conn) settleByCommit(ctx context.Context, pid uint32, partition string,
 	landed, err := c.commitLanded(ctx, pid, partition, seq, token)
 	switch {
 	case err != nil:
-		return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
-			Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
-				outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+		return outcomeUnknown(err)
 	case landed:
 		return nil
 	}
+	return rolledBack(cause)
+}
+
+// rolledBack is settled's answer when the Tx did not land: nothing was
+// written, a retry can help (CodeUnavailable, TX-10).
+func rolledBack(cause error) error {
 	return driver.Wrap(driver.CodeUnavailable, cause,
 		"postgres: commit: the engine's answer was lost; the transaction was rolled back and nothing was written (TX-10)")
 }
 
+// outcomeUnknown is the answer when the outcome could not be learnt within
+// outcomeLookupTimeout (CodeCommitOutcomeUnknown, TX-10).
+func outcomeUnknown(err error) error {
+	return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
+		Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
+			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+}
+
 // commitLanded ends backend pid, waits until it is gone, then reports
-// whether the commit is in the log; on a connection of its own, outside
-// the pool (as xactStatus).
-func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, seq, token int64) (bool, error) {
-	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = conn.Close(context.Background()) }()
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+// whether the commit is in the log.
+func (c *Conn) commitLanded(ctx context.Context, pid uint32, partition string, seq, token int64) (landed bool, err error) {
+	err = c.onSideConn(ctx, func(conn *pgx.Conn) error {
+		if err := endAndWait(ctx, func() (bool, error) {
+			var n int
+			err := conn.QueryRow(ctx, sqlBackendAlive, pid).Scan(&n)
+			return n == 0, err
+		}, func() error {
+			_, err := conn.Exec(ctx, sqlEndBackend, pid)
+			return err
+		}); err != nil {
+			return err
+		}
 		var n int
-		if err := conn.QueryRow(ctx, sqlBackendAlive, pid).Scan(&n); err != nil {
-			return false, err
-		}
-		if n == 0 {
-			break
-		}
-		if _, err := conn.Exec(ctx, sqlEndBackend, pid); err != nil {
-			return false, err
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-	var n int
-	err = conn.QueryRow(ctx, sqlCommitLanded, partition, seq, token).Scan(&n)
-	return n > 0, err
+		err := conn.QueryRow(ctx, sqlCommitLanded, partition, seq, token).Scan(&n)
+		landed = n > 0
+		return err
+	})
+	return landed, err
 }
 
 // xactStatus returns "committed" or "aborted" for transaction xid once it
-// has ended, ending its backend while it is still in progress. It uses a
-// connection of its own, outside the pool: the pool may be full of
-// callers waiting for the partition the transaction still holds.
-func (c *Conn) xactStatus(ctx context.Context, xid int64, pid uint32) (string, error) {
-	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
+// has ended, ending its backend while it is still in progress.
+func (c *Conn) xactStatus(ctx context.Context, xid int64, pid uint32) (status string, err error) {
+	low := strconv.FormatUint(uint64(xid)&0xFFFFFFFF, 10)
+	err = c.onSideConn(ctx, func(conn *pgx.Conn) error {
+		return endAndWait(ctx, func() (bool, error) {
+			var s *string
+			if err := conn.QueryRow(ctx, sqlXactStatus, xid).Scan(&s); err != nil {
+				return false, err
+			}
+			if s == nil {
+				return false, driver.Errorf(driver.CodeInternal, "postgres: the transaction's status is no longer kept")
+			}
+			status = *s
+			return status != "in progress", nil
+		}, func() error {
+			_, err := conn.Exec(ctx, sqlEndXactBackend, pid, low)
+			return err
+		})
+	})
 	if err != nil {
 		return "", err
 	}
+	return status, nil
+}
+
+// onSideConn runs fn on a connection of its own, outside the pool: the
+// pool may be full of callers waiting for the partition the unsettled
+// transaction still holds.
+func (c *Conn) onSideConn(ctx context.Context, fn func(*pgx.Conn) error) error {
+	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	low := strconv.FormatUint(uint64(xid)&0xFFFFFFFF, 10)
+	return fn(conn)
+}
+
+// endAndWait asks ended until it reports true, calling end (which ends
+// the backend) between asks and waiting 1 ms, doubling to at most 50 ms;
+// bounded by ctx. A commit in its critical section completes before the
+// backend acts on the signal; anything else is rolled back.
+func endAndWait(ctx context.Context, ended func() (bool, error), end func() error) error {
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		var status *string
-		if err := conn.QueryRow(ctx, sqlXactStatus, xid).Scan(&status); err != nil {
-			return "", err
+		done, err := ended()
+		if err != nil || done {
+			return err
 		}
-		if status == nil {
-			return "", driver.Errorf(driver.CodeInternal, "postgres: the transaction's status is no longer kept")
-		}
-		if *status != "in progress" {
-			return *status, nil
-		}
-		// A commit in its critical section completes before the backend
-		// acts on the signal; anything else is rolled back.
-		if _, err := conn.Exec(ctx, sqlEndXactBackend, pid, low); err != nil {
-			return "", err
+		if err := end(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return ctx.Err()
 		case <-time.After(wait):
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // Authoritative queries (capability authoritative-query, AQ-1…AQ-5). The
@@ -85,11 +85,11 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := sd.AdmitQuery(q)
+	text, err := querylang.AdmitQuery(q)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := sd.QueryArgs(q.Args, sd.QueryArgRules{RefuseNUL: true})
+	args, err := querylang.QueryArgs(q.Args, querylang.QueryArgRules{RefuseNUL: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}

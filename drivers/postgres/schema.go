@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
@@ -31,7 +32,7 @@ func (c *Conn) table(name string) (*table, error) {
 
 // EnsureSchema makes the store's application tables match schema
 // (SCH-3…SCH-7). The layout comparison is the portable one of the
-// SQLite dialect (sqlitedialect.Layout), so every engine accepts and
+// SQLite dialect (sqlitesql.Layout), so every engine accepts and
 // rejects the same schema changes. No stored schema → create; same
 // version → an equal layout is a no-op (one read, SCH-3), a different one
 // → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
@@ -46,7 +47,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := sd.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 	ver, stored, err := c.storedSchema(ctx, c.pool)
 	if err != nil {
 		return err
@@ -117,14 +118,14 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 			}
 			return driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
 		default:
-			old, err := sd.DecodeLayout(stored)
+			old, err := storelayout.DecodeLayout(stored)
 			if err != nil {
 				return err
 			}
 			if ddl, err = migrationSQL(old, schema); err != nil {
 				return err
 			}
-			retired = sd.RetiredTables(old, schema)
+			retired = storelayout.RetiredTables(old, schema)
 		}
 		if len(ddl) > 0 {
 			if _, err := tx.Exec(ctx, strings.Join(ddl, ";\n"), pgx.QueryExecModeSimpleProtocol); err != nil {
@@ -143,20 +144,20 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 
 // migrationSQL returns the PostgreSQL statements that take the stored
 // layout old to schema s (SCH-6). Which changes are allowed is decided by
-// the portable sqlitedialect.MigrationSQL (its error, if any, is
+// the portable sqlitesql.MigrationSQL (its error, if any, is
 // returned, so every engine rejects the same changes); the statements are
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
-func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
-	if _, err := sd.MigrationSQL(old, s); err != nil {
+func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
+	if _, err := sqlitesql.MigrationSQL(old, s); err != nil {
 		return nil, err
 	}
-	next := sd.LayoutOf(s)
-	oldT := map[string]sd.LayoutTable{}
+	next := storelayout.LayoutOf(s)
+	oldT := map[string]storelayout.LayoutTable{}
 	for _, t := range old.Tables {
 		oldT[t.Name] = t
 	}
-	newT := map[string]sd.LayoutTable{}
+	newT := map[string]storelayout.LayoutTable{}
 	for _, t := range next.Tables {
 		newT[t.Name] = t
 	}
@@ -177,11 +178,11 @@ func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
 			creates = append(creates, "ALTER TABLE "+quote(t.Name)+" ADD COLUMN "+
 				columnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
 		}
-		oldIx := map[string]sd.LayoutIndex{}
+		oldIx := map[string]storelayout.LayoutIndex{}
 		for _, ix := range ot.Indexes {
 			oldIx[ix.Name] = ix
 		}
-		newIx := map[string]sd.LayoutIndex{}
+		newIx := map[string]storelayout.LayoutIndex{}
 		for _, ix := range nt.Indexes {
 			newIx[ix.Name] = ix
 		}
@@ -199,7 +200,7 @@ func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
 	return append(drops, creates...), nil
 }
 
-func sameIndex(a, b sd.LayoutIndex) bool {
+func sameIndex(a, b storelayout.LayoutIndex) bool {
 	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
 		return false
 	}

@@ -9,7 +9,7 @@ import (
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Column names of every application table, ahead of the app's columns.
@@ -217,7 +217,7 @@ func (x *table) selectList(alias string) string {
 // index of the filter key with the fewest values; the other keys are
 // column predicates.
 func (x *table) scanPlan(partition string, q driver.ScanQuery) (query string, args []any, none bool, err error) {
-	key, empty, ok := sd.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return "", nil, false, driver.Errorf(driver.CodeScanRequiresScope, "scan requires a scope filter (V-6)")
 	}

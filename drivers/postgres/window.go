@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // sqlWindow reads one round of window candidates (WIN-7: from the
@@ -87,7 +87,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, _, ok := sd.PickKey(q.Filter)
+	key, _, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -95,7 +95,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		return nil, err
 	}
 	vals := dedupe(q.Filter[key]) // empty when the key has an empty list: no candidate
-	match := sd.NewMatcher(q.Filter, key)
+	match := storelayout.NewMatcher(q.Filter, key)
 	var (
 		out     []driver.Commit
 		matched int
@@ -176,8 +176,8 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 
 // decodeChange builds a change from a window candidate; ok is false when
 // its scopes fail the filter's other keys (WIN-3).
-func decodeChange(table, rowID, op, scopes string, vals *string, rowVersion int64, match sd.Matcher) (driver.Change, bool, error) {
-	sc, err := sd.DecodeScopes(scopes)
+func decodeChange(table, rowID, op, scopes string, vals *string, rowVersion int64, match storelayout.Matcher) (driver.Change, bool, error) {
+	sc, err := storelayout.DecodeScopes(scopes)
 	if err != nil {
 		return driver.Change{}, false, err
 	}

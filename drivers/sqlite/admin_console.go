@@ -5,7 +5,8 @@ import (
 	"math"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views, served by the
@@ -18,9 +19,9 @@ var _ driver.AdminConn = (*Conn)(nil)
 // exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
 // of _sync_clients_by_time from just below the position.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	stmt, args := d.AdminListClients, []any{partition, int64(q.Limit)}
+	stmt, args := sqlitesql.AdminListClients, []any{partition, int64(q.Limit)}
 	if q.AfterClientID != "" {
-		stmt, args = d.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
+		stmt, args = sqlitesql.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
 	}
 	rows, err := c.query(ctx, c.reader(), stmt, args)
 	if err != nil {
@@ -34,7 +35,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
 			return nil, c.mapErr(ctx, err, "sqlite: list client records")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -53,7 +54,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if beforeSeq == 0 {
 		beforeSeq = math.MaxInt64
 	}
-	rows, err := c.query(ctx, c.reader(), d.AdminListCommits, []any{partition, beforeSeq, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.AdminListCommits, []any{partition, beforeSeq, int64(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -79,23 +80,23 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if _, err := c.table(table); err != nil {
 		return act, err
 	}
-	key, empty, ok := d.PickKey(filter)
+	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return act, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
 	}
 	if empty || throughSeq <= afterSeq {
 		return act, nil
 	}
-	list, err := d.JSONList(filter[key])
+	list, err := storelayout.JSONList(filter[key])
 	if err != nil {
 		return act, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.AdminScopeActivity, []any{partition, table, key, list, afterSeq, throughSeq})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.AdminScopeActivity, []any{partition, table, key, list, afterSeq, throughSeq})
 	if err != nil {
 		return act, err
 	}
 	defer rows.Close()
-	match := d.NewMatcher(filter, key)
+	match := storelayout.NewMatcher(filter, key)
 	commits := map[int64]bool{}
 	for rows.Next() {
 		var seq int64
@@ -104,7 +105,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 			return act, c.mapErr(ctx, err, "sqlite: scope activity")
 		}
 		if !match.Empty() {
-			scopes, err := d.DecodeScopes(text)
+			scopes, err := storelayout.DecodeScopes(text)
 			if err != nil {
 				return act, err
 			}

@@ -5,7 +5,8 @@ import (
 	"sort"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Blob references (capability blob-refs, BLOB-1): the set of a row lives
@@ -26,24 +27,24 @@ func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []str
 		if _, err := t.c.table(table); err != nil {
 			return err
 		}
-		if err := t.st.exec(ctx, d.BlobRefsClearRow, t.partition, table, rowID); err != nil {
+		if err := t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID); err != nil {
 			return err
 		}
 		if len(blobIDs) == 0 {
 			return nil
 		}
-		list, err := d.JSONList(blobIDs)
+		list, err := storelayout.JSONList(blobIDs)
 		if err != nil {
 			return err
 		}
-		return t.st.exec(ctx, d.BlobRefsInsert, t.partition, table, rowID, list)
+		return t.st.exec(ctx, sqlitesql.BlobRefsInsert, t.partition, table, rowID, list)
 	})
 }
 
 // clearBlobRefs removes the blob references of a deleted row (BLOB-1);
 // called by DeleteRow inside the Tx's operation.
 func (t *Tx) clearBlobRefs(ctx context.Context, table, rowID string) error {
-	return t.st.exec(ctx, d.BlobRefsClearRow, t.partition, table, rowID)
+	return t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID)
 }
 
 // ListRowsReferencingBlob returns the existing rows of partition that
@@ -104,7 +105,7 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})
 	if err != nil {
 		return nil, err
 	}

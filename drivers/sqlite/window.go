@@ -5,7 +5,8 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
@@ -35,7 +36,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -43,11 +44,11 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	var list string
 	if !empty && len(vals) > 1 {
 		var err error
-		if list, err = d.JSONList(vals); err != nil {
+		if list, err = storelayout.JSONList(vals); err != nil {
 			return nil, err
 		}
 	}
-	w := &windowReader{c: c, q: q, match: d.NewMatcher(q.Filter, key)}
+	w := &windowReader{c: c, q: q, match: storelayout.NewMatcher(q.Filter, key)}
 	err := c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
 		maxSeq, horizon, err := c.partitionSeqs(ctx, r, partition)
 		if err != nil {
@@ -61,12 +62,12 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 			return nil
 		}
 		if len(vals) == 1 {
-			return w.read(ctx, r, d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
+			return w.read(ctx, r, sqlitesql.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
 		}
 		for after := q.AfterSeq; after < through && !w.done; {
 			args := []any{partition, q.Table, key, list, after, through}
 			var bound sql.NullInt64
-			if err := c.queryRow(ctx, r, d.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
+			if err := c.queryRow(ctx, r, sqlitesql.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
 				return err
 			}
 			upTo := through
@@ -74,7 +75,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 				upTo = bound.Int64
 			}
 			args[5] = upTo
-			if err := w.read(ctx, r, d.WindowList, args); err != nil {
+			if err := w.read(ctx, r, sqlitesql.WindowList, args); err != nil {
 				return err
 			}
 			after = upTo
@@ -92,7 +93,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 type windowReader struct {
 	c       *Conn
 	q       driver.WindowQuery
-	match   d.Matcher
+	match   storelayout.Matcher
 	out     []driver.Commit
 	matched int
 	done    bool // the stop rule was met
@@ -133,7 +134,7 @@ func (w *windowReader) read(ctx context.Context, r runner, query string, args []
 			meta.Seq = seq
 			cur = &meta
 		}
-		sc, err := d.DecodeScopes(scopes)
+		sc, err := storelayout.DecodeScopes(scopes)
 		if err != nil {
 			return err
 		}
