@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -128,9 +127,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		if old, err = storelayout.DecodeLayout(stored); err != nil {
 			return err
 		}
-		// The SQLite dialect's planner holds SCH-6's rules; its SQL is
-		// not used here.
-		if _, err := sqlitesql.MigrationSQL(old, schema); err != nil {
+		if err := storelayout.CheckMigration(old, schema); err != nil { // SCH-6
 			return err
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -31,9 +30,9 @@ func (c *Conn) table(name string) (*table, error) {
 }
 
 // EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7). The layout comparison is the portable one of the
-// SQLite dialect (sqlitesql.Layout), so every engine accepts and
-// rejects the same schema changes. No stored schema → create; same
+// (SCH-3…SCH-7). The layout comparison is the engine-neutral one
+// (storelayout.Layout, storelayout.CheckMigration), so every engine
+// accepts and rejects the same schema changes. No stored schema → create; same
 // version → an equal layout is a no-op (one read, SCH-3), a different one
 // → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
 // migrate per SCH-6 or CodeSchemaMigrationUnsupported. Changes run in one
@@ -144,12 +143,12 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 
 // migrationSQL returns the PostgreSQL statements that take the stored
 // layout old to schema s (SCH-6). Which changes are allowed is decided by
-// the portable sqlitesql.MigrationSQL (its error, if any, is
-// returned, so every engine rejects the same changes); the statements are
+// storelayout.CheckMigration (its error, if any, is returned, so every
+// engine rejects the same changes); the statements are
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
 func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	if _, err := sqlitesql.MigrationSQL(old, s); err != nil {
+	if err := storelayout.CheckMigration(old, s); err != nil {
 		return nil, err
 	}
 	next := storelayout.LayoutOf(s)

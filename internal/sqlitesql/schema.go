@@ -18,16 +18,15 @@ func CreateSchemaSQL(s driver.Schema) []string {
 // layout old to schema s (a newer version), per SCH-6: add tables, append
 // nullable columns, add/drop declared indexes (a changed index is dropped
 // and re-created), retire removed tables (DROP TABLE: its rows and scope
-// index go; the commit log is untouched). Anything else — drop, retype or
-// reorder a column, append a non-nullable one, change the primary key or
-// the scopes — fails with CodeSchemaMigrationUnsupported before any
+// index go; the commit log is untouched). Any other change fails
+// storelayout.CheckMigration (CodeSchemaMigrationUnsupported) before any
 // statement is returned, so nothing changes. Run the statements in one
 // transaction.
 func MigrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	next := storelayout.LayoutOf(s)
-	unsupported := func(format string, args ...any) ([]string, error) {
-		return nil, driver.Errorf(driver.CodeSchemaMigrationUnsupported, format+" (SCH-6)", args...)
+	if err := storelayout.CheckMigration(old, s); err != nil {
+		return nil, err
 	}
+	next := storelayout.LayoutOf(s)
 	var drops, creates []string
 	for _, ot := range old.Tables {
 		if _, ok := next.Table(ot.Name); !ok {
@@ -41,24 +40,7 @@ func MigrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
 			continue
 		}
 		nt, _ := next.Table(t.Name)
-		if nt.PrimaryKey != ot.PrimaryKey {
-			return unsupported("table %s: the primary key cannot change", t.Name)
-		}
-		if !sameScopes(ot.Scopes, nt.Scopes) {
-			return unsupported("table %s: scopes cannot change", t.Name)
-		}
-		if len(nt.Columns) < len(ot.Columns) {
-			return unsupported("table %s: columns cannot be dropped", t.Name)
-		}
-		for i, oc := range ot.Columns {
-			if nt.Columns[i] != oc {
-				return unsupported("table %s: column %s cannot be dropped, retyped or reordered", t.Name, oc.Name)
-			}
-		}
 		for _, nc := range nt.Columns[len(ot.Columns):] {
-			if !nc.Nullable {
-				return unsupported("table %s: appended column %s must be nullable", t.Name, nc.Name)
-			}
 			creates = append(creates, "ALTER TABLE "+Quote(t.Name)+" ADD COLUMN "+
 				ColumnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
 		}
@@ -82,18 +64,6 @@ func MigrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
 		}
 	}
 	return append(drops, creates...), nil
-}
-
-func sameScopes(a, b []storelayout.LayoutScope) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func sameIndex(a, b storelayout.LayoutIndex) bool {
