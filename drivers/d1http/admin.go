@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
@@ -20,9 +21,9 @@ var _ driver.AdminConn = (*Conn)(nil)
 // from just below the position. Integers come back as text, so the last
 // record's position is exact.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	stmt, args := sqlitesql.D1AdminListClients, []any{partition, q.Limit}
+	stmt, args := d1sql.D1AdminListClients, []any{partition, q.Limit}
 	if q.AfterClientID != "" {
-		stmt, args = sqlitesql.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
+		stmt, args = d1sql.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
 	}
 	rows, err := c.rows(ctx, "d1http: list client records", stmt, args...)
 	if err != nil {

@@ -46,10 +46,10 @@ func TestD1ReadPlans(t *testing.T) {
 		{"client cursors (CR-3)", d1sql.D1ListClientCursors, []any{"P", "c-0500", 10},
 			[]string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
 			[]string{"TEMP B-TREE", "SCAN"}},
-		{"client records, first page (ADM-2)", sqlitesql.D1AdminListClients, []any{"P", 10},
+		{"client records, first page (ADM-2)", d1sql.D1AdminListClients, []any{"P", 10},
 			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
 			[]string{"TEMP B-TREE", "SCAN"}},
-		{"client records, next page (ADM-2)", sqlitesql.D1AdminListClientsAfter, []any{"P", 500, "c-0500", 10},
+		{"client records, next page (ADM-2)", d1sql.D1AdminListClientsAfter, []any{"P", 500, "c-0500", 10},
 			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
 			[]string{"TEMP B-TREE", "SCAN"}},
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
@@ -40,7 +41,7 @@ func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, bef
 // MinClientCursor returns the smallest cursor ≥ atLeast of a client
 // record updated at or after updatedSinceMs (CR-5).
 func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
-	rows, err := c.rows(ctx, "d1http: min client cursor", sqlitesql.D1MinClientCursor, partition, num(updatedSinceMs), num(atLeast))
+	rows, err := c.rows(ctx, "d1http: min client cursor", d1sql.D1MinClientCursor, partition, num(updatedSinceMs), num(atLeast))
 	if err != nil || len(rows) == 0 {
 		return 0, false, err
 	}

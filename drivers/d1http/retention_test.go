@@ -30,7 +30,7 @@ func TestRetentionPlans(t *testing.T) {
 			[]string{"USING COVERING INDEX _sync_push_results_by_time (partition=? AND recorded_at_ms<?)", "_sync_push_results USING PRIMARY KEY"}},
 		{"delete client records (CR-4)", sqlitesql.DeleteClientRecordsBefore, []any{"P", 100, 10},
 			[]string{"USING COVERING INDEX _sync_clients_by_time (partition=? AND updated_at_ms<?)", "_sync_clients USING PRIMARY KEY"}},
-		{"min client cursor (CR-5)", sqlitesql.D1MinClientCursor, []any{"P", 100, 0},
+		{"min client cursor (CR-5)", d1sql.D1MinClientCursor, []any{"P", 100, 0},
 			[]string{"USING COVERING INDEX _sync_clients_by_cursor (partition=? AND cursor>?)"}},
 	} {
 		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, []string{"SCAN _sync", "TEMP B-TREE"})

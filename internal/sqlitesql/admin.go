@@ -17,13 +17,15 @@ func init() {
 	ReadStatements = append(ReadStatements, AdminListClients, AdminListClientsAfter, AdminListCommits, AdminScopeActivity)
 }
 
-// The parts of the client-record listings (ADM-2).
+// The parts of the client-record listings (ADM-2): the selected columns,
+// then the text after them of the first page (AdminClientsFirst) and of a
+// next page (AdminClientsAfter). drivers/d1http selects the same rows
+// with its own column list.
 const (
 	adminClientCols   = `client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions`
-	d1AdminClientCols = `client_id, actor_id, CAST(wire_version AS TEXT), CAST(cursor AS TEXT), CAST(updated_at_ms AS TEXT), subscriptions`
-	adminClientsFirst = `
+	AdminClientsFirst = `
 FROM _sync_clients WHERE partition = ?1 ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?2`
-	adminClientsAfter = `
+	AdminClientsAfter = `
 FROM _sync_clients WHERE partition = ?1 AND (updated_at_ms, client_id) < (?2, ?3)
 ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?4`
 )
@@ -35,16 +37,11 @@ const (
 	// newest first (updated_at_ms desc, client id desc), served by a
 	// backward walk of _sync_clients_by_time that stops at the limit
 	// (ADM-2).
-	AdminListClients = `SELECT ` + adminClientCols + adminClientsFirst
+	AdminListClients = `SELECT ` + adminClientCols + AdminClientsFirst
 	// AdminListClientsAfter is AdminListClients after the exclusive
 	// position (?2 updated_at_ms, ?3 client id), ?4 limit: the walk starts
 	// just below the position, so a page costs its length (ADM-2).
-	AdminListClientsAfter = `SELECT ` + adminClientCols + adminClientsAfter
-	// D1AdminListClients and D1AdminListClientsAfter are the same with
-	// the integers as text, exact beyond 2^53 over D1's JSON transport
-	// (VAL-1); a page's last updated_at_ms is the next page's position.
-	D1AdminListClients      = `SELECT ` + d1AdminClientCols + adminClientsFirst
-	D1AdminListClientsAfter = `SELECT ` + d1AdminClientCols + adminClientsAfter
+	AdminListClientsAfter = `SELECT ` + adminClientCols + AdminClientsAfter
 	// AdminListCommits: ?1 partition, ?2 beforeSeq (exclusive; pass
 	// math.MaxInt64 for "from the newest"), ?3 limit → seq, client_id,
 	// client_commit_id, actor_id, created_at_ms, change count; newest first.

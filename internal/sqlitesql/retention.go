@@ -58,10 +58,6 @@ const (
 	// ?3 upward and the walk stops at the first recent record.
 	MinClientCursor = `SELECT cursor FROM _sync_clients INDEXED BY _sync_clients_by_cursor
 WHERE partition = ?1 AND cursor >= ?3 AND updated_at_ms >= ?2 ORDER BY cursor LIMIT 1`
-	// D1MinClientCursor is MinClientCursor with the cursor as text (exact
-	// beyond 2^53 over D1's JSON).
-	D1MinClientCursor = `SELECT CAST(cursor AS TEXT) FROM _sync_clients INDEXED BY _sync_clients_by_cursor
-WHERE partition = ?1 AND cursor >= ?3 AND updated_at_ms >= ?2 ORDER BY cursor LIMIT 1`
 )
 
 func init() {

@@ -107,6 +107,17 @@ WHERE partition > ?1 ORDER BY partition LIMIT ?2`
 	D1SelectRegistry = `SELECT partition, epoch, epoch_required, CAST(updated_at_ms AS TEXT) FROM _sync_registry WHERE partition = ?1`
 	// D1SetHorizon: ?1 partition, ?2 horizon. Raises only, never past max_seq (HZ-1).
 	D1SetHorizon = `UPDATE _sync_partitions SET horizon_seq = ?2 WHERE partition = ?1 AND horizon_seq < ?2 AND max_seq >= ?2`
+	// D1AdminListClients and D1AdminListClientsAfter are
+	// sqlitesql.AdminListClients and AdminListClientsAfter with the
+	// integers as text; a page's last updated_at_ms is the next page's
+	// position (ADM-2).
+	D1AdminListClients      = `SELECT ` + d1AdminClientCols + sqlitesql.AdminClientsFirst
+	D1AdminListClientsAfter = `SELECT ` + d1AdminClientCols + sqlitesql.AdminClientsAfter
+	// D1MinClientCursor is MinClientCursor with the cursor as text (CR-5).
+	D1MinClientCursor = `SELECT CAST(cursor AS TEXT) FROM _sync_clients INDEXED BY _sync_clients_by_cursor
+WHERE partition = ?1 AND cursor >= ?3 AND updated_at_ms >= ?2 ORDER BY cursor LIMIT 1`
+
+	d1AdminClientCols = `client_id, actor_id, CAST(wire_version AS TEXT), CAST(cursor AS TEXT), CAST(updated_at_ms AS TEXT), subscriptions`
 )
 
 // D1Window returns a window candidate statement (WindowSingle or
