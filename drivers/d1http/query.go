@@ -17,7 +17,7 @@ import (
 // HTTP API has no authorizer, no roles, no read-only mode and no temp
 // schema, so a query goes through three layers before its rows come back:
 //
-//  1. the text: sqlitedialect's CheckQueryText, then RewriteD1Query, which
+//  1. the text: querylang's CheckQueryText, then RewriteD1Query, which
 //     refuses infrastructure, catalog and D1-internal names, statements
 //     other than SELECT (also after WITH, also RETURNING), strings used as
 //     table names and calls outside the allow-list, and prepends one CTE

@@ -13,7 +13,7 @@ import (
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10), both halves, over the
-// SQL of internal/sqlitedialect (reactions.go, and d1_reactions.go for the
+// SQL of internal/sqlitesql/reactions.go (and internal/d1sql/reactions.go for the
 // JSON transport). Input is already valid (sync).
 //
 // Enqueue is buffered into the push's commit batch, so reactions land
@@ -247,7 +247,7 @@ func bit(b bool) int {
 	return 0
 }
 
-// decodeReactions decodes rows of d.D1ReactionColumns.
+// decodeReactions decodes rows of d1sql.D1ReactionColumns.
 func decodeReactions(rows [][]json.RawMessage) ([]driver.Reaction, error) {
 	out := make([]driver.Reaction, 0, len(rows))
 	for _, r := range rows {

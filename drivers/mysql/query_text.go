@@ -10,7 +10,7 @@ import (
 )
 
 // The text half of authoritative queries (AQ-1…AQ-3). A host's query in
-// the portable SQLite-family dialect, once admitted by sqlitedialect's
+// the portable SQLite-family dialect, once admitted by querylang's
 // CheckQueryText (one SELECT or WITH … SELECT, ?/?N parameters only, no
 // main./temp. qualifier), is tokenized again and every token re-emitted
 // for MySQL/MariaDB — nothing of the host's text reaches the engine

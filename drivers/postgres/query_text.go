@@ -9,7 +9,7 @@ import (
 )
 
 // The text half of authoritative queries (AQ-1…AQ-3): a host's query in
-// the portable SQLite-family dialect is checked by sqlitedialect's
+// the portable SQLite-family dialect is checked by querylang's
 // CheckQueryText (one SELECT or WITH … SELECT, ?/?N parameters only,
 // no main./temp. qualifier) and then rewritten, token by token with the
 // same tokenizer, into PostgreSQL:

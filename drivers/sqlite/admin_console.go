@@ -10,7 +10,7 @@ import (
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views, served by the
-// readers (committed data only) and sqlitedialect/admin.go's statements.
+// readers (committed data only) and internal/sqlitesql/admin.go's statements.
 
 var _ driver.AdminConn = (*Conn)(nil)
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Blob references (capability blob-refs, BLOB-1): the set of a row lives
-// in _sync_blob_refs (sqlitedialect/blobrefs.go), written in the push
+// in _sync_blob_refs (internal/sqlitesql/blobrefs.go), written in the push
 // transaction; DeleteRow clears it (clearBlobRefs).
 
 var (

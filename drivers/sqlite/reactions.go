@@ -14,7 +14,7 @@ import (
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over the
-// SQL of internal/sqlitedialect/reactions.go. Every write goes through the
+// SQL of internal/sqlitesql/reactions.go. Every write goes through the
 // writer, so claims are serialized by SQLite's single writer: two claims
 // can never lease the same row (RX-3). Input is already valid (sync).
 

@@ -1,8 +1,11 @@
-// Package sqlitedialect is the one SQLite dialect of syncstore: every SQL
-// text and SQL-building helper the SQLite-family drivers run
-// (drivers/sqlite over modernc.org/sqlite, drivers/d1http over Cloudflare
-// D1), written once. It holds no connection and runs nothing; a driver
-// executes what it builds.
+// Package sqlitesql is syncstore's SQLite SQL: every SQL text and
+// SQL-building helper the SQLite-family drivers run (drivers/sqlite over
+// modernc.org/sqlite, drivers/d1http over Cloudflare D1, which speaks
+// SQLite), written once. It holds no connection and runs nothing; a
+// driver executes what it builds. What only D1 runs is in
+// drivers/d1http/internal/d1sql; the engine-neutral stored layout and
+// codecs are internal/storelayout's; the portable query language of
+// authoritative queries is internal/querylang's.
 //
 // # Storage layout
 //

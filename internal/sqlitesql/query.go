@@ -92,7 +92,7 @@ func DropQueryViewSQL(name string) string { return "DROP VIEW temp." + Quote(nam
 // random/randomblob/zeroblob (nondeterministic or unbounded), jsonb_*
 // (engine-specific binary output), and anything an application or
 // extension registers. drivers/sqlite's authorizer allows exactly these;
-// D1QueryFunctions is derived from them.
+// d1sql.D1QueryFunctions is derived from them.
 var QueryFunctions = func() map[string]bool {
 	m := map[string]bool{}
 	for _, f := range strings.Fields(`

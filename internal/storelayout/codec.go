@@ -7,7 +7,8 @@ import (
 )
 
 // DecodeScopes decodes a change's stored scopes (_sync_changes.scopes, a
-// JSON object variable → value written by InsertChanges).
+// JSON object variable → value that each engine writes with the change,
+// e.g. sqlitesql.InsertChanges).
 func DecodeScopes(text string) (driver.Scopes, error) {
 	var s driver.Scopes
 	if err := json.Unmarshal([]byte(text), &s); err != nil {

@@ -8,8 +8,8 @@ import (
 )
 
 // Layout is the canonical storage layout of a schema, stored as JSON in
-// _sync_meta (MetaSchemaLayout) and compared on every EnsureSchema
-// (SCH-3, SCH-4). It is canonical: tables are sorted by name, scopes by
+// each engine's _sync_meta (key "schema_layout") and compared on every
+// EnsureSchema (SCH-3, SCH-4). It is canonical: tables are sorted by name, scopes by
 // variable, indexes by name, because none of those orders changes what is
 // stored. Column order does matter and is kept.
 type Layout struct {
@@ -115,7 +115,7 @@ func (l Layout) Table(name string) (LayoutTable, bool) {
 
 // RetiredTables returns the tables of the stored layout old that schema s
 // no longer has (SCH-6 retires them): their rows' blob references are
-// cleared with BlobRefsClearTable.
+// cleared (sqlitesql.BlobRefsClearTable on SQLite and D1).
 func RetiredTables(old Layout, s driver.Schema) []string {
 	var out []string
 	for _, t := range old.Tables {

@@ -55,4 +55,3 @@ func sameScopes(a, b []LayoutScope) bool {
 	}
 	return true
 }
-

@@ -13,7 +13,7 @@ import (
 // FuzzD1QueryRewrite fuzzes the D1 authoritative-query rewriter (AQ-1,
 // AQ-2) with host text:
 //
-//	go test ./internal/sqlitedialect -run '^$' -fuzz '^FuzzD1QueryRewrite$' -fuzztime 10m
+//	go test ./drivers/d1http/internal/d1sql -run '^$' -fuzz '^FuzzD1QueryRewrite$' -fuzztime 10m
 //
 // Invariants, for any text and any number of string bind values: it never
 // panics; an error is CodeQueryInvalid without the text in its message;

@@ -87,7 +87,7 @@ ORDER BY created_at_ms, key LIMIT ?5`
 // shape and the D1 variant must follow.
 func mustReplaceOnce(s, old, repl string) string {
 	if strings.Count(s, old) != 1 {
-		panic("sqlitedialect: a D1 reaction statement no longer matches its SQLite original")
+		panic("d1sql: a D1 reaction statement no longer matches its SQLite original")
 	}
 	return strings.Replace(s, old, repl, 1)
 }
