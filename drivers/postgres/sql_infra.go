@@ -4,7 +4,7 @@ package postgres
 // _sync_meta under metaFormat. Format 2 added
 // _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
 // store when it is opened); format 3 the reaction record's version,
-// source client ids and completion time (reactions_sql.go's
+// source client ids and completion time (sql_reactions.go's
 // upgradeFormat2).
 const formatVersion = "4"
 

@@ -27,7 +27,7 @@ import "strings"
 // metaFormat. Format 2 added _sync_push_results.recorded_at_ms and the
 // retention indexes (retention.go upgrades a format-1 store when it is
 // opened); format 3 the reaction record's version, source client ids and
-// completion time (reactions_sql.go's upgradeFormat2).
+// completion time (sql_reactions.go's upgradeFormat2).
 const formatVersion = "3"
 
 // Keys of _sync_meta.
@@ -254,3 +254,7 @@ const (
 	savepoint           = `SAVEPOINT syncstore_tx`
 	rollbackToSavepoint = `ROLLBACK TO SAVEPOINT syncstore_tx`
 )
+
+// selectCommitHeads: after partition, limit → committed heads, a range
+// read of _sync_partitions' primary key (fanout polling, FAN-1).
+const selectCommitHeads = `SELECT p, max_seq FROM _sync_partitions WHERE p > ? AND max_seq > 0 ORDER BY p LIMIT ?`
