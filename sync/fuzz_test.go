@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // Fuzz targets for the validation that stands between host input and every
@@ -131,7 +131,7 @@ func FuzzIdentifier(f *testing.F) {
 				}
 				continue
 			}
-			if !sqlitedialect.ValidIdent(id) {
+			if !sqlitesql.ValidIdent(id) {
 				t.Fatalf("%s %q: sync admits what the SQL dialect rejects", pos, id)
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/adminview"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views, the SQLite
@@ -19,9 +21,9 @@ var _ driver.AdminConn = (*Conn)(nil)
 // from just below the position. Integers come back as text, so the last
 // record's position is exact.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	stmt, args := d.D1AdminListClients, []any{partition, q.Limit}
+	stmt, args := d1sql.D1AdminListClients, []any{partition, q.Limit}
 	if q.AfterClientID != "" {
-		stmt, args = d.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
+		stmt, args = d1sql.D1AdminListClientsAfter, []any{partition, num(q.AfterUpdatedAtMs), q.AfterClientID, q.Limit}
 	}
 	rows, err := c.rows(ctx, "d1http: list client records", stmt, args...)
 	if err != nil {
@@ -42,7 +44,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeInternal, "d1http: stored client record is malformed")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -57,7 +59,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.rows(ctx, "d1http: list commit metadata", d.AdminListCommits, partition, num(beforeSeq), limit)
+	rows, err := c.rows(ctx, "d1http: list commit metadata", sqlitesql.AdminListCommits, partition, num(beforeSeq), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +95,11 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err != nil || done {
 		return act, err
 	}
-	list, err := d.JSONList(filter[key])
+	list, err := storelayout.JSONList(filter[key])
 	if err != nil {
 		return act, err
 	}
-	rows, err := c.rows(ctx, "d1http: scope activity", d.AdminScopeActivity, partition, table, key, list, num(afterSeq), num(throughSeq))
+	rows, err := c.rows(ctx, "d1http: scope activity", sqlitesql.AdminScopeActivity, partition, table, key, list, num(afterSeq), num(throughSeq))
 	if err != nil {
 		return act, err
 	}

@@ -72,7 +72,7 @@ ON CONFLICT ("_sync_partition", id) DO UPDATE SET "_sync_version" = excluded."_s
 title = excluded.title, done = excluded.done, project_id = excluded.project_id, owner_id = excluded.owner_id, updated_at = excluded.updated_at`
 	d1RawCommit = `INSERT INTO _sync_commits (partition, seq, client_id, client_commit_id, actor_id, created_at_ms)
 SELECT ?1, max_seq, ?2, ?3, ?4, ?5 FROM _sync_partitions WHERE partition = ?1`
-	// ?2: the changes as sqlitedialect.ChangesJSON writes them.
+	// ?2: the changes as sqlitesql.ChangesJSON writes them.
 	d1RawChanges = `INSERT INTO _sync_changes (partition, seq, idx, tbl, row_id, op, scopes, vals, row_version)
 SELECT ?1, p.max_seq, c.key, c.value ->> 0, c.value ->> 1, c.value ->> 2, c.value -> 3, c.value ->> 4, c.value ->> 5
 FROM _sync_partitions AS p, json_each(?2) AS c WHERE p.partition = ?1`

@@ -5,7 +5,8 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/blobrefs"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The blob-refs capability (BLOB-1), with the SQLite dialect's SQL: a
@@ -24,15 +25,15 @@ func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []str
 		if _, err := t.c.table(table); err != nil {
 			return err
 		}
-		t.writes = append(t.writes, st(d.BlobRefsClearRow, t.partition, table, rowID))
+		t.writes = append(t.writes, st(sqlitesql.BlobRefsClearRow, t.partition, table, rowID))
 		if len(blobIDs) == 0 {
 			return nil
 		}
-		list, err := d.JSONList(blobIDs)
+		list, err := storelayout.JSONList(blobIDs)
 		if err != nil {
 			return err
 		}
-		t.writes = append(t.writes, st(d.BlobRefsInsert, t.partition, table, rowID, list))
+		t.writes = append(t.writes, st(sqlitesql.BlobRefsInsert, t.partition, table, rowID, list))
 		return nil
 	})
 }
@@ -48,7 +49,7 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if state == nil {
 		return nil, nil
 	}
-	return blobrefs.ListRows(state.tables, limit, func(name string, x *d.Table, n int) ([]driver.BlobRowRef, error) {
+	return blobrefs.ListRows(state.tables, limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.rows(ctx, "d1http: list rows referencing a blob", x.BlobRefsRowsSQL(), partition, blobID, name, n)
 		if err != nil {
 			return nil, err
@@ -71,7 +72,7 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 // ListReferencedBlobIDs returns the distinct referenced blob ids >
 // afterBlobID, ascending bytewise, at most limit (1…10,000) (BLOB-1).
 func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID string, limit int) ([]string, error) {
-	rows, err := c.rows(ctx, "d1http: list referenced blob ids", d.BlobRefsListIDs, partition, afterBlobID, limit)
+	rows, err := c.rows(ctx, "d1http: list referenced blob ids", sqlitesql.BlobRefsListIDs, partition, afterBlobID, limit)
 	if err != nil {
 		return nil, err
 	}

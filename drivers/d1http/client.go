@@ -19,7 +19,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 )
 
 // stmt is one {sql, params} of a request. Params is never nil: D1
@@ -309,10 +309,10 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 	for attempt := 1; ; attempt++ {
 		token := newToken()
 		now := time.Now().UnixMilli()
-		batch := append(append(make([]stmt, 0, len(stmts)+2), stmts...), st(d.D1TokenApplied, token, now))
+		batch := append(append(make([]stmt, 0, len(stmts)+2), stmts...), st(d1sql.D1TokenApplied, token, now))
 		expire := now-c.expiredAt.Load() >= tokenExpireEvery.Milliseconds()
 		if expire {
-			batch = append(batch, st(d.D1TokenExpire, now-tokenTTL.Milliseconds()))
+			batch = append(batch, st(d1sql.D1TokenExpire, now-tokenTTL.Milliseconds()))
 		}
 		res, e := c.send(ctx, batch)
 		if e == nil {
@@ -348,7 +348,7 @@ func (c *client) write(ctx context.Context, what string, stmts []stmt) (applied,
 func (c *client) fence(ctx context.Context, token, what string) (landed bool, n int64, err error) {
 	p := newPacer()
 	for attempt := 1; ; attempt++ {
-		res, e := c.send(ctx, []stmt{st(d.D1TokenFence, token, time.Now().UnixMilli()), st(d.D1TokenState, token)})
+		res, e := c.send(ctx, []stmt{st(d1sql.D1TokenFence, token, time.Now().UnixMilli()), st(d1sql.D1TokenState, token)})
 		if e == nil {
 			rows := res[1].Results.Rows
 			if len(rows) != 1 || len(rows[0]) != 2 {
@@ -383,7 +383,7 @@ func classify(ctx context.Context, e *attemptErr, what string) error {
 		return driver.Wrap(driver.CodeUnavailable, e, "%s: D1 is unavailable", what)
 	}
 	switch {
-	case strings.Contains(e.msg, d.ConflictConstraint):
+	case strings.Contains(e.msg, d1sql.ConflictConstraint):
 		return driver.Wrap(driver.CodeWriteConflict, e, "%s: another transaction of the partition committed first; nothing was written (TX-9)", what)
 	case strings.Contains(e.msg, "UNIQUE constraint failed"):
 		return driver.Wrap(driver.CodeConstraintViolation, e, "%s: unique index collision (SCH-10)", what)

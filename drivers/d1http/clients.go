@@ -6,12 +6,14 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record (CR-1).
 func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
-	rows, err := c.rows(ctx, "d1http: read a client record", d.D1SelectClient, partition, clientID)
+	rows, err := c.rows(ctx, "d1http: read a client record", d1sql.D1SelectClient, partition, clientID)
 	if err != nil || len(rows) == 0 {
 		return driver.ClientRecord{}, false, err
 	}
@@ -28,7 +30,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 	if err != nil {
 		return driver.ClientRecord{}, false, driver.Errorf(driver.CodeInternal, "d1http: stored client record is malformed")
 	}
-	if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 		return driver.ClientRecord{}, false, err
 	}
 	return rec, true, nil
@@ -38,7 +40,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // client_id > afterClientID, ascending bytewise, at most limit (CR-2,
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	rows, err := c.rows(ctx, "d1http: list client cursors", d.D1ListClientCursors, partition, afterClientID, limit)
+	rows, err := c.rows(ctx, "d1http: list client cursors", d1sql.D1ListClientCursors, partition, afterClientID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +63,11 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 // Integers are bound as decimal text: the INTEGER columns store them exactly.
 func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
-	subs, err := d.EncodeSubscriptions(rec.Subscriptions)
+	subs, err := storelayout.EncodeSubscriptions(rec.Subscriptions)
 	if err != nil {
 		return err
 	}
-	_, err = c.write(ctx, "d1http: put client record", st(d.D1UpsertClient, partition, rec.ClientID, rec.ActorID,
+	_, err = c.write(ctx, "d1http: put client record", st(d1sql.D1UpsertClient, partition, rec.ClientID, rec.ActorID,
 		dec(rec.WireVersion), dec(rec.Cursor), dec(rec.UpdatedAtMs), subs))
 	return err
 }
@@ -77,7 +79,7 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "initial epoch must not be empty (REG-1)")
 	}
 	return c.registryWrite(ctx, "d1http: touch partition", partition,
-		st(d.TouchPartition, partition, initialEpoch, dec(atMs)))
+		st(sqlitesql.TouchPartition, partition, initialEpoch, dec(atMs)))
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs
@@ -87,19 +89,19 @@ func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch str
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
 	}
 	return c.registryWrite(ctx, "d1http: rotate partition epoch", partition,
-		st(d.DeleteClients, partition), st(d.RotateEpoch, partition, epoch, dec(atMs)))
+		st(sqlitesql.DeleteClients, partition), st(sqlitesql.RotateEpoch, partition, epoch, dec(atMs)))
 }
 
 // registryWrite applies stmts followed by a read of the entry, in one
 // batch; if the answer was lost after the batch landed, the entry is read again.
 func (c *Conn) registryWrite(ctx context.Context, what, partition string, stmts ...stmt) (driver.PartitionEntry, error) {
-	a, err := c.write(ctx, what, append(stmts, st(d.D1SelectRegistry, partition))...)
+	a, err := c.write(ctx, what, append(stmts, st(d1sql.D1SelectRegistry, partition))...)
 	if err != nil {
 		return driver.PartitionEntry{}, err
 	}
 	var rows [][]json.RawMessage
 	if a.lost {
-		if rows, err = c.rows(ctx, what, d.D1SelectRegistry, partition); err != nil {
+		if rows, err = c.rows(ctx, what, d1sql.D1SelectRegistry, partition); err != nil {
 			return driver.PartitionEntry{}, err
 		}
 	} else {
@@ -130,7 +132,7 @@ func decodeEntry(r []json.RawMessage) (driver.PartitionEntry, error) {
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	rows, err := c.rows(ctx, "d1http: list partition registry", d.D1ListRegistry, afterPartition, limit)
+	rows, err := c.rows(ctx, "d1http: list partition registry", d1sql.D1ListRegistry, afterPartition, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +150,7 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	rows, err := c.rows(ctx, "d1http: list partitions", d.ListPartitions, afterPartition, limit)
+	rows, err := c.rows(ctx, "d1http: list partitions", sqlitesql.ListPartitions, afterPartition, limit)
 	if err != nil {
 		return nil, err
 	}

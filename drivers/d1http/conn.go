@@ -9,8 +9,9 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/partgate"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // Conn is an open D1 database (driver.Conn), safe for concurrent use. It
@@ -39,11 +40,11 @@ var (
 // statement idempotent), checks the stored format and upgrades an older
 // one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
-	stmts := make([]stmt, 0, len(d.InfraDDL)+len(d.D1DDL)+1)
-	for _, q := range append(append([]string{}, d.InfraDDL...), d.D1DDL...) {
+	stmts := make([]stmt, 0, len(sqlitesql.InfraDDL)+len(d1sql.D1DDL)+1)
+	for _, q := range append(append([]string{}, sqlitesql.InfraDDL...), d1sql.D1DDL...) {
 		stmts = append(stmts, st(q))
 	}
-	stmts = append(stmts, st(d.InsertMetaIfAbsent, d.MetaFormat, d.InfraFormat))
+	stmts = append(stmts, st(sqlitesql.InsertMetaIfAbsent, sqlitesql.MetaFormat, sqlitesql.InfraFormat))
 	if _, err := c.cl.write(ctx, "d1http: initialize the store", stmts); err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func (c *Conn) initInfra(ctx context.Context) error {
 
 // storedFormat reads the store's storage format.
 func (c *Conn) storedFormat(ctx context.Context) (string, error) {
-	rows, err := c.rows(ctx, "d1http: read the storage format", d.SelectMeta, d.MetaFormat)
+	rows, err := c.rows(ctx, "d1http: read the storage format", sqlitesql.SelectMeta, sqlitesql.MetaFormat)
 	if err != nil {
 		return "", err
 	}
@@ -86,7 +87,7 @@ func (c *Conn) check() error {
 // EngineVersion returns "D1 (SQLite x.y.z)", or "D1" when the engine
 // refuses to tell its SQLite version, as D1 does (driver.EngineVersioner).
 func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
-	rows, err := c.rows(ctx, "d1http: engine version", d.EngineVersion)
+	rows, err := c.rows(ctx, "d1http: engine version", sqlitesql.EngineVersion)
 	if err != nil && strings.Contains(err.Error(), "not authorized") {
 		// D1 refuses sqlite_version() ("not authorized to use function").
 		return "D1", nil
@@ -122,14 +123,14 @@ func (c *Conn) write(ctx context.Context, what string, stmts ...stmt) (applied, 
 }
 
 // readRows runs a row query of table x (columns D1SelectList) and decodes it.
-func (c *Conn) readRows(ctx context.Context, x *d.Table, q string, args []any) ([]driver.Row, error) {
+func (c *Conn) readRows(ctx context.Context, x *sqlitesql.Table, q string, args []any) ([]driver.Row, error) {
 	rows, err := c.rows(ctx, "d1http: read rows", q, args...)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]driver.Row, 0, len(rows))
 	for _, r := range rows {
-		row, err := x.D1DecodeRow(r)
+		row, err := d1sql.D1DecodeRow(x, r)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +145,7 @@ func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.
 	if err != nil {
 		return driver.Row{}, false, err
 	}
-	rows, err := c.readRows(ctx, x, x.D1Rows(x.Get), []any{partition, id})
+	rows, err := c.readRows(ctx, x, d1sql.D1Rows(x, x.Get), []any{partition, id})
 	if err != nil || len(rows) == 0 {
 		return driver.Row{}, false, err
 	}
@@ -165,12 +166,12 @@ func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuer
 	// One request, one snapshot: the unbounded page query (the bound of
 	// a multi-value scan would need a second request, and a row deleted
 	// in between would shorten the page, SCAN-3).
-	return c.readRows(ctx, x, x.D1Rows(plan.Query), plan.Args)
+	return c.readRows(ctx, x, d1sql.D1Rows(x, plan.Query), plan.Args)
 }
 
 // GetPushResult returns a committed push result (PR-2, PR-5).
 func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
-	rows, err := c.rows(ctx, "d1http: read a push result", d.SelectPushResult, partition, clientID, clientCommitID)
+	rows, err := c.rows(ctx, "d1http: read a push result", sqlitesql.SelectPushResult, partition, clientID, clientCommitID)
 	if err != nil || len(rows) == 0 {
 		return driver.PushResult{}, false, err
 	}
@@ -187,7 +188,7 @@ func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCom
 
 // partitionSeqs returns max_seq and horizon_seq (0, 0 when unknown, P-2).
 func (c *Conn) partitionSeqs(ctx context.Context, partition string) (maxSeq, horizon int64, err error) {
-	rows, err := c.rows(ctx, "d1http: read partition counters", d.SelectPartitionSeqs, partition)
+	rows, err := c.rows(ctx, "d1http: read partition counters", sqlitesql.SelectPartitionSeqs, partition)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -227,7 +228,7 @@ func (c *Conn) HorizonSeq(ctx context.Context, partition string) (int64, error) 
 // CommitSeqBefore returns the largest retained seq created strictly
 // before atMs, else 0 (HZ-3).
 func (c *Conn) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
-	rows, err := c.rows(ctx, "d1http: commit seq before", d.CommitSeqBefore, partition, num(atMs))
+	rows, err := c.rows(ctx, "d1http: commit seq before", sqlitesql.CommitSeqBefore, partition, num(atMs))
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
@@ -248,7 +249,7 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 	if seq <= horizon {
 		return nil
 	}
-	_, err = c.write(ctx, "d1http: set horizon", st(d.D1SetHorizon, partition, seq))
+	_, err = c.write(ctx, "d1http: set horizon", st(d1sql.D1SetHorizon, partition, seq))
 	return err
 }
 
@@ -264,7 +265,7 @@ func (c *Conn) PruneCommitsThrough(ctx context.Context, partition string, seq in
 		return 0, driver.Errorf(driver.CodeInvalidHorizon, "prune bound %d is past the horizon %d (HZ-2)", seq, horizon)
 	}
 	a, err := c.write(ctx, "d1http: prune commits",
-		st(d.PruneChangeScopes, partition, seq), st(d.PruneChanges, partition, seq), st(d.PruneCommits, partition, seq))
+		st(sqlitesql.PruneChangeScopes, partition, seq), st(sqlitesql.PruneChanges, partition, seq), st(sqlitesql.PruneCommits, partition, seq))
 	if err != nil {
 		return 0, err
 	}

@@ -45,7 +45,8 @@
 // Values cross JSON, which rounds integers beyond 2^53 and has no bytes:
 // row values are sent as text inside one JSON parameter (so wide tables
 // never hit D1's 100-parameter limit) and read back as text or hex
-// (VAL-1). The SQL is internal/sqlitedialect's, shared with drivers/sqlite.
+// (VAL-1). The SQL is internal/sqlitesql's, shared with drivers/sqlite,
+// and, for what only D1 runs, internal/d1sql's.
 package d1http
 
 import (

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
@@ -31,7 +31,7 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 
 // commitHeads is the fanout Hub's HeadsFunc.
 func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driver.CommitWake, error) {
-	rows, err := c.rows(ctx, "d1http: read the partitions' heads", d.SelectCommitHeads, after, limit)
+	rows, err := c.rows(ctx, "d1http: read the partitions' heads", sqlitesql.SelectCommitHeads, after, limit)
 	if err != nil {
 		return nil, err
 	}

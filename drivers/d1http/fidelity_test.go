@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // TestWindowIntegersExact: row versions and commit times beyond 2^53
 // survive the JSON transport of a window read (the double rounds numbers
 // as D1 does, so only text-cast columns can pass).
 func TestWindowIntegersExact(t *testing.T) {
-	for _, q := range []string{d.WindowSingle, d.WindowList} {
-		if w := d.D1Window(q); !strings.Contains(w, "CAST(ch.row_version AS TEXT)") || !strings.Contains(w, "CAST(c.created_at_ms AS TEXT)") {
+	for _, q := range []string{sqlitesql.WindowSingle, sqlitesql.WindowList} {
+		if w := d1sql.D1Window(q); !strings.Contains(w, "CAST(ch.row_version AS TEXT)") || !strings.Contains(w, "CAST(c.created_at_ms AS TEXT)") {
 			t.Errorf("D1Window did not cast the integers of:\n%s", w)
 		}
 	}

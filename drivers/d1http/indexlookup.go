@@ -5,7 +5,8 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // The index-lookup capability (IXL-1…IXL-4): an exact lookup through a
@@ -27,12 +28,12 @@ func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.I
 	if err != nil {
 		return nil, err
 	}
-	return c.readRows(ctx, x, x.D1IndexLookup(ix), []any{partition, vals, q.AfterRowID, q.Limit})
+	return c.readRows(ctx, x, d1sql.D1IndexLookup(x, ix), []any{partition, vals, q.AfterRowID, q.Limit})
 }
 
 // indexQuery checks q (IXL-2) and returns the table, the index and the
 // JSON-encoded values.
-func (c *Conn) indexQuery(q driver.IndexQuery) (*d.Table, driver.Index, string, error) {
+func (c *Conn) indexQuery(q driver.IndexQuery) (*sqlitesql.Table, driver.Index, string, error) {
 	x, err := c.table(q.Table)
 	if err != nil {
 		return nil, driver.Index{}, "", err
@@ -49,7 +50,7 @@ func (c *Conn) indexQuery(q driver.IndexQuery) (*d.Table, driver.Index, string, 
 	for i, name := range ix.Columns {
 		cols[i], _ = x.Def.Column(name)
 	}
-	vals, err := d.D1Values(cols, q.Values)
+	vals, err := d1sql.D1Values(cols, q.Values)
 	if err != nil {
 		return nil, driver.Index{}, "", err
 	}
@@ -68,7 +69,7 @@ func (t *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (rows []d
 		staged := t.ov.rows[q.Table]
 		wide := q
 		wide.Limit = q.Limit + len(staged)
-		committed, err := t.c.readRows(ctx, x, x.D1IndexLookup(ix), []any{t.partition, vals, q.AfterRowID, wide.Limit})
+		committed, err := t.c.readRows(ctx, x, d1sql.D1IndexLookup(x, ix), []any{t.partition, vals, q.AfterRowID, wide.Limit})
 		if err != nil {
 			return err
 		}

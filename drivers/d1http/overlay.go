@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // staged is the state a Tx gave one row: its new content, or deleted.
@@ -67,7 +68,7 @@ func (o *overlay) del(table, id string) {
 // a limit raised by their number: committed rows the Tx staged are
 // replaced by their staged state, staged rows with id > q.AfterRowID
 // that match are added; ascending by id, at most q.Limit.
-func (o *overlay) merge(x *d.Table, committed []driver.Row, q driver.ScanQuery, match func(driver.Row) bool) []driver.Row {
+func (o *overlay) merge(x *sqlitesql.Table, committed []driver.Row, q driver.ScanQuery, match func(driver.Row) bool) []driver.Row {
 	st := o.rows[q.Table]
 	out := make([]driver.Row, 0, len(committed)+len(st))
 	for _, r := range committed {
@@ -89,7 +90,7 @@ func (o *overlay) merge(x *d.Table, committed []driver.Row, q driver.ScanQuery, 
 
 // matchesFilter reports whether a staged row matches a scan filter: for
 // every key, a scope variable of the table whose value is listed (WIN-3).
-func matchesFilter(x *d.Table, r driver.Row, f driver.ScopeFilter) bool {
+func matchesFilter(x *sqlitesql.Table, r driver.Row, f driver.ScopeFilter) bool {
 	vars := map[string]bool{}
 	for _, s := range x.Def.Scopes {
 		vars[s.Variable] = true
@@ -108,7 +109,7 @@ func matchesFilter(x *d.Table, r driver.Row, f driver.ScopeFilter) bool {
 // (SCH-10). A NULL in an index column never collides. A collision with a
 // row committed after the Tx began is CodeWriteConflict: the Tx lost a
 // race and cannot commit anyway (TX-9).
-func (t *Tx) checkUnique(ctx context.Context, x *d.Table, row driver.Row) error {
+func (t *Tx) checkUnique(ctx context.Context, x *sqlitesql.Table, row driver.Row) error {
 	for _, ix := range x.Def.Indexes {
 		if !ix.Unique {
 			continue
@@ -134,7 +135,7 @@ func (t *Tx) checkUnique(ctx context.Context, x *d.Table, row driver.Row) error 
 				return collide()
 			}
 		}
-		j, err := d.D1Values(cols, vals)
+		j, err := d1sql.D1Values(cols, vals)
 		if err != nil {
 			return err
 		}
@@ -143,8 +144,8 @@ func (t *Tx) checkUnique(ctx context.Context, x *d.Table, row driver.Row) error 
 		if err := t.c.check(); err != nil {
 			return err
 		}
-		res, err := t.c.cl.read(ctx, "d1http: check a unique index", st(d.D1BeginRead, t.partition),
-			st(x.D1UniqueProbe(ix), t.partition, j, row.ID, len(staged)+1))
+		res, err := t.c.cl.read(ctx, "d1http: check a unique index", st(d1sql.D1BeginRead, t.partition),
+			st(d1sql.D1UniqueProbe(x, ix), t.partition, j, row.ID, len(staged)+1))
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/d1http/d1test"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // spy forwards requests to a D1 lane (the double or miniflare) and
@@ -164,7 +165,7 @@ func testPushCommitStatements(t *testing.T, openSpy spyOpener) {
 			if len(got) != 2 {
 				t.Fatalf("push %d took %d requests, want 2 (Begin + Commit)", i, len(got))
 			}
-			if len(got[0]) != 1 || got[0][0].SQL != d.D1BeginRead {
+			if len(got[0]) != 1 || got[0][0].SQL != d1sql.D1BeginRead {
 				t.Fatalf("push %d: the first request is not the Begin read: %v", i, got[0])
 			}
 		} else {
@@ -177,8 +178,8 @@ func testPushCommitStatements(t *testing.T, openSpy spyOpener) {
 		for _, st := range got[1] {
 			sqls = append(sqls, strings.SplitN(st.SQL, "(", 2)[0])
 		}
-		want := []string{d.D1StampGuard, "upsert", d.InsertCommit, d.InsertChanges, d.InsertChangeScopes, d.InsertPushResult,
-			d.SetMaxSeq, d.D1TokenApplied}
+		want := []string{d1sql.D1StampGuard, "upsert", sqlitesql.InsertCommit, sqlitesql.InsertChanges, sqlitesql.InsertChangeScopes, sqlitesql.InsertPushResult,
+			sqlitesql.SetMaxSeq, d1sql.D1TokenApplied}
 		for k := range want {
 			want[k] = strings.SplitN(want[k], "(", 2)[0]
 		}
@@ -371,7 +372,7 @@ func testPushUpsertRunsChunk(t *testing.T, openSpy spyOpener) {
 				}
 				stmts++
 				total += len(st.Params) - 1
-				if len(st.Params) > d.D1MaxParams || len(st.SQL) > d.D1MaxStatementBytes {
+				if len(st.Params) > d1sql.D1MaxParams || len(st.SQL) > d1sql.D1MaxStatementBytes {
 					t.Fatalf("a statement of %d parameters and %d bytes", len(st.Params), len(st.SQL))
 				}
 			}
@@ -433,7 +434,7 @@ func TestTokenExpiry(t *testing.T) {
 	var expiring []int
 	for _, b := range s.since(before) {
 		for _, st := range b {
-			if st.SQL == d.D1TokenExpire {
+			if st.SQL == d1sql.D1TokenExpire {
 				expiring = append(expiring, len(b))
 			}
 		}

@@ -4,8 +4,9 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/rowkeys"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 var _ driver.PushBeginner = (*Conn)(nil)
@@ -22,16 +23,16 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 		return nil, driver.PushRead{}, err
 	}
 	out := driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
-	stmts := []stmt{st(d.D1BeginRead, partition), st(d.SelectPushResult, partition, clientID, clientCommitID)}
-	groups := rowkeys.Groups(keys, d.MaxGetIn)
-	xs := make([]*d.Table, len(groups))
+	stmts := []stmt{st(d1sql.D1BeginRead, partition), st(sqlitesql.SelectPushResult, partition, clientID, clientCommitID)}
+	groups := rowkeys.Groups(keys, sqlitesql.MaxGetIn)
+	xs := make([]*sqlitesql.Table, len(groups))
 	for gi, g := range groups {
 		x, err := c.table(g.Table)
 		if err != nil {
 			return nil, driver.PushRead{}, err
 		}
 		xs[gi] = x
-		stmts = append(stmts, st(x.D1Rows(x.GetIn(len(g.Index))), g.IDs(keys, partition)...))
+		stmts = append(stmts, st(d1sql.D1Rows(x, x.GetIn(len(g.Index))), g.IDs(keys, partition)...))
 	}
 	gate, _ := c.gates.TryEnter(partition) // read anyway: the rows must be in the stamp's snapshot
 	held := false
@@ -63,7 +64,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	}
 	for gi, g := range groups {
 		for _, raw := range res[2+gi].Results.Rows {
-			row, err := xs[gi].D1DecodeRow(raw)
+			row, err := d1sql.D1DecodeRow(xs[gi], raw)
 			if err != nil {
 				return nil, driver.PushRead{}, err
 			}

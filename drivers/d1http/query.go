@@ -9,14 +9,15 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // Authoritative queries (capability authoritative-query, AQ-1…AQ-5). D1's
 // HTTP API has no authorizer, no roles, no read-only mode and no temp
 // schema, so a query goes through three layers before its rows come back:
 //
-//  1. the text: sqlitedialect's CheckQueryText, then RewriteD1Query, which
+//  1. the text: querylang's CheckQueryText, then RewriteD1Query, which
 //     refuses infrastructure, catalog and D1-internal names, statements
 //     other than SELECT (also after WITH, also RETURNING), strings used as
 //     table names and calls outside the allow-list, and prepends one CTE
@@ -58,11 +59,11 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := d.AdmitQuery(q)
+	text, err := querylang.AdmitQuery(q)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	rq, err := d.RewriteD1Query(text.SQL, q.Args, tables)
+	rq, err := d1sql.RewriteD1Query(text.SQL, q.Args, tables)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -75,12 +76,12 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	wrapped := d.D1QueryWrap(rq.SQL, len(desc.columns), limits.MaxRows)
+	wrapped := d1sql.D1QueryWrap(rq.SQL, len(desc.columns), limits.MaxRows)
 	if len(wrapped) > d1MaxStatementBytes {
 		return driver.QueryResult{}, driver.Errorf(driver.CodeQueryInvalid,
 			"query is %d bytes once rewritten; D1 takes at most %d per statement (AQ-1)", len(wrapped), d1MaxStatementBytes)
 	}
-	res, err := c.cl.readQuery(ctx, what, limits, st(d.D1QueryMaxSeq, partition), st(wrapped, rq.Args, partition))
+	res, err := c.cl.readQuery(ctx, what, limits, st(d1sql.D1QueryMaxSeq, partition), st(wrapped, rq.Args, partition))
 	if err != nil {
 		var ae *attemptErr
 		if errors.As(err, &ae) && ae.out == outRefused && ae.status != http.StatusUnauthorized && ae.status != http.StatusForbidden {
@@ -114,7 +115,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 		}
 		row := make([]any, len(raw))
 		for j, v := range raw {
-			if row[j], err = d.D1QueryValue(v, desc.boolean[j]); err != nil {
+			if row[j], err = d1sql.D1QueryValue(v, desc.boolean[j]); err != nil {
 				return driver.QueryResult{}, err
 			}
 			if err := meter.Value(driver.QueryValueSize(row[j])); err != nil {
@@ -149,7 +150,7 @@ func refusedQuery(ae *attemptErr, limits driver.QueryLimits) error {
 // queryTables checks the declared tables against the ensured schema
 // (CodeUnknownTable, SCH-8) and returns them sorted and distinct, with
 // their application columns.
-func (c *Conn) queryTables(names []string) ([]string, []d.D1QueryTable, error) {
+func (c *Conn) queryTables(names []string) ([]string, []d1sql.D1QueryTable, error) {
 	if len(names) == 0 {
 		return nil, nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
 	}
@@ -165,14 +166,14 @@ func (c *Conn) queryTables(names []string) ([]string, []d.D1QueryTable, error) {
 		}
 	}
 	sort.Strings(declared)
-	tables := make([]d.D1QueryTable, len(declared))
+	tables := make([]d1sql.D1QueryTable, len(declared))
 	for i, n := range declared {
 		x, _ := c.table(n)
 		cols := make([]string, len(x.Def.Columns))
 		for j, col := range x.Def.Columns {
 			cols[j] = col.Name
 		}
-		tables[i] = d.D1QueryTable{Name: n, Columns: cols}
+		tables[i] = d1sql.D1QueryTable{Name: n, Columns: cols}
 	}
 	return declared, tables, nil
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/drivers/sqlite"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
 // Tests of authoritative queries beyond the conformance suite: the schema
@@ -331,7 +331,7 @@ func TestQueryTwinAlone(t *testing.T) {
 		// Computes without any table row for longer than twinRunLimit.
 		cte + `, n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n`,
 	} {
-		_, err := tw.describe(context.Background(), d.D1Query{SQL: sql, Args: "[]"}, []string{"todos"}, driver.QueryLimits{}.WithDefaults())
+		_, err := tw.describe(context.Background(), d1sql.D1Query{SQL: sql, Args: "[]"}, []string{"todos"}, driver.QueryLimits{}.WithDefaults())
 		// Only the runaway query hits the time bound (AQ-6); the rest are invalid.
 		want := driver.CodeQueryInvalid
 		if strings.Contains(sql, "FROM n") {
@@ -341,11 +341,11 @@ func TestQueryTwinAlone(t *testing.T) {
 			t.Errorf("%q: err %v, want %s", sql, err, want)
 		}
 	}
-	_, err = tw.describe(context.Background(), d.D1Query{SQL: cte + `SELECT nope FROM todos`, Args: "[]"}, []string{"todos"}, driver.QueryLimits{}.WithDefaults())
+	_, err = tw.describe(context.Background(), d1sql.D1Query{SQL: cte + `SELECT nope FROM todos`, Args: "[]"}, []string{"todos"}, driver.QueryLimits{}.WithDefaults())
 	if driver.CodeOf(err) != driver.CodeQueryInvalid || !strings.Contains(err.Error(), "no such column") {
 		t.Errorf("unknown column: err %v, want %s carrying the engine's reason", err, driver.CodeQueryInvalid)
 	}
-	res, err := tw.describe(context.Background(), d.D1Query{SQL: cte + `SELECT t.done AS d, t.done + 0 AS e, * FROM todos t`, Args: "[]"},
+	res, err := tw.describe(context.Background(), d1sql.D1Query{SQL: cte + `SELECT t.done AS d, t.done + 0 AS e, * FROM todos t`, Args: "[]"},
 		[]string{"todos"}, driver.QueryLimits{}.WithDefaults())
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 )
 
 // The schema twin of authoritative queries: an in-memory SQLite database
@@ -155,7 +155,7 @@ type twinResult struct {
 // or limits.Timeout; CodeQueryInvalid when the policy denies something, the engine
 // rejects the statement, or a declared table is never read; CodeUnavailable
 // when ctx ended.
-func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string, limits driver.QueryLimits) (twinResult, error) {
+func (tw *twin) describe(ctx context.Context, q d1sql.D1Query, declared []string, limits driver.QueryLimits) (twinResult, error) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	pol := &twinPolicy{declared: map[string]bool{}, reserved: tw.reserved, used: map[string]bool{}}
@@ -209,16 +209,16 @@ func (tw *twin) describe(ctx context.Context, q d.D1Query, declared []string, li
 		return twinResult{}, driver.Errorf(driver.CodeQueryInvalid, "query declares table %s but does not read it (AQ-2)",
 			strings.Join(unused, ", "))
 	}
-	if len(res.columns) == 0 || len(res.columns) > d.D1QueryMaxColumns {
+	if len(res.columns) == 0 || len(res.columns) > d1sql.D1QueryMaxColumns {
 		return twinResult{}, driver.Errorf(driver.CodeQueryInvalid, "query returns %d columns; want 1…%d (AQ-1)",
-			len(res.columns), d.D1QueryMaxColumns)
+			len(res.columns), d1sql.D1QueryMaxColumns)
 	}
 	return res, nil
 }
 
 // run prepares q on the twin and reads its columns; the empty tables
 // make its first step cheap.
-func (tw *twin) run(ctx context.Context, q d.D1Query) (twinResult, error) {
+func (tw *twin) run(ctx context.Context, q d1sql.D1Query) (twinResult, error) {
 	rows, err := tw.conn.QueryContext(ctx, q.SQL, q.Args, "")
 	if err != nil {
 		return twinResult{}, err
@@ -261,7 +261,7 @@ func (p *twinPolicy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, d
 		ok = true
 	case sqlite.AuthFunction:
 		f := strings.ToLower(arg2)
-		ok = d.D1QueryFunctions[f] || f == "->" || f == "->>"
+		ok = d1sql.D1QueryFunctions[f] || f == "->" || f == "->>"
 	case sqlite.AuthRead:
 		name := strings.ToLower(arg1)
 		switch {
@@ -270,7 +270,7 @@ func (p *twinPolicy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, d
 		case arg2 == "":
 			// A reference reading no column: only a CTE (no schema, not
 			// an application, engine or infrastructure name).
-			ok = db == "" && !p.reserved[name] && !d.D1QueryRefusedName(name)
+			ok = db == "" && !p.reserved[name] && !d1sql.D1QueryRefusedName(name)
 		case db == "main" && p.declared[arg1]:
 			p.used[arg1] = true
 			ok = true

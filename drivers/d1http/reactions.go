@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/rxorder"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10), both halves, over the
-// SQL of internal/sqlitedialect (reactions.go, and d1_reactions.go for the
+// SQL of internal/sqlitesql/reactions.go (and internal/d1sql/reactions.go for the
 // JSON transport). Input is already valid (sync).
 //
 // Enqueue is buffered into the push's commit batch, so reactions land
@@ -61,11 +62,11 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 				size += 64 + len(r.Key) + len(r.Type) + 2*len(r.Payload)
 				end++
 			}
-			batch, err := d.EncodeReactionBatch(reactions[start:end])
+			batch, err := sqlitesql.EncodeReactionBatch(reactions[start:end])
 			if err != nil {
 				return err
 			}
-			stmts = append(stmts, st(d.EnqueueReactions, t.partition, num(sourceCommitSeq), batch))
+			stmts = append(stmts, st(sqlitesql.EnqueueReactions, t.partition, num(sourceCommitSeq), batch))
 			start = end
 		}
 		t.writes = append(t.writes, stmts...)
@@ -95,14 +96,14 @@ func duplicateReactionKey(err error) error {
 // req.Limit other due rows are leased in claim order. The result is sorted
 // by createdAt, then key.
 func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
-	types, err := d.EncodeTypes(req.Types)
+	types, err := sqlitesql.EncodeTypes(req.Types)
 	if err != nil {
 		return nil, err
 	}
 	expiry := req.NowMs + req.LeaseMs
 	a, err := c.write(ctx, "d1http: claim reactions",
-		st(d.ClaimDeadLetterExhausted, partition, num(req.NowMs), types, d.ExhaustedCode),
-		st(d.D1ClaimLease, partition, num(req.NowMs), req.Limit, types, req.Owner, num(expiry)))
+		st(sqlitesql.ClaimDeadLetterExhausted, partition, num(req.NowMs), types, sqlitesql.ExhaustedCode),
+		st(d1sql.D1ClaimLease, partition, num(req.NowMs), req.Limit, types, req.Owner, num(expiry)))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 	if a.lost {
 		// The claim landed but its answer was lost: the rows it leased are
 		// the rows leased to the owner by a claim at this now and expiry.
-		if rows, err = c.rows(ctx, "d1http: claim reactions", d.D1ClaimRecover, partition, num(expiry), req.Owner, num(req.NowMs), req.Limit); err != nil {
+		if rows, err = c.rows(ctx, "d1http: claim reactions", d1sql.D1ClaimRecover, partition, num(expiry), req.Owner, num(req.NowMs), req.Limit); err != nil {
 			return nil, err
 		}
 	} else {
@@ -126,14 +127,14 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 
 // CompleteReaction marks a reaction leased to owner completed (RX-5).
 func (c *Conn) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error) {
-	return c.writeChanged(ctx, "d1http: complete reaction", st(d.CompleteReaction, partition, key, owner, num(nowMs)))
+	return c.writeChanged(ctx, "d1http: complete reaction", st(sqlitesql.CompleteReaction, partition, key, owner, num(nowMs)))
 }
 
 // ExtendReactionLease moves the lease of a reaction leased to owner to
 // nowMs + leaseMs (RX-5).
 func (c *Conn) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error) {
 	return c.writeChanged(ctx, "d1http: extend reaction lease",
-		st(d.ExtendReactionLease, partition, key, owner, num(nowMs), num(nowMs+leaseMs)))
+		st(sqlitesql.ExtendReactionLease, partition, key, owner, num(nowMs), num(nowMs+leaseMs)))
 }
 
 // FailReaction records a failed attempt of a reaction leased to owner:
@@ -144,30 +145,30 @@ func (c *Conn) FailReaction(ctx context.Context, partition, key, owner string, r
 		details = string(req.Details)
 	}
 	if req.Retry {
-		return c.writeChanged(ctx, "d1http: fail reaction", st(d.FailReactionRetry, partition, key, owner,
+		return c.writeChanged(ctx, "d1http: fail reaction", st(sqlitesql.FailReactionRetry, partition, key, owner,
 			num(req.NowMs), num(req.RetryAtMs), req.Code, details))
 	}
-	return c.writeChanged(ctx, "d1http: fail reaction", st(d.FailReactionDead, partition, key, owner, num(req.NowMs), req.Code, details))
+	return c.writeChanged(ctx, "d1http: fail reaction", st(sqlitesql.FailReactionDead, partition, key, owner, num(req.NowMs), req.Code, details))
 }
 
 // RetryReaction turns a dead letter into pending with attempts 0 (RX-7).
 func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
-	return c.writeChanged(ctx, "d1http: retry reaction", st(d.RetryReaction, partition, key, num(nowMs)))
+	return c.writeChanged(ctx, "d1http: retry reaction", st(sqlitesql.RetryReaction, partition, key, num(nowMs)))
 }
 
 // ListReactions lists reactions newest first (createdAt desc, key desc),
 // each status read from its list index, at most q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	types, err := d.EncodeTypes(q.Types)
+	types, err := sqlitesql.EncodeTypes(q.Types)
 	if err != nil {
 		return nil, err
 	}
-	f := d.ListStatusFlags(q.Statuses)
-	afterKey, afterAt := d.ListCursor(q)
+	f := sqlitesql.ListStatusFlags(q.Statuses)
+	afterKey, afterAt := sqlitesql.ListCursor(q)
 	if afterAt != nil {
 		afterAt = num(q.AfterCreatedAtMs)
 	}
-	rows, err := c.rows(ctx, "d1http: list reactions", d.D1ListReactions, partition, bit(f[0]), bit(f[1]), bit(f[2]), bit(f[3]), types, q.Limit,
+	rows, err := c.rows(ctx, "d1http: list reactions", d1sql.D1ListReactions, partition, bit(f[0]), bit(f[1]), bit(f[2]), bit(f[3]), types, q.Limit,
 		afterKey, afterAt)
 	if err != nil {
 		return nil, err
@@ -177,7 +178,7 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 
 // GetReaction reads one reaction by its primary key (RX-11).
 func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
-	rows, err := c.rows(ctx, "d1http: read a reaction", d.D1GetReaction, partition, key)
+	rows, err := c.rows(ctx, "d1http: read a reaction", d1sql.D1GetReaction, partition, key)
 	if err != nil {
 		return driver.Reaction{}, false, err
 	}
@@ -194,9 +195,9 @@ func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.R
 func (c *Conn) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
 	note := "note-" + newToken()
 	a, err := c.write(ctx, "d1http: prune reactions",
-		st(d.D1PruneCompleted, partition, num(req.CompletedBeforeMs), num(req.DeadLetterBeforeMs), req.Limit),
-		st(d.D1PruneNote, note, time.Now().UnixMilli()),
-		st(d.D1PruneDeadLetters, partition, num(req.DeadLetterBeforeMs), req.Limit, note))
+		st(d1sql.D1PruneCompleted, partition, num(req.CompletedBeforeMs), num(req.DeadLetterBeforeMs), req.Limit),
+		st(d1sql.D1PruneNote, note, time.Now().UnixMilli()),
+		st(d1sql.D1PruneDeadLetters, partition, num(req.DeadLetterBeforeMs), req.Limit, note))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func (c *Conn) PruneReactions(ctx context.Context, partition string, req driver.
 		return map[driver.ReactionStatus]int64{driver.ReactionCompleted: a.res[0].Meta.Changes,
 			driver.ReactionDeadLetter: a.res[2].Meta.Changes}, nil
 	}
-	rows, err := c.rows(ctx, "d1http: prune reactions", d.D1NoteCount, note)
+	rows, err := c.rows(ctx, "d1http: prune reactions", d1sql.D1NoteCount, note)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +242,7 @@ func bit(b bool) int {
 	return 0
 }
 
-// decodeReactions decodes rows of d.D1ReactionColumns.
+// decodeReactions decodes rows of d1sql.D1ReactionColumns.
 func decodeReactions(rows [][]json.RawMessage) ([]driver.Reaction, error) {
 	out := make([]driver.Reaction, 0, len(rows))
 	for _, r := range rows {

@@ -4,7 +4,8 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // Retention (PR-7, CR-4, CR-5, run by sync.Store.Prune): the SQLite
@@ -15,13 +16,13 @@ import (
 // DeletePushResultsBefore deletes at most limit push results recorded
 // before beforeMs, oldest first, and returns how many (PR-7).
 func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
-	return c.deleteBounded(ctx, "d1http: delete push results", d.DeletePushResultsBefore, partition, beforeMs, limit)
+	return c.deleteBounded(ctx, "d1http: delete push results", sqlitesql.DeletePushResultsBefore, partition, beforeMs, limit)
 }
 
 // DeleteClientRecordsBefore deletes at most limit client records not
 // updated since beforeMs, oldest first, and returns how many (CR-4).
 func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
-	return c.deleteBounded(ctx, "d1http: delete client records", d.DeleteClientRecordsBefore, partition, beforeMs, limit)
+	return c.deleteBounded(ctx, "d1http: delete client records", sqlitesql.DeleteClientRecordsBefore, partition, beforeMs, limit)
 }
 
 // deleteBounded sends one deletion as a batch; the count also survives a
@@ -40,7 +41,7 @@ func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, bef
 // MinClientCursor returns the smallest cursor ≥ atLeast of a client
 // record updated at or after updatedSinceMs (CR-5).
 func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
-	rows, err := c.rows(ctx, "d1http: min client cursor", d.D1MinClientCursor, partition, num(updatedSinceMs), num(atLeast))
+	rows, err := c.rows(ctx, "d1http: min client cursor", d1sql.D1MinClientCursor, partition, num(updatedSinceMs), num(atLeast))
 	if err != nil || len(rows) == 0 {
 		return 0, false, err
 	}
@@ -62,7 +63,7 @@ func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
 	for _, up := range []struct {
 		from, to string
 		stmts    []string
-	}{{"1", "2", d.UpgradeFormat1}, {"2", "3", d.UpgradeFormat2}} {
+	}{{"1", "2", sqlitesql.UpgradeFormat1}, {"2", "3", sqlitesql.UpgradeFormat2}} {
 		if format != up.from {
 			continue
 		}
@@ -83,11 +84,11 @@ func (c *Conn) upgradeFormat(ctx context.Context, format string) error {
 			return err
 		}
 	}
-	if format != d.FormatVersion {
-		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	if format != sqlitesql.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "d1http: the store has storage format %s; this driver reads format %s", format, sqlitesql.FormatVersion)
 	}
-	stmts := make([]stmt, len(d.RetentionDDL))
-	for i, q := range d.RetentionDDL {
+	stmts := make([]stmt, len(sqlitesql.RetentionDDL))
+	for i, q := range sqlitesql.RetentionDDL {
 		stmts[i] = st(q)
 	}
 	_, err := c.cl.write(ctx, "d1http: create the retention indexes", stmts)

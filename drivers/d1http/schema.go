@@ -5,21 +5,23 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/schemaplan"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its
 // tables; replaced as a whole, never mutated.
 type schemaState struct {
 	layout string
-	tables map[string]*d.Table
+	tables map[string]*sqlitesql.Table
 	// upserts are the tables' multi-row upsert texts (Tx.UpsertRow).
-	upserts map[string]*d.D1Upserts
+	upserts map[string]*d1sql.D1Upserts
 }
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*d.Table, error) {
+func (c *Conn) table(name string) (*sqlitesql.Table, error) {
 	if st := c.state.Load(); st != nil {
 		if t, ok := st.tables[name]; ok {
 			return t, nil
@@ -30,7 +32,7 @@ func (c *Conn) table(name string) (*d.Table, error) {
 
 // tableUpserts returns the SQL of an ensured table and its multi-row
 // upsert texts, from one schema state; or CodeUnknownTable (SCH-8).
-func (c *Conn) tableUpserts(name string) (*d.Table, *d.D1Upserts, error) {
+func (c *Conn) tableUpserts(name string) (*sqlitesql.Table, *d1sql.D1Upserts, error) {
 	if st := c.state.Load(); st != nil {
 		if t, ok := st.tables[name]; ok {
 			return t, st.upserts[name], nil
@@ -56,7 +58,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := d.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 	var err error
 	for range schemaAttempts {
 		if err = c.ensureOnce(ctx, schema, layout); driver.CodeOf(err) != driver.CodeWriteConflict {
@@ -66,11 +68,11 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	if err != nil {
 		return err
 	}
-	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables)),
-		upserts: make(map[string]*d.D1Upserts, len(schema.Tables))}
+	st := &schemaState{layout: layout, tables: make(map[string]*sqlitesql.Table, len(schema.Tables)),
+		upserts: make(map[string]*d1sql.D1Upserts, len(schema.Tables))}
 	for _, t := range schema.Tables {
-		x := d.NewTable(t)
-		st.tables[t.Name], st.upserts[t.Name] = x, d.NewD1Upserts(x)
+		x := sqlitesql.NewTable(t)
+		st.tables[t.Name], st.upserts[t.Name] = x, d1sql.NewD1Upserts(x)
 	}
 	c.state.Store(st)
 	return nil
@@ -78,7 +80,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 
 func (c *Conn) ensureOnce(ctx context.Context, schema driver.Schema, layout string) error {
 	res, err := c.cl.read(ctx, "d1http: read the stored schema",
-		st(d.SelectMeta, d.MetaSchemaVersion), st(d.SelectMeta, d.MetaSchemaLayout))
+		st(sqlitesql.SelectMeta, sqlitesql.MetaSchemaVersion), st(sqlitesql.SelectMeta, sqlitesql.MetaSchemaLayout))
 	if err != nil {
 		return err
 	}
@@ -101,16 +103,16 @@ func (c *Conn) ensureOnce(ctx context.Context, schema driver.Schema, layout stri
 	}
 	var ddl []string
 	if action == schemaplan.Create {
-		ddl = d.CreateSchemaSQL(schema)
-	} else if ddl, err = d.MigrationSQL(old, schema); err != nil {
+		ddl = sqlitesql.CreateSchemaSQL(schema)
+	} else if ddl, err = sqlitesql.MigrationSQL(old, schema); err != nil {
 		return err
 	}
-	stmts := []stmt{st(d.D1SchemaGuard, stored)}
+	stmts := []stmt{st(d1sql.D1SchemaGuard, stored)}
 	for _, q := range ddl {
 		stmts = append(stmts, st(q))
 	}
-	stmts = append(stmts, st(d.UpsertMeta, d.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)),
-		st(d.UpsertMeta, d.MetaSchemaLayout, layout))
+	stmts = append(stmts, st(sqlitesql.UpsertMeta, sqlitesql.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)),
+		st(sqlitesql.UpsertMeta, sqlitesql.MetaSchemaLayout, layout))
 	_, err = c.write(ctx, "d1http: ensure schema", stmts...)
 	return err
 }

@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/partgate"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -70,7 +71,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		t.hold(gate)
 		return t, nil
 	}
-	rows, err := c.rows(ctx, "d1http: begin", d.D1BeginRead, partition)
+	rows, err := c.rows(ctx, "d1http: begin", d1sql.D1BeginRead, partition)
 	if err != nil {
 		c.gates.Leave(gate, counters{}, false, false)
 		return nil, err
@@ -197,7 +198,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err != nil {
 			return err
 		}
-		args, err := x.D1RowArgs(t.partition, row)
+		args, err := d1sql.D1RowArgs(x, t.partition, row)
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 // upsertRun is a multi-row upsert statement being staged: writes[at]
 // holds n rows of table x (D1Upserts.SQL(n)).
 type upsertRun struct {
-	x     *d.Table
+	x     *sqlitesql.Table
 	at, n int
 }
 
@@ -225,7 +226,7 @@ type upsertRun struct {
 // D1 parses and bills per statement). Anything staged in between (a
 // delete, blob refs, a commit, reactions) starts a new statement, so the
 // order of writes is kept. The caller holds the Tx's lock.
-func (t *Tx) stageUpsert(x *d.Table, u *d.D1Upserts, args []any) {
+func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any) {
 	r := &t.run
 	if r.x == x && r.at == len(t.writes)-1 && r.n < u.MaxRows() {
 		r.n++
@@ -252,9 +253,9 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 }
 
 // afterRowWrite lets capabilities add statements after a row write.
-func (t *Tx) afterRowWrite(x *d.Table, id string, deleted bool) {
+func (t *Tx) afterRowWrite(x *sqlitesql.Table, id string, deleted bool) {
 	if deleted {
-		t.writes = append(t.writes, st(d.BlobRefsClearRow, t.partition, x.Def.Name, id))
+		t.writes = append(t.writes, st(sqlitesql.BlobRefsClearRow, t.partition, x.Def.Name, id))
 	}
 }
 
@@ -263,16 +264,16 @@ func (t *Tx) afterRowWrite(x *d.Table, id string, deleted bool) {
 // guard on the stamp (and the commits' primary key) makes a seq another
 // Tx took fail the batch (SEQ-4); a rolled-back Tx consumes nothing (SEQ-2).
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
-	changes, err := d.ChangesJSON(in.Changes)
+	changes, err := sqlitesql.ChangesJSON(in.Changes)
 	if err != nil {
 		return 0, err
 	}
 	err = t.op(func() error {
 		t.commits++
 		seq = t.baseMax + t.commits
-		t.writes = append(t.writes, st(d.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
 		if len(in.Changes) > 0 {
-			t.writes = append(t.writes, st(d.InsertChanges, t.partition, seq, changes), st(d.InsertChangeScopes, t.partition, seq, changes))
+			t.writes = append(t.writes, st(sqlitesql.InsertChanges, t.partition, seq, changes), st(sqlitesql.InsertChangeScopes, t.partition, seq, changes))
 		}
 		return nil
 	})
@@ -290,7 +291,7 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 		return err
 	}
 	return t.op(func() error {
-		t.writes = append(t.writes, st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
+		t.writes = append(t.writes, st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
 		key := [2]string{clientID, clientCommitID}
 		if _, ok := t.ov.results[key]; !ok {
 			t.ov.results[key] = r
@@ -316,8 +317,8 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 			return nil
 		}
 		t.commits = 0 // the rejected Tx's commits are dropped
-		return []stmt{st(d.D1StampGuard, t.partition, t.stamp),
-			st(d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
+		return []stmt{st(d1sql.D1StampGuard, t.partition, t.stamp),
+			st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
 	}, encErr)
 }
 
@@ -340,10 +341,10 @@ func (t *Tx) Commit(ctx context.Context) error {
 			return nil
 		}
 		batch := make([]stmt, 0, len(t.writes)+len(t.extra)+2)
-		batch = append(batch, st(d.D1StampGuard, t.partition, t.stamp))
+		batch = append(batch, st(d1sql.D1StampGuard, t.partition, t.stamp))
 		batch = append(batch, t.writes...)
 		if t.commits > 0 {
-			batch = append(batch, st(d.SetMaxSeq, t.partition, t.baseMax+t.commits))
+			batch = append(batch, st(sqlitesql.SetMaxSeq, t.partition, t.baseMax+t.commits))
 		}
 		return append(batch, t.extra...)
 	}, nil)

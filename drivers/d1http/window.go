@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/commitwindow"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
@@ -27,7 +29,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -42,14 +44,14 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 		return nil, driver.CheckWindowCursor(q.AfterSeq, horizon, maxSeq)
 	}
-	list, err := d.JSONList(q.Filter[key])
+	list, err := storelayout.JSONList(q.Filter[key])
 	if err != nil {
 		return nil, err
 	}
 	w := commitwindow.New("d1http", q, key)
 	for after := q.AfterSeq; !w.Done(); {
-		res, err := c.cl.read(ctx, what, st(d.SelectPartitionSeqs, partition),
-			st(d.D1Window(d.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
+		res, err := c.cl.read(ctx, what, st(sqlitesql.SelectPartitionSeqs, partition),
+			st(d1sql.D1Window(sqlitesql.WindowRound), partition, q.Table, key, list, num(after), num(q.ThroughSeq), q.LimitChanges))
 		if err != nil {
 			return nil, err
 		}

@@ -6,51 +6,14 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 	"github.com/syncstore/syncstore/internal/sqlrows"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views of committed
 // data. Every listing walks an index in its order and stops at its limit.
 
 var _ driver.AdminConn = (*Conn)(nil)
-
-// Admin statements.
-const (
-	// adminListClients: p, limit → the first page of client records,
-	// newest first (updated_at_ms desc, client id desc), a backward walk of
-	// _sync_clients_by_time that stops at the limit (ADM-2).
-	adminListClients = `SELECT client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions
-FROM _sync_clients FORCE INDEX (_sync_clients_by_time) WHERE p = ? ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?`
-	// adminListClientsAfter: p, updated_at_ms, updated_at_ms, client id
-	// (the exclusive position), limit → the page after the position. The
-	// position is spelled as an OR of two ranges, which MySQL and MariaDB
-	// both turn into a range read of the index (MariaDB does not for a
-	// row comparison), so the walk starts just below it (ADM-2).
-	adminListClientsAfter = `SELECT client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions
-FROM _sync_clients FORCE INDEX (_sync_clients_by_time)
-WHERE p = ? AND (updated_at_ms < ? OR (updated_at_ms = ? AND client_id < ?))
-ORDER BY updated_at_ms DESC, client_id DESC LIMIT ?`
-	// adminListCommits: p, beforeSeq (exclusive), limit → seq, client_id,
-	// client_commit_id, actor_id, created_at_ms, change count; newest
-	// first. The commits' primary key serves the walk, the changes'
-	// primary key the count.
-	adminListCommits = `SELECT c.seq, c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms,
-	(SELECT COUNT(*) FROM _sync_changes AS ch WHERE ch.p = c.p AND ch.seq = c.seq)
-FROM _sync_commits AS c WHERE c.p = ? AND c.seq < ? ORDER BY c.seq DESC LIMIT ?`
-)
-
-// adminScopeActivity: a JSON array of values, p, tbl, variable, afterSeq
-// (exclusive), throughSeq → seq and scopes JSON of each change of the
-// table whose scope variable has one of the values: range reads of the
-// change-scope index, joined to the changes by primary key (STRAIGHT_JOIN
-// pins the order, never a walk of the log).
-func (c *Conn) adminScopeActivity() string {
-	return `SELECT cs.seq, ch.scopes FROM ` + c.jsonValues() + `
-STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variable = ? AND cs.value = j.` + jsonValueColumn + `
-	AND cs.seq > ? AND cs.seq <= ?
-STRAIGHT_JOIN _sync_changes AS ch ON ch.p = cs.p AND ch.seq = cs.seq AND ch.idx = cs.idx`
-}
 
 // ListClientRecords returns one page of the partition's client records,
 // newest first (UpdatedAtMs descending, client id descending), after q's
@@ -72,7 +35,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
 			return nil, c.mapErr(ctx, err, "mysql: list client records")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(string(subs)); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -119,7 +82,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err != nil || done {
 		return act, err
 	}
-	list, err := d.JSONList(dedupe(filter[key]))
+	list, err := storelayout.JSONList(dedupe(filter[key]))
 	if err != nil {
 		return act, err
 	}

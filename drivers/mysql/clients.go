@@ -5,8 +5,8 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 	"github.com/syncstore/syncstore/internal/sqlrows"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record (CR-1).
@@ -21,7 +21,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 	if err != nil {
 		return driver.ClientRecord{}, false, err
 	}
-	if rec.Subscriptions, err = d.DecodeSubscriptions(string(subs)); err != nil {
+	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
 		return driver.ClientRecord{}, false, err
 	}
 	return rec, true, nil
@@ -46,7 +46,7 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
-	subs, err := d.EncodeSubscriptions(rec.Subscriptions)
+	subs, err := storelayout.EncodeSubscriptions(rec.Subscriptions)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,6 @@ import (
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
 
-// selectCommitHeads: after partition, limit → committed heads, a range
-// read of _sync_partitions' primary key (fanout polling, FAN-1).
-const selectCommitHeads = `SELECT p, max_seq FROM _sync_partitions WHERE p > ? AND max_seq > 0 ORDER BY p LIMIT ?`
-
 // SubscribeCommits delivers a wake for every commit that lands in the
 // store, from any Conn of any process or Galera node (FAN-1), until ctx
 // ends or the Conn closes; then it closes the channel. MySQL has no

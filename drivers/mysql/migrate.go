@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // step is one DDL statement of a schema change. MySQL commits each DDL
@@ -37,7 +37,7 @@ func (s step) run(ctx context.Context, conn *sql.Conn) error {
 // append columns, retype columns whose membership in a key changed
 // (LONGTEXT ↔ VARCHAR(255), LONGBLOB ↔ VARBINARY(255)), create new or
 // changed indexes; create new tables.
-func (c *Conn) plan(old d.Layout, schema driver.Schema) []step {
+func (c *Conn) plan(old storelayout.Layout, schema driver.Schema) []step {
 	oldTables := map[string]driver.Table{}
 	for _, t := range old.Schema(0).Tables {
 		oldTables[t.Name] = t

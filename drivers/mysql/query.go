@@ -17,7 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // Authoritative queries (capability authoritative-query, AQ-1…AQ-5). The
@@ -135,11 +135,11 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := sd.AdmitQuery(q)
+	text, err := querylang.AdmitQuery(q)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := sd.QueryArgs(q.Args, mysqlArgRules)
+	args, err := querylang.QueryArgs(q.Args, mysqlArgRules)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -195,7 +195,7 @@ func (c *Conn) queryTables(tables []string) ([]queryTable, error) {
 
 // mysqlArgRules: MySQL has no boolean type (TINYINT 1/0, as SQLite), and
 // a NUL byte in a bind value is refused as in the stored rows (V-3).
-var mysqlArgRules = sd.QueryArgRules{BoolAsInt: true, RefuseNUL: true}
+var mysqlArgRules = querylang.QueryArgRules{BoolAsInt: true, RefuseNUL: true}
 
 // systemSchemas are refused as qualifiers even if the server hides them.
 var systemSchemas = wordSet(`information_schema mysql performance_schema sys main temp`)

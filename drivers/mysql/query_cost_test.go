@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // FuzzRewriteCost rewrites query texts of up to 100 KB and fails when one takes
@@ -17,7 +17,7 @@ import (
 // divisions the mysql one over 13 minutes. Fuzz with
 // go test -fuzz FuzzRewriteCost -run '^$'.
 func FuzzRewriteCost(f *testing.F) {
-	for _, sql := range sd.CostlyQueries() {
+	for _, sql := range querylang.CostlyQueries() {
 		f.Add(sql)
 	}
 	declared := []queryTable{{name: "todos", cols: []driver.Column{{Name: "id", Type: driver.TypeString}, {Name: "title", Type: driver.TypeString}}}}
@@ -26,7 +26,7 @@ func FuzzRewriteCost(f *testing.F) {
 			return
 		}
 		start := time.Now()
-		text, err := sd.CheckQueryText(sql)
+		text, err := querylang.CheckQueryText(sql)
 		if err == nil {
 			_, err = rewriteQuery(text.SQL, nil, "db", "utf8mb4_bin", declared, "p1")
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // Tests of the authoritative-query capability beyond the conformance
@@ -45,11 +45,11 @@ func testQueryTables(t testing.TB, names ...string) []queryTable {
 // AuthoritativeQuery does.
 func rewriteForTest(t testing.TB, text string, args []any, tables ...string) (myQuery, error) {
 	t.Helper()
-	qt, err := sd.AdmitQuery(driver.Query{SQL: text, Args: args})
+	qt, err := querylang.AdmitQuery(driver.Query{SQL: text, Args: args})
 	if err != nil {
 		return myQuery{}, err
 	}
-	a, err := sd.QueryArgs(args, mysqlArgRules)
+	a, err := querylang.QueryArgs(args, mysqlArgRules)
 	if err != nil {
 		return myQuery{}, err
 	}
@@ -315,7 +315,7 @@ func FuzzMySQLQueryRewrite(f *testing.F) {
 	}
 	tables := []string{"todos", "users", "kinds"}
 	f.Fuzz(func(t *testing.T, text string) {
-		qt, err := sd.CheckQueryText(text)
+		qt, err := querylang.CheckQueryText(text)
 		if err != nil {
 			return
 		}
@@ -346,7 +346,7 @@ func FuzzMySQLQueryRewrite(f *testing.F) {
 			if out == "" {
 				continue
 			}
-			toks, err := sd.Tokenize(out)
+			toks, err := querylang.Tokenize(out)
 			if err != nil {
 				t.Fatalf("%q: rewritten SQL does not tokenize: %v\n%s", text, err, out)
 			}
@@ -354,18 +354,18 @@ func FuzzMySQLQueryRewrite(f *testing.F) {
 			for _, tk := range toks {
 				s := out[tk.Start:tk.End]
 				switch tk.Kind {
-				case sd.TokSpace:
+				case querylang.TokSpace:
 					if strings.TrimSpace(s) != "" {
 						t.Fatalf("%q: a comment reached the engine: %s", text, out)
 					}
-				case sd.TokSemi:
+				case querylang.TokSemi:
 					t.Fatalf("%q: ';' in the rewritten SQL: %s", text, out)
-				case sd.TokParam:
+				case querylang.TokParam:
 					params++
-				case sd.TokNamedParam:
+				case querylang.TokNamedParam:
 					t.Fatalf("%q: named parameter in the rewritten SQL: %s", text, out)
-				case sd.TokWord, sd.TokQuotedID:
-					name := strings.ToLower(sd.UnquoteIdent(s))
+				case querylang.TokWord, querylang.TokQuotedID:
+					name := strings.ToLower(querylang.UnquoteIdent(s))
 					if name == "storedb" {
 						db++
 					}

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // The text half of authoritative queries (AQ-1…AQ-3). A host's query in
-// the portable SQLite-family dialect, once admitted by sqlitedialect's
+// the portable SQLite-family dialect, once admitted by querylang's
 // CheckQueryText (one SELECT or WITH … SELECT, ?/?N parameters only, no
 // main./temp. qualifier), is tokenized again and every token re-emitted
 // for MySQL/MariaDB — nothing of the host's text reaches the engine
@@ -149,7 +149,7 @@ func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''"
 // store's database db, with a partition CTE for each declared table
 // (sorted, distinct). coll is the NO PAD binary collation.
 func rewriteQuery(text string, args []any, db, coll string, declared []queryTable, partition string) (myQuery, error) {
-	toks, err := sd.Tokenize(text)
+	toks, err := querylang.Tokenize(text)
 	if err != nil {
 		return myQuery{}, err
 	}
@@ -158,35 +158,35 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		canon[strings.ToLower(t.name)] = t.name
 	}
 	var q myQuery
-	ps := make([]sd.Piece, 0, len(toks))
+	ps := make([]querylang.Piece, 0, len(toks))
 	argOf := make([]any, 0, len(toks)) // the bound value of a parameter piece
 	isArg := make([]bool, 0, len(toks))
 	last := 0
 	for i, tk := range toks {
 		s := text[tk.Start:tk.End]
-		p := sd.Piece{Kind: tk.Kind, Text: s}
+		p := querylang.Piece{Kind: tk.Kind, Text: s}
 		var av any
 		param := false
 		switch tk.Kind {
-		case sd.TokSpace:
+		case querylang.TokSpace:
 			p.Text = " "
-		case sd.TokWord:
+		case querylang.TokWord:
 			p.Name = strings.ToLower(s)
-			if i+1 < len(toks) && (toks[i+1].Kind == sd.TokString || toks[i+1].Kind == sd.TokQuotedID) {
+			if i+1 < len(toks) && (toks[i+1].Kind == querylang.TokString || toks[i+1].Kind == querylang.TokQuotedID) {
 				return myQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
 			}
-		case sd.TokQuotedID:
-			p.Name = sd.UnquoteIdent(s)
+		case querylang.TokQuotedID:
+			p.Name = querylang.UnquoteIdent(s)
 			if p.Name == "" {
 				return myQuery{}, queryInvalid("query has an empty quoted name at byte %d (AQ-1)", tk.Start)
 			}
 			p.Text = quoteIdent(p.Name)
 			p.Name = strings.ToLower(p.Name)
-		case sd.TokString:
-			p.Text = quoteString(sd.UnquoteIdent(s))
-		case sd.TokBlob:
+		case querylang.TokString:
+			p.Text = quoteString(querylang.UnquoteIdent(s))
+		case querylang.TokBlob:
 			p.Text = "X" + s[1:]
-		case sd.TokNumber:
+		case querylang.TokNumber:
 			if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 				v, err := strconv.ParseUint(strings.ReplaceAll(s[2:], "_", ""), 16, 64)
 				if err != nil {
@@ -199,7 +199,7 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 					p.Text += "e0" // a REAL in SQLite, a DECIMAL in MySQL without the exponent (AQ-5)
 				}
 			}
-		case sd.TokParam:
+		case querylang.TokParam:
 			n := last + 1
 			if len(s) > 1 {
 				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
@@ -217,7 +217,7 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 			default:
 				p.Text = "?"
 			}
-		case sd.TokOp:
+		case querylang.TokOp:
 			switch s {
 			case "==":
 				p.Text = "="
@@ -225,11 +225,11 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 				// MySQL's JSON operators return JSON text where SQLite returns SQL values (AQ-5).
 				return myQuery{}, queryInvalid("query uses %s, which the mysql driver does not support (AQ-5)", s)
 			case ".":
-				prev := sd.LastSignificant(ps)
+				prev := querylang.LastSignificant(ps)
 				if prev == nil {
 					break
 				}
-				if prev.Kind == sd.TokString {
+				if prev.Kind == querylang.TokString {
 					return myQuery{}, queryInvalid("query qualifies a name with a string (AQ-2)")
 				}
 				if prev.Name != "" {
@@ -246,10 +246,10 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		argOf = append(argOf, av)
 		isArg = append(isArg, param)
 	}
-	if err := sd.CheckCalls(ps, callAllowList); err != nil {
+	if err := querylang.CheckCalls(ps, callAllowList); err != nil {
 		return myQuery{}, err
 	}
-	if sd.CallNesting(ps, "replace") > maxReplaceNesting {
+	if querylang.CallNesting(ps, "replace") > maxReplaceNesting {
 		return myQuery{}, queryInvalid("query nests replace() more than %d deep: MariaDB builds such values past its statement time limit and KILL (AQ-6)", maxReplaceNesting)
 	}
 	if err := checkCTENames(ps, canon); err != nil {
@@ -292,9 +292,9 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		ctes = append(ctes, partitionCTE(db, t))
 	}
 	cteText := strings.Join(ctes, ", ")
-	plain := sd.PrependCTEs(r.pieces(), cteText, joinPieces)
+	plain := querylang.PrependCTEs(r.pieces(), cteText, joinPieces)
 	if r.companions(declared) {
-		q.sql = sd.PrependCTEs(r.pieces(), cteText, joinPieces)
+		q.sql = querylang.PrependCTEs(r.pieces(), cteText, joinPieces)
 		q.plain = plain
 	} else {
 		q.sql = plain
@@ -337,41 +337,41 @@ func partitionCTE(db string, t queryTable) string {
 
 // checkCTENames refuses a CTE (at any depth) named like a declared table:
 // it would shadow the partition CTE.
-func checkCTENames(ps []sd.Piece, canon map[string]string) error {
+func checkCTENames(ps []querylang.Piece, canon map[string]string) error {
 	for i, p := range ps {
-		if p.Kind != sd.TokWord || p.Name != "with" {
+		if p.Kind != querylang.TokWord || p.Name != "with" {
 			continue
 		}
-		j := sd.FirstSignificant(ps, i+1)
+		j := querylang.FirstSignificant(ps, i+1)
 		if j >= 0 && ps[j].Name == "recursive" {
-			j = sd.FirstSignificant(ps, j+1)
+			j = querylang.FirstSignificant(ps, j+1)
 		}
 		for j >= 0 {
-			if _, ok := canon[ps[j].Name]; ok && (ps[j].Kind == sd.TokWord || ps[j].Kind == sd.TokQuotedID) {
+			if _, ok := canon[ps[j].Name]; ok && (ps[j].Kind == querylang.TokWord || ps[j].Kind == querylang.TokQuotedID) {
 				return queryInvalid("query defines a CTE named like declared table %s (AQ-2)", canon[ps[j].Name])
 			}
-			k := sd.FirstSignificant(ps, j+1)
+			k := querylang.FirstSignificant(ps, j+1)
 			if k >= 0 && ps[k].Text == "(" {
-				if k = sd.Matching(ps, k); k < 0 {
+				if k = querylang.Matching(ps, k); k < 0 {
 					break
 				}
-				k = sd.FirstSignificant(ps, k+1)
+				k = querylang.FirstSignificant(ps, k+1)
 			}
 			if k < 0 || ps[k].Name != "as" {
 				break
 			}
-			for k = sd.FirstSignificant(ps, k+1); k >= 0 && (ps[k].Name == "not" || ps[k].Name == "materialized"); k = sd.FirstSignificant(ps, k+1) {
+			for k = querylang.FirstSignificant(ps, k+1); k >= 0 && (ps[k].Name == "not" || ps[k].Name == "materialized"); k = querylang.FirstSignificant(ps, k+1) {
 			}
 			if k < 0 || ps[k].Text != "(" {
 				break
 			}
-			if k = sd.Matching(ps, k); k < 0 {
+			if k = querylang.Matching(ps, k); k < 0 {
 				break
 			}
-			if k = sd.FirstSignificant(ps, k+1); k < 0 || ps[k].Text != "," {
+			if k = querylang.FirstSignificant(ps, k+1); k < 0 || ps[k].Text != "," {
 				break
 			}
-			j = sd.FirstSignificant(ps, k+1)
+			j = querylang.FirstSignificant(ps, k+1)
 		}
 	}
 	return nil
@@ -386,18 +386,18 @@ func checkCTENames(ps []sd.Piece, canon map[string]string) error {
 // `SELECT todos.id FROM (SELECT 'x' AS id) AS todos` does not read todos.
 // A host CTE cannot take a declared table's name (checkCTENames), so a
 // relation so named is the driver's partition CTE.
-func readsTable(ps []sd.Piece, table string) bool {
+func readsTable(ps []querylang.Piece, table string) bool {
 	inFrom := map[int]bool{} // depth → inside a FROM clause
 	depth := 0
 	for i, p := range ps {
 		switch {
-		case p.Kind == sd.TokOp && p.Text == "(":
+		case p.Kind == querylang.TokOp && p.Text == "(":
 			depth++
 			delete(inFrom, depth)
-		case p.Kind == sd.TokOp && p.Text == ")":
+		case p.Kind == querylang.TokOp && p.Text == ")":
 			delete(inFrom, depth)
 			depth--
-		case p.Kind == sd.TokWord:
+		case p.Kind == querylang.TokWord:
 			switch p.Name {
 			case "from":
 				inFrom[depth] = true
@@ -405,14 +405,14 @@ func readsTable(ps []sd.Piece, table string) bool {
 				delete(inFrom, depth)
 			}
 		}
-		if (p.Kind != sd.TokWord && p.Kind != sd.TokQuotedID) || p.Name != table {
+		if (p.Kind != querylang.TokWord && p.Kind != querylang.TokQuotedID) || p.Name != table {
 			continue
 		}
-		prev := sd.LastSignificant(ps[:i])
+		prev := querylang.LastSignificant(ps[:i])
 		if prev == nil || !(prev.Name == "from" || prev.Name == "join" || (prev.Text == "," && inFrom[depth])) {
 			continue
 		}
-		if next := sd.FirstSignificant(ps, i+1); next >= 0 && ps[next].Text == "." {
+		if next := querylang.FirstSignificant(ps, i+1); next >= 0 && ps[next].Text == "." {
 			continue
 		}
 		return true
@@ -424,13 +424,13 @@ func readsTable(ps []sd.Piece, table string) bool {
 // pre and post (inserted around it); a piece folded into another has
 // all three empty.
 type render struct {
-	ps              []sd.Piece
+	ps              []querylang.Piece
 	pre, post, text []string
 }
 
 // pieces returns the pieces with their final text.
-func (r *render) pieces() []sd.Piece {
-	out := make([]sd.Piece, len(r.ps))
+func (r *render) pieces() []querylang.Piece {
+	out := make([]querylang.Piece, len(r.ps))
 	for i, p := range r.ps {
 		p.Text = r.pre[i] + r.text[i] + r.post[i]
 		out[i] = p
@@ -438,7 +438,7 @@ func (r *render) pieces() []sd.Piece {
 	return out
 }
 
-func joinPieces(ps []sd.Piece) string {
+func joinPieces(ps []querylang.Piece) string {
 	var b strings.Builder
 	for _, p := range ps {
 		b.WriteString(p.Text)
@@ -447,10 +447,10 @@ func joinPieces(ps []sd.Piece) string {
 }
 
 // next and prev return the index of the next/previous significant piece.
-func (r *render) next(i int) int { return sd.FirstSignificant(r.ps, i+1) }
+func (r *render) next(i int) int { return querylang.FirstSignificant(r.ps, i+1) }
 func (r *render) prev(i int) int {
 	for i--; i >= 0; i-- {
-		if r.ps[i].Kind != sd.TokSpace {
+		if r.ps[i].Kind != querylang.TokSpace {
 			return i
 		}
 	}
@@ -462,9 +462,9 @@ func (r *render) prev(i int) int {
 func (r *render) words(canon map[string]string) error {
 	castEnd := map[int]int{} // the ")" of every CAST( → its "("
 	for i, p := range r.ps {
-		if p.Kind == sd.TokWord && p.Name == "cast" {
+		if p.Kind == querylang.TokWord && p.Name == "cast" {
 			if j := r.next(i); j >= 0 && r.ps[j].Text == "(" {
-				if e := sd.Matching(r.ps, j); e >= 0 {
+				if e := querylang.Matching(r.ps, j); e >= 0 {
 					castEnd[e] = j
 				}
 			}
@@ -472,14 +472,14 @@ func (r *render) words(canon map[string]string) error {
 	}
 	for i, p := range r.ps {
 		r.text[i] = p.Text
-		if p.Kind != sd.TokWord && p.Kind != sd.TokQuotedID {
+		if p.Kind != querylang.TokWord && p.Kind != querylang.TokQuotedID {
 			continue
 		}
 		if t, ok := canon[p.Name]; ok {
 			r.text[i] = quoteIdent(t)
 			continue
 		}
-		if p.Kind == sd.TokQuotedID {
+		if p.Kind == querylang.TokQuotedID {
 			continue
 		}
 		n, pv := r.next(i), r.prev(i)
@@ -516,7 +516,7 @@ func (r *render) words(canon map[string]string) error {
 			r.text[i] = "IS NOT NULL"
 		case p.Name == "is":
 			r.text[i] = "IS"
-			if n >= 0 && (r.ps[n].Kind != sd.TokWord || !(queryLiterals[r.ps[n].Name] || r.ps[n].Name == "not" ||
+			if n >= 0 && (r.ps[n].Kind != querylang.TokWord || !(queryLiterals[r.ps[n].Name] || r.ps[n].Name == "not" ||
 				r.ps[n].Name == "distinct" || r.ps[n].Name == "unknown")) {
 				r.text[i] = "<=>" // SQLite's IS compares any two values, NULL-safe
 			}
@@ -531,8 +531,8 @@ func (r *render) words(canon map[string]string) error {
 
 // callArgs counts the top-level arguments of the call whose "(" is at open.
 func (r *render) callArgs(open int) int {
-	end := sd.Matching(r.ps, open)
-	if end < 0 || sd.FirstSignificant(r.ps[:end], open+1) < 0 {
+	end := querylang.Matching(r.ps, open)
+	if end < 0 || querylang.FirstSignificant(r.ps[:end], open+1) < 0 {
 		return 0
 	}
 	n, depth := 1, 0
@@ -554,7 +554,7 @@ func (r *render) callArgs(open int) int {
 // likes rewrites every x [NOT] LIKE y [ESCAPE z].
 func (r *render) likes() error {
 	for i, p := range r.ps {
-		if p.Kind != sd.TokWord || p.Name != "like" {
+		if p.Kind != querylang.TokWord || p.Name != "like" {
 			continue
 		}
 		left := r.prev(i)
@@ -587,9 +587,9 @@ func (r *render) likes() error {
 func (r *render) isOperandWord(i int) bool {
 	p := r.ps[i]
 	switch p.Kind {
-	case sd.TokQuotedID, sd.TokString, sd.TokNumber, sd.TokBlob, sd.TokParam:
+	case querylang.TokQuotedID, querylang.TokString, querylang.TokNumber, querylang.TokBlob, querylang.TokParam:
 		return true
-	case sd.TokWord:
+	case querylang.TokWord:
 		return !queryKeywords[p.Name] || queryLiterals[p.Name]
 	}
 	return false
@@ -601,15 +601,15 @@ func (r *render) operandBack(end int) (int, bool) {
 		start := -1
 		switch p := r.ps[end]; {
 		case p.Text == ")":
-			open := sd.MatchingBack(r.ps, end)
+			open := querylang.MatchingBack(r.ps, end)
 			if open < 0 {
 				return 0, false
 			}
 			start = open
-			if f := r.prev(open); f >= 0 && r.ps[f].Kind == sd.TokWord && queryFunctions[r.ps[f].Name] != "" {
+			if f := r.prev(open); f >= 0 && r.ps[f].Kind == querylang.TokWord && queryFunctions[r.ps[f].Name] != "" {
 				start = f
 			}
-		case p.Kind == sd.TokWord && p.Name == "end":
+		case p.Kind == querylang.TokWord && p.Name == "end":
 			return 0, false // CASE … END: parenthesize
 		case r.isOperandWord(end):
 			start = end
@@ -619,7 +619,7 @@ func (r *render) operandBack(end int) (int, bool) {
 					break
 				}
 				n := r.prev(d)
-				if n < 0 || !(r.ps[n].Kind == sd.TokWord || r.ps[n].Kind == sd.TokQuotedID) {
+				if n < 0 || !(r.ps[n].Kind == querylang.TokWord || r.ps[n].Kind == querylang.TokQuotedID) {
 					return 0, false
 				}
 				start = n
@@ -628,7 +628,7 @@ func (r *render) operandBack(end int) (int, bool) {
 			return 0, false
 		}
 		op := r.prev(start)
-		if op < 0 || r.ps[op].Kind != sd.TokOp || !tightOps[r.ps[op].Text] {
+		if op < 0 || r.ps[op].Kind != querylang.TokOp || !tightOps[r.ps[op].Text] {
 			return start, true
 		}
 		before := r.prev(op)
@@ -648,17 +648,17 @@ func (r *render) operandFwd(start int) (int, bool) {
 	for start >= 0 {
 		end := -1
 		switch p := r.ps[start]; {
-		case p.Kind == sd.TokOp && (p.Text == "-" || p.Text == "+" || p.Text == "~"):
+		case p.Kind == querylang.TokOp && (p.Text == "-" || p.Text == "+" || p.Text == "~"):
 			start = r.next(start)
 			continue
 		case p.Text == "(":
-			end = sd.Matching(r.ps, start)
-		case p.Kind == sd.TokWord && p.Name == "case":
+			end = querylang.Matching(r.ps, start)
+		case p.Kind == querylang.TokWord && p.Name == "case":
 			return 0, false
 		case r.isOperandWord(start):
 			end = start
-			if n := r.next(start); n >= 0 && r.ps[n].Text == "(" && p.Kind == sd.TokWord {
-				end = sd.Matching(r.ps, n)
+			if n := r.next(start); n >= 0 && r.ps[n].Text == "(" && p.Kind == querylang.TokWord {
+				end = querylang.Matching(r.ps, n)
 				break
 			}
 			for {
@@ -667,7 +667,7 @@ func (r *render) operandFwd(start int) (int, bool) {
 					break
 				}
 				n := r.next(d)
-				if n < 0 || !(r.ps[n].Kind == sd.TokWord || r.ps[n].Kind == sd.TokQuotedID || r.ps[n].Text == "*") {
+				if n < 0 || !(r.ps[n].Kind == querylang.TokWord || r.ps[n].Kind == querylang.TokQuotedID || r.ps[n].Text == "*") {
 					return 0, false
 				}
 				end = n
@@ -679,7 +679,7 @@ func (r *render) operandFwd(start int) (int, bool) {
 			return 0, false
 		}
 		op := r.next(end)
-		if op < 0 || r.ps[op].Kind != sd.TokOp || !tightOps[r.ps[op].Text] {
+		if op < 0 || r.ps[op].Kind != querylang.TokOp || !tightOps[r.ps[op].Text] {
 			return end, true
 		}
 		start = r.next(op)
@@ -691,22 +691,22 @@ func (r *render) operandFwd(start int) (int, bool) {
 // holding a JSON array — into a derived table of (key, value).
 func (r *render) jsonEach(argOf []any, isArg []bool, coll string) error {
 	for i, p := range r.ps {
-		if p.Kind != sd.TokWord || p.Name != "json_each" {
+		if p.Kind != querylang.TokWord || p.Name != "json_each" {
 			continue
 		}
 		open := r.next(i)
 		if open < 0 || r.ps[open].Text != "(" {
 			continue
 		}
-		end := sd.Matching(r.ps, open)
+		end := querylang.Matching(r.ps, open)
 		a := r.next(open)
 		if end < 0 || a < 0 || r.next(a) != end {
 			return queryInvalid("json_each takes one string literal or bound value on the mysql driver (AQ-5)")
 		}
 		var doc string
 		switch {
-		case r.ps[a].Kind == sd.TokString:
-			doc = sd.UnquoteIdent(r.ps[a].Text)
+		case r.ps[a].Kind == querylang.TokString:
+			doc = querylang.UnquoteIdent(r.ps[a].Text)
 		case isArg[a]:
 			s, ok := argOf[a].(string)
 			if !ok {
@@ -723,8 +723,8 @@ func (r *render) jsonEach(argOf []any, isArg []bool, coll string) error {
 		arg := r.pre[a] + r.text[a] + r.post[a]
 		r.text[i] = "(SELECT CAST(`_j`.`k` AS SIGNED) - 1 AS `key`, `_j`.`v` AS `value` FROM JSON_TABLE(" + arg +
 			", '$[*]' COLUMNS (`k` FOR ORDINALITY, `v` " + ty + " PATH '$')) AS `_j`)"
-		if n := r.next(end); n < 0 || !(r.ps[n].Name == "as" || (r.ps[n].Kind == sd.TokWord && !queryKeywords[r.ps[n].Name]) ||
-			r.ps[n].Kind == sd.TokQuotedID) {
+		if n := r.next(end); n < 0 || !(r.ps[n].Name == "as" || (r.ps[n].Kind == querylang.TokWord && !queryKeywords[r.ps[n].Name]) ||
+			r.ps[n].Kind == querylang.TokQuotedID) {
 			r.text[i] += " AS `json_each`"
 		}
 		for k := open; k <= end; k++ {
@@ -792,7 +792,7 @@ func (r *render) companions(declared []queryTable) bool {
 		return false
 	}
 	ps := r.ps
-	i := sd.FirstSignificant(ps, 0)
+	i := querylang.FirstSignificant(ps, 0)
 	if i >= 0 && ps[i].Name == "with" {
 		// Skip the WITH list: to the first SELECT at depth 0.
 		depth := 0
@@ -825,7 +825,7 @@ found:
 			depth--
 		case depth == 0 && (ps[k].Name == "union" || ps[k].Name == "intersect" || ps[k].Name == "except"):
 			return false
-		case depth == 0 && listEnd == len(ps) && ps[k].Kind == sd.TokWord &&
+		case depth == 0 && listEnd == len(ps) && ps[k].Kind == querylang.TokWord &&
 			(ps[k].Name == "from" || ps[k].Name == "where" || ps[k].Name == "group" || ps[k].Name == "having" ||
 				ps[k].Name == "order" || ps[k].Name == "limit" || ps[k].Name == "window"):
 			listEnd = k
@@ -854,7 +854,7 @@ found:
 	sig = func(a, b int) []int {
 		var out []int
 		for k := a; k < b; k++ {
-			if ps[k].Kind != sd.TokSpace {
+			if ps[k].Kind != querylang.TokSpace {
 				out = append(out, k)
 			}
 		}
@@ -880,7 +880,7 @@ found:
 		} else if len(ref) == 2 || len(ref) == 4 {
 			ref = ref[:len(ref)-1]
 		}
-		isName := func(k int) bool { return ps[k].Kind == sd.TokWord || ps[k].Kind == sd.TokQuotedID }
+		isName := func(k int) bool { return ps[k].Kind == querylang.TokWord || ps[k].Kind == querylang.TokQuotedID }
 		var col int
 		qual := ""
 		switch {
@@ -891,7 +891,7 @@ found:
 		default:
 			continue
 		}
-		if ps[col].Kind == sd.TokWord && queryKeywords[ps[col].Name] {
+		if ps[col].Kind == querylang.TokWord && queryKeywords[ps[col].Name] {
 			continue
 		}
 		name, ok := floats[ps[col].Name]
@@ -928,11 +928,11 @@ func asciiFold(from, to byte) string {
 // caseFolds rewrites lower(x)/upper(x) to their ASCII-only forms.
 func (r *render) caseFolds() {
 	for i, p := range r.ps {
-		if p.Kind != sd.TokWord || (p.Name != "lower" && p.Name != "upper") || r.text[i] != strings.ToUpper(p.Name) {
+		if p.Kind != querylang.TokWord || (p.Name != "lower" && p.Name != "upper") || r.text[i] != strings.ToUpper(p.Name) {
 			continue
 		}
 		open := r.next(i)
-		end := sd.Matching(r.ps, open)
+		end := querylang.Matching(r.ps, open)
 		if open < 0 || r.ps[open].Text != "(" || end < 0 {
 			continue
 		}
@@ -999,9 +999,9 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 			continue
 		}
 		if p.Text == "(" {
-			if pv := r.prev(i); pv >= 0 && (r.ps[pv].Kind == sd.TokWord || r.ps[pv].Kind == sd.TokQuotedID) &&
+			if pv := r.prev(i); pv >= 0 && (r.ps[pv].Kind == querylang.TokWord || r.ps[pv].Kind == querylang.TokQuotedID) &&
 				queryFunctions[r.ps[pv].Name] == "" && !queryCallKeywords[r.ps[pv].Name] {
-				if end := sd.Matching(r.ps, i); end > 0 {
+				if end := querylang.Matching(r.ps, i); end > 0 {
 					for k := i + 1; k < end; k++ {
 						delete(cols, r.ps[k].Name)
 					}
@@ -1013,7 +1013,7 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 	primary := func(a, b int) numKind {
 		p := r.ps[a]
 		switch {
-		case p.Kind == sd.TokNumber:
+		case p.Kind == querylang.TokNumber:
 			if strings.ContainsAny(r.text[a], ".eE") {
 				return kindReal
 			}
@@ -1031,9 +1031,9 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 				return kindUnknown
 			}
 			return typeOf(r.next(a), r.prev(b))
-		case p.Kind == sd.TokWord && r.next(a) >= 0 && r.ps[r.next(a)].Text == "(":
+		case p.Kind == querylang.TokWord && r.next(a) >= 0 && r.ps[r.next(a)].Text == "(":
 			open := r.next(a)
-			end := sd.Matching(r.ps, open)
+			end := querylang.Matching(r.ps, open)
 			if end != b {
 				return kindUnknown // FILTER / OVER: only ranking functions below
 			}
@@ -1053,11 +1053,11 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 				}
 			}
 			return kindUnknown
-		case p.Kind == sd.TokWord || p.Kind == sd.TokQuotedID:
+		case p.Kind == querylang.TokWord || p.Kind == querylang.TokQuotedID:
 			if b != a && !(b >= 2 && r.ps[r.prev(b)].Text == ".") {
 				return kindUnknown
 			}
-			if p.Kind == sd.TokWord && queryKeywords[p.Name] {
+			if p.Kind == querylang.TokWord && queryKeywords[p.Name] {
 				return kindUnknown
 			}
 			return cols[r.ps[b].Name]
@@ -1082,15 +1082,15 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 		}
 		kind := kindInt
 		for a >= 0 && a <= b {
-			for a <= b && r.ps[a].Kind == sd.TokOp && (r.ps[a].Text == "-" || r.ps[a].Text == "+") {
+			for a <= b && r.ps[a].Kind == querylang.TokOp && (r.ps[a].Text == "-" || r.ps[a].Text == "+") {
 				a = r.next(a)
 			}
-			end := sd.PrimaryEnd(r.ps, a, isMyKeyword)
+			end := querylang.PrimaryEnd(r.ps, a, isMyKeyword)
 			if a < 0 || end < 0 || end > b {
 				return kindUnknown
 			}
 			// Ranking functions with OVER: integers.
-			if r.ps[a].Kind == sd.TokWord && (r.ps[a].Name == "row_number" || r.ps[a].Name == "rank" ||
+			if r.ps[a].Kind == querylang.TokWord && (r.ps[a].Name == "row_number" || r.ps[a].Name == "rank" ||
 				r.ps[a].Name == "dense_rank" || r.ps[a].Name == "ntile") {
 				if k := r.next(a); k >= 0 && r.ps[k].Text == "(" {
 					kind = max(kind, kindInt)
@@ -1123,7 +1123,7 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 	// length (AQ-6).
 	chainStart, chainKind := map[int]int{}, map[int]numKind{}
 	for i, p := range r.ps {
-		if p.Kind != sd.TokOp || (p.Text != "/" && p.Text != "%") {
+		if p.Kind != querylang.TokOp || (p.Text != "/" && p.Text != "%") {
 			continue
 		}
 		// The left operand: the multiplicative chain ending before i.
@@ -1132,16 +1132,16 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 			s := j
 			switch q := r.ps[j]; {
 			case q.Text == ")":
-				open := sd.MatchingBack(r.ps, j)
+				open := querylang.MatchingBack(r.ps, j)
 				if open < 0 {
 					j = -1
 					continue
 				}
 				s = open
-				if f := r.prev(open); f >= 0 && r.ps[f].Kind == sd.TokWord && queryFunctions[r.ps[f].Name] != "" {
+				if f := r.prev(open); f >= 0 && r.ps[f].Kind == querylang.TokWord && queryFunctions[r.ps[f].Name] != "" {
 					s = f
 				}
-			case q.Kind == sd.TokWord || q.Kind == sd.TokQuotedID:
+			case q.Kind == querylang.TokWord || q.Kind == querylang.TokQuotedID:
 				for {
 					d := r.prev(s)
 					if d < 0 || r.ps[d].Text != "." {
@@ -1149,7 +1149,7 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 					}
 					s = r.prev(d)
 				}
-			case q.Kind == sd.TokNumber || isArg[j]:
+			case q.Kind == querylang.TokNumber || isArg[j]:
 			default:
 				s = -1
 			}
@@ -1173,7 +1173,7 @@ func (r *render) arithmetic(declared []queryTable, argOf []any, isArg []bool) er
 			j = r.prev(op)
 		}
 		rs := r.next(i)
-		end := sd.MulOperandEnd(r.ps, rs, isMyKeyword)
+		end := querylang.MulOperandEnd(r.ps, rs, isMyKeyword)
 		var lk, rk numKind
 		if start >= 0 && end >= 0 {
 			if via >= 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over the
-// SQL of reactions_sql.go. Input is already valid (sync).
+// SQL of sql_reactions.go. Input is already valid (sync).
 //
 // MySQL has no UPDATE … RETURNING, so a claim is one short transaction:
 // SELECT … FOR UPDATE SKIP LOCKED of the due rows in claim order, then an

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // getRow reads one row on tx (nil: committed data).
@@ -43,7 +43,7 @@ func (c *Conn) scanRows(ctx context.Context, tx *sql.Tx, partition string, q dri
 	if err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "scan requires a scope filter (V-6)")
 	}
@@ -79,7 +79,7 @@ func (c *Conn) scanSQL(x *table, partition string, q driver.ScanQuery, key strin
 		}
 		vals = dedupe(vals)
 		if len(vals) > maxInlineValues {
-			list, err := d.JSONList(vals)
+			list, err := storelayout.JSONList(vals)
 			if err != nil {
 				return "", nil, err
 			}
@@ -116,7 +116,7 @@ func (c *Conn) scanSQL(x *table, partition string, q driver.ScanQuery, key strin
 	default:
 		// A long list travels as one JSON parameter; each value is an
 		// index lookup, the matches after AfterRowID are sorted.
-		list, err := d.JSONList(vals)
+		list, err := storelayout.JSONList(vals)
 		if err != nil {
 			return "", nil, err
 		}
@@ -269,7 +269,7 @@ func (c *Conn) PruneCommitsThrough(ctx context.Context, partition string, seq in
 				rows.Close()
 				return err
 			}
-			sc, err := d.DecodeScopes(string(scopes))
+			sc, err := storelayout.DecodeScopes(string(scopes))
 			if err != nil {
 				rows.Close()
 				return err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/schemaplan"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
@@ -56,7 +56,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := d.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 	ver, stored, err := c.storedSchema(ctx)
 	if err != nil {
 		return err
@@ -121,9 +121,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		return err
 	}
 	if action == schemaplan.Migrate {
-		// The SQLite dialect's planner holds SCH-6's rules; its SQL is
-		// not used here.
-		if _, err := d.MigrationSQL(old, schema); err != nil {
+		if err := storelayout.CheckMigration(old, schema); err != nil { // SCH-6
 			return err
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record and true, or false (CR-1).
@@ -22,7 +22,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 	if err != nil {
 		return driver.ClientRecord{}, false, err
 	}
-	if rec.Subscriptions, err = sd.DecodeSubscriptions(subs); err != nil {
+	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 		return driver.ClientRecord{}, false, err
 	}
 	return rec, true, nil
@@ -30,7 +30,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
-	subs, err := sd.EncodeSubscriptions(rec.Subscriptions)
+	subs, err := storelayout.EncodeSubscriptions(rec.Subscriptions)
 	if err != nil {
 		return err
 	}

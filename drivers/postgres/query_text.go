@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // The text half of authoritative queries (AQ-1…AQ-3): a host's query in
-// the portable SQLite-family dialect is checked by sqlitedialect's
+// the portable SQLite-family dialect is checked by querylang's
 // CheckQueryText (one SELECT or WITH … SELECT, ?/?N parameters only,
 // no main./temp. qualifier) and then rewritten, token by token with the
 // same tokenizer, into PostgreSQL:
@@ -82,7 +82,7 @@ var forbiddenWords = map[string]bool{
 var fixedSchemas = map[string]bool{"main": true, "temp": true, "public": true, "information_schema": true}
 
 // piece is one rewritten token, its Text in PostgreSQL's dialect.
-type piece = sd.Piece
+type piece = querylang.Piece
 
 // pgQuery is a host query rewritten for PostgreSQL.
 type pgQuery struct {
@@ -103,7 +103,7 @@ func queryInvalid(format string, args ...any) error {
 // bypass the allow-list (t.quote_literal, t.to_json).
 func rewriteQuery(text string, args []any, schema string, declared []string, cols map[string][]string, partition string,
 	procs map[string]bool) (pgQuery, error) {
-	toks, err := sd.Tokenize(text)
+	toks, err := querylang.Tokenize(text)
 	if err != nil {
 		return pgQuery{}, err
 	}
@@ -121,31 +121,31 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 		s := text[tk.Start:tk.End]
 		p := piece{Kind: tk.Kind, Text: s}
 		switch tk.Kind {
-		case sd.TokSpace:
+		case querylang.TokSpace:
 			p.Text = " "
-		case sd.TokWord:
+		case querylang.TokWord:
 			p.Name = strings.ToLower(s)
-			if i+1 < len(toks) && (toks[i+1].Kind == sd.TokString || toks[i+1].Kind == sd.TokQuotedID) {
+			if i+1 < len(toks) && (toks[i+1].Kind == querylang.TokString || toks[i+1].Kind == querylang.TokQuotedID) {
 				return pgQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
 			}
 			if p.Name == "u" && i+2 < len(toks) && text[toks[i+1].Start:toks[i+1].End] == "&" &&
-				(toks[i+2].Kind == sd.TokString || toks[i+2].Kind == sd.TokQuotedID) {
+				(toks[i+2].Kind == querylang.TokString || toks[i+2].Kind == querylang.TokQuotedID) {
 				// U&'…' and U&"…" are one token with escapes to PostgreSQL:
 				// U&"\0070ublic" would name a schema the checks never saw.
 				return pgQuery{}, queryInvalid("query glues U& to a quoted token at byte %d (AQ-1)", tk.Start)
 			}
-		case sd.TokQuotedID:
-			p.Name = sd.UnquoteIdent(s)
+		case querylang.TokQuotedID:
+			p.Name = querylang.UnquoteIdent(s)
 			if strings.IndexByte(p.Name, 0) >= 0 || p.Name == "" {
 				return pgQuery{}, queryInvalid("query has an empty quoted name at byte %d (AQ-1)", tk.Start)
 			}
 			p.Text = quote(p.Name)
 			p.Name = strings.ToLower(p.Name)
-		case sd.TokBlob:
+		case querylang.TokBlob:
 			p.Text = `'\x` + strings.ToLower(s[2:len(s)-1]) + `'::bytea`
-		case sd.TokString:
+		case querylang.TokString:
 			p.Text = s + ` COLLATE "C"` // bytewise order and ASCII-only case folding, as SQLite (AQ-5)
-		case sd.TokNumber:
+		case querylang.TokNumber:
 			if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 				v, err := strconv.ParseUint(s[2:], 16, 64)
 				if err != nil {
@@ -157,7 +157,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			} else if strings.ContainsAny(s, ".eE") {
 				p.Text = "(" + s + "::float8)" // a REAL in SQLite, numeric in PostgreSQL (AQ-5)
 			}
-		case sd.TokParam:
+		case querylang.TokParam:
 			n := last + 1
 			if len(s) > 1 {
 				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
@@ -178,21 +178,21 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			if p.Text[len(p.Text)-4:] == "text" {
 				p.Text += ` COLLATE "C"`
 			}
-		case sd.TokOp:
+		case querylang.TokOp:
 			if s != "." && s != "(" && s != ")" && s != "," {
 				// PostgreSQL reads "%-" or "||-" as one operator; SQLite as two.
 				p.Text = " " + s + " "
 			}
 			if s == "." && len(pieces) > 0 {
-				prev := sd.LastSignificant(pieces)
-				if prev != nil && (prev.Kind == sd.TokWord || prev.Kind == sd.TokQuotedID || prev.Kind == sd.TokString) &&
-					(fixedSchemas[prev.Name] || prev.Kind == sd.TokString || prev.Name == strings.ToLower(schema)) {
+				prev := querylang.LastSignificant(pieces)
+				if prev != nil && (prev.Kind == querylang.TokWord || prev.Kind == querylang.TokQuotedID || prev.Kind == querylang.TokString) &&
+					(fixedSchemas[prev.Name] || prev.Kind == querylang.TokString || prev.Name == strings.ToLower(schema)) {
 					return pgQuery{}, queryInvalid("query qualifies a name with a schema: tables are read by their names alone (AQ-2)")
 				}
 			}
 		}
 		if p.Name != "" && procs[p.Name] && !queryFunctions[p.Name] && !columns[p.Name] {
-			if prev := sd.LastSignificant(pieces); prev != nil && prev.Kind == sd.TokOp && prev.Text == "." {
+			if prev := querylang.LastSignificant(pieces); prev != nil && prev.Kind == querylang.TokOp && prev.Text == "." {
 				return pgQuery{}, queryInvalid("query calls a function through field notation (x.f is f(x) to PostgreSQL) at byte %d (AQ-1)", tk.Start)
 			}
 		}
@@ -206,7 +206,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 		}
 		pieces = append(pieces, p)
 	}
-	if err := sd.CheckCalls(pieces, queryFunctions); err != nil {
+	if err := querylang.CheckCalls(pieces, queryFunctions); err != nil {
 		return pgQuery{}, err
 	}
 	if err := parity(pieces); err != nil {
@@ -224,7 +224,7 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 		ctes = append(ctes, quote(t)+" AS NOT MATERIALIZED (SELECT "+strings.Join(qc, ", ")+" FROM "+quote(schema)+"."+quote(t)+
 			" WHERE "+quote(partitionColumn)+" = "+partParam+")")
 	}
-	return pgQuery{sql: sd.PrependCTEs(pieces, strings.Join(ctes, ", "), join), args: pgArgs}, nil
+	return pgQuery{sql: querylang.PrependCTEs(pieces, strings.Join(ctes, ", "), join), args: pgArgs}, nil
 }
 
 // join renders pieces, rewriting json_each(X) calls.
@@ -232,9 +232,9 @@ func join(ps []piece) string {
 	var b strings.Builder
 	for i := 0; i < len(ps); i++ {
 		p := ps[i]
-		if p.Kind == sd.TokWord && p.Name == "json_each" {
-			if j := sd.FirstSignificant(ps, i+1); j >= 0 && ps[j].Text == "(" {
-				if end := sd.Matching(ps, j); end >= 0 {
+		if p.Kind == querylang.TokWord && p.Name == "json_each" {
+			if j := querylang.FirstSignificant(ps, i+1); j >= 0 && ps[j].Text == "(" {
+				if end := querylang.Matching(ps, j); end >= 0 {
 					a := "(" + join(ps[j+1:end]) + ")::jsonb"
 					b.WriteString("LATERAL (SELECT to_jsonb(e.o - 1) AS key, e.v AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(" +
 						a + ") = 'array' THEN " + a + " ELSE '[]'::jsonb END) WITH ORDINALITY AS e(v, o)" +
@@ -310,12 +310,12 @@ func parity(ps []piece) error {
 	for i := range ps {
 		p := &ps[i]
 		switch {
-		case p.Kind == sd.TokWord && p.Name == "order":
-			by := sd.FirstSignificant(ps, i+1)
+		case p.Kind == querylang.TokWord && p.Name == "order":
+			by := querylang.FirstSignificant(ps, i+1)
 			if by < 0 || ps[by].Name != "by" {
 				continue
 			}
-			terms, ok := sd.OrderTerms(ps, by)
+			terms, ok := querylang.OrderTerms(ps, by)
 			if !ok {
 				return queryInvalid("query has an ORDER BY term the postgres driver cannot delimit (AQ-5)")
 			}
@@ -328,28 +328,28 @@ func parity(ps []piece) error {
 					post[t.Last] += " NULLS FIRST"
 				}
 			}
-		case p.Kind == sd.TokOp && (p.Text == " / " || p.Text == " % "):
-			start := sd.FirstSignificant(ps, i+1)
-			end := sd.MulOperandEnd(ps, start, isPgKeyword)
+		case p.Kind == querylang.TokOp && (p.Text == " / " || p.Text == " % "):
+			start := querylang.FirstSignificant(ps, i+1)
+			end := querylang.MulOperandEnd(ps, start, isPgKeyword)
 			if end < 0 {
 				return queryInvalid("query divides by an operand the postgres driver cannot delimit; parenthesize it (AQ-5)")
 			}
 			pre[start] = "NULLIF(" + pre[start]
 			post[end] += ", 0)"
-		case p.Kind == sd.TokWord && p.Name == "like":
+		case p.Kind == querylang.TokWord && p.Name == "like":
 			p.Text = "ILIKE"
-			end := likePatternEnd(ps, sd.FirstSignificant(ps, i+1))
+			end := likePatternEnd(ps, querylang.FirstSignificant(ps, i+1))
 			if end < 0 {
 				return queryInvalid("query has a LIKE pattern the postgres driver cannot delimit; parenthesize it (AQ-5)")
 			}
-			if k := sd.FirstSignificant(ps, end+1); k < 0 || ps[k].Name != "escape" {
+			if k := querylang.FirstSignificant(ps, end+1); k < 0 || ps[k].Name != "escape" {
 				post[end] += " ESCAPE ''"
 			}
-		case p.Kind == sd.TokWord && p.Name == "instr" && isCall(ps, i):
+		case p.Kind == querylang.TokWord && p.Name == "instr" && isCall(ps, i):
 			p.Text = "strpos"
-		case p.Kind == sd.TokWord && p.Name == "round" && isCall(ps, i):
-			open := sd.FirstSignificant(ps, i+1)
-			end := sd.Matching(ps, open)
+		case p.Kind == querylang.TokWord && p.Name == "round" && isCall(ps, i):
+			open := querylang.FirstSignificant(ps, i+1)
+			end := querylang.Matching(ps, open)
 			if end < 0 {
 				return queryInvalid("query has an unbalanced call (AQ-1)")
 			}
@@ -361,17 +361,17 @@ func parity(ps []piece) error {
 				pre[end] = ")::numeric" + pre[end]
 			}
 			post[end] += "::float8"
-		case p.Kind == sd.TokWord && p.Name == "cast" && isCall(ps, i):
-			open := sd.FirstSignificant(ps, i+1)
-			end := sd.Matching(ps, open)
+		case p.Kind == querylang.TokWord && p.Name == "cast" && isCall(ps, i):
+			open := querylang.FirstSignificant(ps, i+1)
+			end := querylang.Matching(ps, open)
 			as := -1
 			for k := open + 1; end > 0 && k < end; k++ {
-				if ps[k].Name == "as" && sd.DepthAt(ps, open+1, k) == 0 {
+				if ps[k].Name == "as" && querylang.DepthAt(ps, open+1, k) == 0 {
 					as = k
 				}
 			}
-			ty := sd.FirstSignificant(ps, as+1)
-			if as < 0 || ty < 0 || sd.FirstSignificant(ps, ty+1) != end {
+			ty := querylang.FirstSignificant(ps, as+1)
+			if as < 0 || ty < 0 || querylang.FirstSignificant(ps, ty+1) != end {
 				return queryInvalid("query has a CAST the postgres driver cannot read (AQ-5)")
 			}
 			switch ps[ty].Name {
@@ -392,14 +392,14 @@ func parity(ps []piece) error {
 
 // isCall reports whether the word at i is followed by "(".
 func isCall(ps []piece, i int) bool {
-	n := sd.FirstSignificant(ps, i+1)
+	n := querylang.FirstSignificant(ps, i+1)
 	return n >= 0 && ps[n].Text == "("
 }
 
 // topComma returns the first "," at depth 0 between open and end, or -1.
 func topComma(ps []piece, open, end int) int {
 	for k := open + 1; k < end; k++ {
-		if ps[k].Text == "," && sd.DepthAt(ps, open+1, k) == 0 {
+		if ps[k].Text == "," && querylang.DepthAt(ps, open+1, k) == 0 {
 			return k
 		}
 	}
@@ -411,20 +411,20 @@ func topComma(ps []piece, open, end int) int {
 // joined by operators that bind tighter than LIKE in SQLite, or -1.
 func likePatternEnd(ps []piece, start int) int {
 	for start >= 0 {
-		for start >= 0 && ps[start].Kind == sd.TokOp && (ps[start].Text == " - " || ps[start].Text == " + " || ps[start].Text == " ~ ") {
-			start = sd.FirstSignificant(ps, start+1)
+		for start >= 0 && ps[start].Kind == querylang.TokOp && (ps[start].Text == " - " || ps[start].Text == " + " || ps[start].Text == " ~ ") {
+			start = querylang.FirstSignificant(ps, start+1)
 		}
-		end := sd.PrimaryEnd(ps, start, isPgKeyword)
+		end := querylang.PrimaryEnd(ps, start, isPgKeyword)
 		if end < 0 {
 			return -1
 		}
-		op := sd.FirstSignificant(ps, end+1)
-		if op < 0 || ps[op].Kind != sd.TokOp {
+		op := querylang.FirstSignificant(ps, end+1)
+		if op < 0 || ps[op].Kind != querylang.TokOp {
 			return end
 		}
 		switch strings.TrimSpace(ps[op].Text) {
 		case "||", "->", "->>", "*", "/", "%", "+", "-", "&", "|", "<<", ">>":
-			start = sd.FirstSignificant(ps, op+1)
+			start = querylang.FirstSignificant(ps, op+1)
 		default:
 			return end
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over
-// the SQL of reactions_sql.go. Input is already valid (sync checks group
+// the SQL of sql_reactions.go. Input is already valid (sync checks group
 // V before a driver is called).
 
 var (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/schemaplan"
-	sd "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
@@ -31,9 +31,9 @@ func (c *Conn) table(name string) (*table, error) {
 }
 
 // EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7). The layout comparison is the portable one of the
-// SQLite dialect (sqlitedialect.Layout), so every engine accepts and
-// rejects the same schema changes. No stored schema → create; same
+// (SCH-3…SCH-7). The layout comparison is the engine-neutral one
+// (storelayout.Layout, storelayout.CheckMigration), so every engine
+// accepts and rejects the same schema changes. No stored schema → create; same
 // version → an equal layout is a no-op (one read, SCH-3), a different one
 // → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
 // migrate per SCH-6 or CodeSchemaMigrationUnsupported. Changes run in one
@@ -47,7 +47,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := sd.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 	ver, stored, err := c.storedSchema(ctx, c.pool)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 			if ddl, err = migrationSQL(old, schema); err != nil {
 				return err
 			}
-			retired = sd.RetiredTables(old, schema)
+			retired = storelayout.RetiredTables(old, schema)
 		}
 		if len(ddl) > 0 {
 			if _, err := tx.Exec(ctx, strings.Join(ddl, ";\n"), pgx.QueryExecModeSimpleProtocol); err != nil {
@@ -136,20 +136,20 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 
 // migrationSQL returns the PostgreSQL statements that take the stored
 // layout old to schema s (SCH-6). Which changes are allowed is decided by
-// the portable sqlitedialect.MigrationSQL (its error, if any, is
-// returned, so every engine rejects the same changes); the statements are
+// storelayout.CheckMigration (its error, if any, is returned, so every
+// engine rejects the same changes); the statements are
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
-func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
-	if _, err := sd.MigrationSQL(old, s); err != nil {
+func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
+	if err := storelayout.CheckMigration(old, s); err != nil {
 		return nil, err
 	}
-	next := sd.LayoutOf(s)
-	oldT := map[string]sd.LayoutTable{}
+	next := storelayout.LayoutOf(s)
+	oldT := map[string]storelayout.LayoutTable{}
 	for _, t := range old.Tables {
 		oldT[t.Name] = t
 	}
-	newT := map[string]sd.LayoutTable{}
+	newT := map[string]storelayout.LayoutTable{}
 	for _, t := range next.Tables {
 		newT[t.Name] = t
 	}
@@ -170,11 +170,11 @@ func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
 			creates = append(creates, "ALTER TABLE "+quote(t.Name)+" ADD COLUMN "+
 				columnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
 		}
-		oldIx := map[string]sd.LayoutIndex{}
+		oldIx := map[string]storelayout.LayoutIndex{}
 		for _, ix := range ot.Indexes {
 			oldIx[ix.Name] = ix
 		}
-		newIx := map[string]sd.LayoutIndex{}
+		newIx := map[string]storelayout.LayoutIndex{}
 		for _, ix := range nt.Indexes {
 			newIx[ix.Name] = ix
 		}
@@ -192,7 +192,7 @@ func migrationSQL(old sd.Layout, s driver.Schema) ([]string, error) {
 	return append(drops, creates...), nil
 }
 
-func sameIndex(a, b sd.LayoutIndex) bool {
+func sameIndex(a, b storelayout.LayoutIndex) bool {
 	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
 		return false
 	}

@@ -6,12 +6,13 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views, served by the
-// readers (committed data only) and sqlitedialect/admin.go's statements.
+// readers (committed data only) and internal/sqlitesql/admin.go's statements.
 
 var _ driver.AdminConn = (*Conn)(nil)
 
@@ -20,9 +21,9 @@ var _ driver.AdminConn = (*Conn)(nil)
 // exclusive position, at most q.Limit (1…10,000) (ADM-2): a backward walk
 // of _sync_clients_by_time from just below the position.
 func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
-	stmt, args := d.AdminListClients, []any{partition, int64(q.Limit)}
+	stmt, args := sqlitesql.AdminListClients, []any{partition, int64(q.Limit)}
 	if q.AfterClientID != "" {
-		stmt, args = d.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
+		stmt, args = sqlitesql.AdminListClientsAfter, []any{partition, q.AfterUpdatedAtMs, q.AfterClientID, int64(q.Limit)}
 	}
 	rows, err := c.query(ctx, c.reader(), stmt, args)
 	if err != nil {
@@ -36,7 +37,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
 			return nil, c.mapErr(ctx, err, "sqlite: list client records")
 		}
-		if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 			return nil, err
 		}
 		out = append(out, rec)
@@ -53,7 +54,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.AdminListCommits, []any{partition, beforeSeq, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.AdminListCommits, []any{partition, beforeSeq, int64(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +80,11 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err != nil || done {
 		return act, err
 	}
-	list, err := d.JSONList(filter[key])
+	list, err := storelayout.JSONList(filter[key])
 	if err != nil {
 		return act, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.AdminScopeActivity, []any{partition, table, key, list, afterSeq, throughSeq})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.AdminScopeActivity, []any{partition, table, key, list, afterSeq, throughSeq})
 	if err != nil {
 		return act, err
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // TestAdminPlans pins the plans of the admin views (ADM-1): every listing
@@ -25,14 +25,14 @@ func TestAdminPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlans(t, c, []planCase{
-		{name: "client records newest first", query: d.AdminListClients, args: []any{"P", 10},
+		{name: "client records newest first", query: sqlitesql.AdminListClients, args: []any{"P", 10},
 			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
 			forbidden: []string{"SCAN _sync_clients", "TEMP B-TREE"}},
-		{name: "commit metadata newest first", query: d.AdminListCommits, args: []any{"P", int64(math.MaxInt64), 10},
+		{name: "commit metadata newest first", query: sqlitesql.AdminListCommits, args: []any{"P", int64(math.MaxInt64), 10},
 			want: []string{"SEARCH c USING PRIMARY KEY (partition=? AND seq<?)",
 				"SEARCH ch USING PRIMARY KEY (partition=? AND seq=?)"},
 			forbidden: []string{"SCAN", "TEMP B-TREE"}},
-		{name: "scope activity", query: d.AdminScopeActivity, args: []any{"P", "todos", "project", `["p1"]`, 0, 100},
+		{name: "scope activity", query: sqlitesql.AdminScopeActivity, args: []any{"P", "todos", "project", `["p1"]`, 0, 100},
 			want: []string{"SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)",
 				"SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)"},
 			forbidden: []string{"SCAN cs", "SCAN ch"}},

@@ -6,12 +6,13 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/blobrefs"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Blob references (capability blob-refs, BLOB-1): the set of a row lives
-// in _sync_blob_refs (sqlitedialect/blobrefs.go), written in the push
+// in _sync_blob_refs (internal/sqlitesql/blobrefs.go), written in the push
 // transaction; DeleteRow clears it (clearBlobRefs).
 
 var (
@@ -28,24 +29,24 @@ func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []str
 		if _, err := t.c.table(table); err != nil {
 			return err
 		}
-		if err := t.st.exec(ctx, d.BlobRefsClearRow, t.partition, table, rowID); err != nil {
+		if err := t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID); err != nil {
 			return err
 		}
 		if len(blobIDs) == 0 {
 			return nil
 		}
-		list, err := d.JSONList(blobIDs)
+		list, err := storelayout.JSONList(blobIDs)
 		if err != nil {
 			return err
 		}
-		return t.st.exec(ctx, d.BlobRefsInsert, t.partition, table, rowID, list)
+		return t.st.exec(ctx, sqlitesql.BlobRefsInsert, t.partition, table, rowID, list)
 	})
 }
 
 // clearBlobRefs removes the blob references of a deleted row (BLOB-1);
 // called by DeleteRow inside the Tx's operation.
 func (t *Tx) clearBlobRefs(ctx context.Context, table, rowID string) error {
-	return t.st.exec(ctx, d.BlobRefsClearRow, t.partition, table, rowID)
+	return t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID)
 }
 
 // ListRowsReferencingBlob returns the existing rows of partition that
@@ -60,7 +61,7 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 		return nil, nil
 	}
 	const what = "sqlite: list rows referencing a blob"
-	return blobrefs.ListRows(st.tables, limit, func(name string, x *d.Table, n int) ([]driver.BlobRowRef, error) {
+	return blobrefs.ListRows(st.tables, limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.query(ctx, c.reader(), x.BlobRefsRowsSQL(), []any{partition, blobID, name, int64(n)})
 		if err != nil {
 			return nil, err
@@ -79,7 +80,7 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, c.reader(), d.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // TestBlobRefsPlans pins the plans of the blob-refs statements (BLOB-1;
@@ -38,10 +38,10 @@ func TestBlobRefsPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlans(t, c, []planCase{
-		{name: "clear a row's set", query: d.BlobRefsClearRow, args: []any{"P", "todos", "aa"},
+		{name: "clear a row's set", query: sqlitesql.BlobRefsClearRow, args: []any{"P", "todos", "aa"},
 			want:      []string{"SEARCH _sync_blob_refs USING COVERING INDEX _sync_blob_refs_by_row (partition=? AND tbl=? AND row_id=?)"},
 			forbidden: []string{"SCAN _sync_blob_refs"}},
-		{name: "distinct ids", query: d.BlobRefsListIDs, args: []any{"P", "", 10},
+		{name: "distinct ids", query: sqlitesql.BlobRefsListIDs, args: []any{"P", "", 10},
 			want:      []string{"SEARCH _sync_blob_refs USING PRIMARY KEY (partition=? AND blob_id>?)"},
 			forbidden: []string{"SCAN _sync_blob_refs", "TEMP B-TREE"}},
 		{name: "rows of a blob", query: todos.BlobRefsRowsSQL(), args: []any{"P", "shared", "todos", 10},

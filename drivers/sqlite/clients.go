@@ -5,15 +5,16 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record (CR-1).
 func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
 	rec := driver.ClientRecord{ClientID: clientID}
 	var subs string
-	err := c.queryRow(ctx, c.reader(), d.SelectClient, []any{partition, clientID},
+	err := c.queryRow(ctx, c.reader(), sqlitesql.SelectClient, []any{partition, clientID},
 		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
 	if err == sql.ErrNoRows {
 		return driver.ClientRecord{}, false, nil
@@ -21,7 +22,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 	if err != nil {
 		return driver.ClientRecord{}, false, err
 	}
-	if rec.Subscriptions, err = d.DecodeSubscriptions(subs); err != nil {
+	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
 		return driver.ClientRecord{}, false, err
 	}
 	return rec, true, nil
@@ -31,7 +32,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // client_id > afterClientID, ascending bytewise, at most limit (CR-2,
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
-	rows, err := c.query(ctx, c.reader(), d.ListClientCursors, []any{partition, afterClientID, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.ListClientCursors, []any{partition, afterClientID, int64(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +46,10 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
-	subs, err := d.EncodeSubscriptions(rec.Subscriptions)
+	subs, err := storelayout.EncodeSubscriptions(rec.Subscriptions)
 	if err != nil {
 		return err
 	}
-	return c.writeOne(ctx, "sqlite: put client record", d.UpsertClient,
+	return c.writeOne(ctx, "sqlite: put client record", sqlitesql.UpsertClient,
 		partition, rec.ClientID, rec.ActorID, rec.WireVersion, rec.Cursor, rec.UpdatedAtMs, subs)
 }

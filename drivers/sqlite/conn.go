@@ -10,7 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
@@ -20,9 +20,9 @@ import (
 // implements driver.EngineVersioner.
 //
 // Building blocks for code in this package (capabilities):
-//   - infrastructure DDL: append to sqlitedialect.InfraDDL in an init of
+//   - infrastructure DDL: append to sqlitesql.InfraDDL in an init of
 //     the dialect; Open runs it in its first write transaction;
-//   - fixed statements: list them in sqlitedialect.InfraStatements (all,
+//   - fixed statements: list them in sqlitesql.InfraStatements (all,
 //     prepared on the writer) and ReadStatements (those run outside a
 //     write transaction, prepared on the readers);
 //   - c.writeTx (Conn-level atomic writes), c.writeOne (one autocommit
@@ -83,12 +83,12 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 	if err := c.r.PingContext(ctx); err != nil {
 		return fail(err, "sqlite: open a reader")
 	}
-	for _, q := range d.InfraStatements {
+	for _, q := range sqlitesql.InfraStatements {
 		if _, err := c.wr.Get(ctx, q); err != nil {
 			return fail(err, "sqlite: prepare statements")
 		}
 	}
-	for _, q := range d.ReadStatements {
+	for _, q := range sqlitesql.ReadStatements {
 		if _, err := c.rd.Get(ctx, q); err != nil {
 			return fail(err, "sqlite: prepare statements")
 		}
@@ -105,16 +105,16 @@ func (c *Conn) initInfra(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	for _, q := range d.InfraDDL {
+	for _, q := range sqlitesql.InfraDDL {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, d.InsertMetaIfAbsent, d.MetaFormat, d.InfraFormat); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlitesql.InsertMetaIfAbsent, sqlitesql.MetaFormat, sqlitesql.InfraFormat); err != nil {
 		return err
 	}
 	var format string
-	if err := tx.QueryRowContext(ctx, d.SelectMeta, d.MetaFormat).Scan(&format); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlitesql.SelectMeta, sqlitesql.MetaFormat).Scan(&format); err != nil {
 		return err
 	}
 	if err := upgradeFormat(ctx, tx, format); err != nil {
@@ -173,7 +173,7 @@ func (c *Conn) check() error {
 // EngineVersion returns "SQLite " + sqlite_version() (driver.EngineVersioner).
 func (c *Conn) EngineVersion(ctx context.Context) (string, error) {
 	var v string
-	if err := c.queryRow(ctx, c.reader(), d.EngineVersion, nil, &v); err != nil {
+	if err := c.queryRow(ctx, c.reader(), sqlitesql.EngineVersion, nil, &v); err != nil {
 		return "", err
 	}
 	return "SQLite " + v, nil

@@ -71,7 +71,8 @@
 // through Tx.As (a **sql.Tx target, TX-11), or opens the file itself for
 // its own reads.
 //
-// The SQL lives in internal/sqlitedialect, shared with the D1 driver.
+// The SQL lives in internal/sqlitesql, shared with the D1 driver; the
+// portable query language is internal/querylang's.
 package sqlite
 
 import (

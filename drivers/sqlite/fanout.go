@@ -7,7 +7,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
@@ -31,7 +31,7 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 
 // commitHeads is the fanout Hub's HeadsFunc.
 func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driver.CommitWake, error) {
-	rows, err := c.query(ctx, c.reader(), d.SelectCommitHeads, []any{after, int64(limit)})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.SelectCommitHeads, []any{after, int64(limit)})
 	if err != nil {
 		return nil, err
 	}

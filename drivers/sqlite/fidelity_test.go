@@ -11,7 +11,7 @@ import (
 // TestFloatAffinity proves why float columns have no declared type: with
 // REAL affinity SQLite stores an integral float as an integer, so -0.0
 // comes back as +0; with BLOB affinity (no declared type, what
-// sqlitedialect.ColumnSQLType uses) the IEEE bits are kept.
+// sqlitesql.ColumnSQLType uses) the IEEE bits are kept.
 func TestFloatAffinity(t *testing.T) {
 	ctx := context.Background()
 	c := openDSN(t, ":memory:")

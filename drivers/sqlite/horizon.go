@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // SetHorizonSeq raises the horizon to seq (HZ-1): a seq at or below the
@@ -21,7 +21,7 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 		if seq <= horizon {
 			return nil
 		}
-		return t.exec(ctx, d.SetHorizon, partition, seq)
+		return t.exec(ctx, sqlitesql.SetHorizon, partition, seq)
 	})
 }
 
@@ -39,13 +39,13 @@ func (c *Conn) PruneCommitsThrough(ctx context.Context, partition string, seq in
 		if seq > horizon {
 			return driver.Errorf(driver.CodeInvalidHorizon, "prune bound %d is past the horizon %d (HZ-2)", seq, horizon)
 		}
-		if err := t.exec(ctx, d.PruneChangeScopes, partition, seq); err != nil {
+		if err := t.exec(ctx, sqlitesql.PruneChangeScopes, partition, seq); err != nil {
 			return err
 		}
-		if err := t.exec(ctx, d.PruneChanges, partition, seq); err != nil {
+		if err := t.exec(ctx, sqlitesql.PruneChanges, partition, seq); err != nil {
 			return err
 		}
-		n, err = t.execResult(ctx, d.PruneCommits, partition, seq)
+		n, err = t.execResult(ctx, sqlitesql.PruneCommits, partition, seq)
 		return err
 	})
 	if err != nil {

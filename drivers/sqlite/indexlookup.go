@@ -7,7 +7,7 @@ import (
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4): both halves run
-// sqlitedialect's lookup statement, served by the declared index; the Tx
+// sqlitesql's lookup statement, served by the declared index; the Tx
 // half runs it inside the write transaction, so it sees the Tx's staged
 // upserts, moves and deletes (IXL-3).
 

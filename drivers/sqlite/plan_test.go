@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // queryPlan returns the EXPLAIN QUERY PLAN details of q, one per line.
@@ -104,11 +104,11 @@ func TestPlans(t *testing.T) {
 		projectIx  = "USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"
 	)
 	checkPlans(t, c, []planCase{
-		{name: "window, one value (WIN-7)", query: d.WindowSingle,
+		{name: "window, one value (WIN-7)", query: sqlitesql.WindowSingle,
 			args:      []any{"P", "todos", "project", "p1", 0, 100},
 			want:      []string{csIndex, chByPK, commitByPK},
 			forbidden: []string{"SCAN", "TEMP B-TREE"}},
-		{name: "window, value list (WIN-7, V-6)", query: d.WindowList,
+		{name: "window, value list (WIN-7, V-6)", query: sqlitesql.WindowList,
 			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100},
 			want:      []string{csIndex, chByPK, commitByPK},
 			forbidden: []string{"SCAN _sync_change", "SCAN cs", "SCAN ch", "SCAN c\n"}},
@@ -124,7 +124,7 @@ func TestPlans(t *testing.T) {
 		{name: "scan bound, value lists (SCAN-5)", query: list.Bound, args: list.BoundArgs,
 			want:      []string{"SEARCH todos " + projectIx},
 			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
-		{name: "window bound, value list (WIN-7)", query: d.WindowBound,
+		{name: "window bound, value list (WIN-7)", query: sqlitesql.WindowBound,
 			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100, 10},
 			want:      []string{csIndex},
 			forbidden: []string{"SCAN _sync_change", "SCAN cs", "TEMP B-TREE"}},
@@ -134,51 +134,41 @@ func TestPlans(t *testing.T) {
 		{name: "delete row", query: x.Delete, args: []any{"P", "aa"},
 			want:      []string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id=?)"},
 			forbidden: []string{"SCAN"}},
-		{name: "change-scope maintenance on prune (HZ-2)", query: d.PruneChangeScopes, args: []any{"P", 10},
+		{name: "change-scope maintenance on prune (HZ-2)", query: sqlitesql.PruneChangeScopes, args: []any{"P", 10},
 			want:      []string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq<?)", "_sync_change_scopes USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq=? AND idx=?)"},
 			forbidden: []string{"SCAN _sync_change_scopes", "SCAN ch"}},
-		{name: "change-scope entries of a new change", query: d.InsertChangeScopes,
+		{name: "change-scope entries of a new change", query: sqlitesql.InsertChangeScopes,
 			args:      []any{"P", 1, `[["todos","a","upsert",{"project":"p1"},"{}",1]]`},
 			forbidden: []string{"SCAN _sync", "TEMP B-TREE"}},
-		{name: "next seq", query: d.NextSeq, args: []any{"P"},
+		{name: "next seq", query: sqlitesql.NextSeq, args: []any{"P"},
 			forbidden: []string{"SCAN _sync"}},
-		{name: "prune changes", query: d.PruneChanges, args: []any{"P", 10},
+		{name: "prune changes", query: sqlitesql.PruneChanges, args: []any{"P", 10},
 			want:      []string{"SEARCH _sync_changes USING PRIMARY KEY (partition=? AND seq<?)"},
 			forbidden: []string{"SCAN"}},
-		{name: "commit seq before (HZ-3)", query: d.CommitSeqBefore, args: []any{"P", 10},
+		{name: "commit seq before (HZ-3)", query: sqlitesql.CommitSeqBefore, args: []any{"P", 10},
 			want:      []string{"_sync_commits_by_time (partition=? AND created_at_ms<?)"},
 			forbidden: []string{"SCAN _sync_commits "}},
-		{name: "max seq", query: d.SelectPartitionSeqs, args: []any{"P"},
+		{name: "max seq", query: sqlitesql.SelectPartitionSeqs, args: []any{"P"},
 			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},
-		{name: "push result", query: d.SelectPushResult, args: []any{"P", "c", "cc"},
+		{name: "push result", query: sqlitesql.SelectPushResult, args: []any{"P", "c", "cc"},
 			want: []string{"SEARCH _sync_push_results USING PRIMARY KEY (partition=? AND client_id=? AND client_commit_id=?)"}},
-		{name: "window round, value list (WIN-7, D1)", query: d.D1Window(d.WindowRound),
+		{name: "window round, value list (WIN-7)", query: sqlitesql.WindowRound,
 			args:      []any{"P", "todos", "project", `["p1","p2"]`, 0, 100, 10},
 			want:      []string{csIndex, chByPK, commitByPK},
 			forbidden: []string{"SCAN _sync_change", "SCAN cs", "SCAN ch", "SCAN c\n"}},
-		{name: "client cursors, first page (CR-3)", query: d.ListClientCursors, args: []any{"P", "", 10},
+		{name: "client cursors, first page (CR-3)", query: sqlitesql.ListClientCursors, args: []any{"P", "", 10},
 			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
 			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "client cursors, next page (CR-3)", query: d.ListClientCursors, args: []any{"P", "c-0500", 10},
+		{name: "client cursors, next page (CR-3)", query: sqlitesql.ListClientCursors, args: []any{"P", "c-0500", 10},
 			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
 			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "client records, first page (ADM-2)", query: d.AdminListClients, args: []any{"P", 10},
+		{name: "client records, first page (ADM-2)", query: sqlitesql.AdminListClients, args: []any{"P", 10},
 			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
 			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "client records, next page (ADM-2)", query: d.AdminListClientsAfter, args: []any{"P", 500, "c-0500", 10},
+		{name: "client records, next page (ADM-2)", query: sqlitesql.AdminListClientsAfter, args: []any{"P", 500, "c-0500", 10},
 			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
 			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		// D1's text-integer variants (drivers/d1http runs them on D1's SQLite).
-		{name: "client cursors, D1 (CR-3)", query: d.D1ListClientCursors, args: []any{"P", "c-0500", 10},
-			want:      []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
-			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "client records, D1 first page (ADM-2)", query: d.D1AdminListClients, args: []any{"P", 10},
-			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
-			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "client records, D1 next page (ADM-2)", query: d.D1AdminListClientsAfter, args: []any{"P", 500, "c-0500", 10},
-			want:      []string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
-			forbidden: []string{"TEMP B-TREE", "SCAN"}},
-		{name: "registry page", query: d.ListRegistry, args: []any{"", 10},
+		{name: "registry page", query: sqlitesql.ListRegistry, args: []any{"", 10},
 			want:      []string{"SEARCH _sync_registry USING PRIMARY KEY (partition>?)"},
 			forbidden: []string{"TEMP B-TREE"}},
 	})
@@ -216,7 +206,7 @@ func TestPlansManyPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlans(t, c, []planCase{
-		{name: "window of one tenant, one value (WIN-7)", query: d.WindowSingle,
+		{name: "window of one tenant, one value (WIN-7)", query: sqlitesql.WindowSingle,
 			args: []any{tenant, "todos", "project", "p1", 0, 2},
 			want: []string{"SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)",
 				"SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)", "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"},
@@ -224,7 +214,7 @@ func TestPlansManyPartitions(t *testing.T) {
 		{name: "scan of one tenant, one value (SCAN-5)", query: scan.Query, args: scan.Args,
 			want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
 			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
-		{name: "max seq of one tenant", query: d.SelectPartitionSeqs, args: []any{tenant},
+		{name: "max seq of one tenant", query: sqlitesql.SelectPartitionSeqs, args: []any{tenant},
 			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},
 	})
 }

@@ -5,14 +5,14 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/rowkeys"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 var _ driver.PushBeginner = (*Conn)(nil)
 
 // BeginPush begins a push's Tx (Begin) and reads its stored result and
 // the current rows of keys (driver.PushBeginner) in 1 + one statement per
-// table and 99 ids (sqlitedialect.GetIn), instead of 1 + one per row:
+// table and 99 ids (sqlitesql.GetIn), instead of 1 + one per row:
 // each statement is a round through database/sql and the engine, whatever
 // it reads.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
@@ -29,7 +29,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			return err
 		}
 		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		for _, g := range rowkeys.Groups(keys, d.MaxGetIn) {
+		for _, g := range rowkeys.Groups(keys, sqlitesql.MaxGetIn) {
 			x, err := c.table(g.Table)
 			if err != nil {
 				return err

@@ -16,7 +16,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/querylang"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Authoritative queries (capability authoritative-query, AQ-1…AQ-5).
@@ -86,7 +88,7 @@ func (p *queryPool) moduleNames(ctx context.Context, conn *sql.Conn) ([]string, 
 	if mods != nil {
 		return mods, nil
 	}
-	rows, err := conn.QueryContext(ctx, d.QueryListModules)
+	rows, err := conn.QueryContext(ctx, sqlitesql.QueryListModules)
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +141,11 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := d.AdmitQuery(q)
+	text, err := querylang.AdmitQuery(q)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	args, err := d.QueryArgs(q.Args, d.QueryArgRules{BoolAsInt: true})
+	args, err := querylang.QueryArgs(q.Args, querylang.QueryArgRules{BoolAsInt: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -210,20 +212,20 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 	if err := setAuth(nil); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
-	for _, q := range append(append([]string{d.QueryWritable}, d.QueryStateDDL...), d.QueryBegin) {
+	for _, q := range append(append([]string{sqlitesql.QueryWritable}, sqlitesql.QueryStateDDL...), sqlitesql.QueryBegin) {
 		if err := exec(q); err != nil {
 			return driver.QueryResult{}, c.mapErr(ctx, err, what)
 		}
 	}
 	var res driver.QueryResult
 	var stored, built sql.NullString
-	if err := conn.QueryRowContext(ctx, d.QuerySnapshot, partition, d.MetaSchemaLayout).Scan(&res.MaxCommitSeq, &stored, &built); err != nil {
+	if err := conn.QueryRowContext(ctx, sqlitesql.QuerySnapshot, partition, sqlitesql.MetaSchemaLayout).Scan(&res.MaxCommitSeq, &stored, &built); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
 	if !stored.Valid {
 		return driver.QueryResult{}, driver.Errorf(driver.CodeUnknownTable, "no schema is ensured in the store (SCH-8)")
 	}
-	layout, err := d.DecodeLayout(stored.String)
+	layout, err := storelayout.DecodeLayout(stored.String)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -233,7 +235,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 			return driver.QueryResult{}, c.mapErr(ctx, err, what+": build the partition views")
 		}
 	}
-	if err := exec(d.QuerySetPartition, partition); err != nil {
+	if err := exec(sqlitesql.QuerySetPartition, partition); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
 	modules, err := c.aq.moduleNames(ctx, conn)
@@ -241,7 +243,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
 	// 4
-	if err := exec(d.QueryReadOnly); err != nil {
+	if err := exec(sqlitesql.QueryReadOnly); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
 	var appTables []string
@@ -270,7 +272,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 	if err := setAuth(nil); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
-	if err := exec(d.QueryCommit); err != nil {
+	if err := exec(sqlitesql.QueryCommit); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
 	if unused := policy.unused(); len(unused) > 0 {
@@ -284,8 +286,8 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 
 // buildQueryViews replaces the connection's temp views by those of layout
 // and records layoutText as the layout they show.
-func (c *Conn) buildQueryViews(ctx context.Context, conn *sql.Conn, layout d.Layout, layoutText string) error {
-	rows, err := conn.QueryContext(ctx, d.QueryListViews)
+func (c *Conn) buildQueryViews(ctx context.Context, conn *sql.Conn, layout storelayout.Layout, layoutText string) error {
+	rows, err := conn.QueryContext(ctx, sqlitesql.QueryListViews)
 	if err != nil {
 		return err
 	}
@@ -304,17 +306,17 @@ func (c *Conn) buildQueryViews(ctx context.Context, conn *sql.Conn, layout d.Lay
 	}
 	var stmts []string
 	for _, name := range old {
-		stmts = append(stmts, d.DropQueryViewSQL(name))
+		stmts = append(stmts, sqlitesql.DropQueryViewSQL(name))
 	}
 	for _, t := range layout.Tables {
-		stmts = append(stmts, d.QueryViewSQL(t))
+		stmts = append(stmts, sqlitesql.QueryViewSQL(t))
 	}
 	for _, q := range stmts {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
-	_, err = conn.ExecContext(ctx, d.QuerySetLayout, layoutText)
+	_, err = conn.ExecContext(ctx, sqlitesql.QuerySetLayout, layoutText)
 	return err
 }
 

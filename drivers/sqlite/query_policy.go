@@ -4,9 +4,8 @@ import (
 	"strings"
 	gosync "sync"
 
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"modernc.org/sqlite"
-
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
 )
 
 // queryPolicy is the engine-enforced half of an authoritative query
@@ -103,7 +102,7 @@ func (p *queryPolicy) readColumn(table, db, ctx string) bool {
 	case db == "main" && p.declared[table] && ctx != "":
 		p.use(table)
 		return true
-	case db == "temp" && table == d.QueryStateTable && ctx != "":
+	case db == "temp" && table == sqlitesql.QueryStateTable && ctx != "":
 		return true
 	case db == "main" && isJSONTable(table) && !p.reserved[table]:
 		return true
@@ -157,5 +156,5 @@ func (p *queryPolicy) wasDenied() bool {
 }
 
 // queryFunctions are the functions a query may call (shared with the
-// SQLite family: sqlitedialect.QueryFunctions).
-var queryFunctions = d.QueryFunctions
+// SQLite family: sqlitesql.QueryFunctions).
+var queryFunctions = sqlitesql.QueryFunctions

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // qryRun runs an authoritative query on c.
@@ -240,7 +240,7 @@ func TestQueryStateTablesAreTemp(t *testing.T) {
 	}
 	var n int
 	err := c.r.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_schema WHERE name IN (?1, ?2) OR type = 'view'`,
-		d.QueryStateTable, d.QueryLayoutTable).Scan(&n)
+		sqlitesql.QueryStateTable, sqlitesql.QueryLayoutTable).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

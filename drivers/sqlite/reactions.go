@@ -10,11 +10,11 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/rxorder"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10): both halves, over the
-// SQL of internal/sqlitedialect/reactions.go. Every write goes through the
+// SQL of internal/sqlitesql/reactions.go. Every write goes through the
 // writer, so claims are serialized by SQLite's single writer: two claims
 // can never lease the same row (RX-3). Input is already valid (sync).
 
@@ -29,7 +29,7 @@ var (
 // fails with CodeDuplicateReactionKey; SQLite rolls that statement back
 // alone, so nothing of the batch is staged and the Tx stays usable.
 func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reactions []driver.ReactionInput) error {
-	batch, err := d.EncodeReactionBatch(reactions)
+	batch, err := sqlitesql.EncodeReactionBatch(reactions)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 		if len(reactions) == 0 {
 			return nil
 		}
-		err := t.st.exec(ctx, d.EnqueueReactions, t.partition, sourceCommitSeq, batch)
+		err := t.st.exec(ctx, sqlitesql.EnqueueReactions, t.partition, sourceCommitSeq, batch)
 		var se *sqlite.Error
 		if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: se,
@@ -52,16 +52,16 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 // up to req.Limit other due rows are leased, walking the due index in
 // claim order. The result is sorted by createdAt, then key.
 func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.ClaimRequest) ([]driver.Reaction, error) {
-	types, err := d.EncodeTypes(req.Types)
+	types, err := sqlitesql.EncodeTypes(req.Types)
 	if err != nil {
 		return nil, err
 	}
 	var out []driver.Reaction
 	err = c.writeTx(ctx, "sqlite: claim reactions", func(t *txStmts) error {
-		if err := t.exec(ctx, d.ClaimDeadLetterExhausted, partition, req.NowMs, types, d.ExhaustedCode); err != nil {
+		if err := t.exec(ctx, sqlitesql.ClaimDeadLetterExhausted, partition, req.NowMs, types, sqlitesql.ExhaustedCode); err != nil {
 			return err
 		}
-		rows, err := c.query(ctx, t, d.ClaimLease, []any{partition, req.NowMs, req.Limit, types, req.Owner, req.NowMs + req.LeaseMs})
+		rows, err := c.query(ctx, t, sqlitesql.ClaimLease, []any{partition, req.NowMs, req.Limit, types, req.Owner, req.NowMs + req.LeaseMs})
 		if err != nil {
 			return err
 		}
@@ -77,13 +77,13 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 
 // CompleteReaction marks a reaction leased to owner completed (RX-5).
 func (c *Conn) CompleteReaction(ctx context.Context, partition, key, owner string, nowMs int64) (bool, error) {
-	return c.writeChanged(ctx, "sqlite: complete reaction", d.CompleteReaction, partition, key, owner, nowMs)
+	return c.writeChanged(ctx, "sqlite: complete reaction", sqlitesql.CompleteReaction, partition, key, owner, nowMs)
 }
 
 // ExtendReactionLease moves the lease of a reaction leased to owner to
 // nowMs + leaseMs (RX-5).
 func (c *Conn) ExtendReactionLease(ctx context.Context, partition, key, owner string, nowMs, leaseMs int64) (bool, error) {
-	return c.writeChanged(ctx, "sqlite: extend reaction lease", d.ExtendReactionLease, partition, key, owner, nowMs, nowMs+leaseMs)
+	return c.writeChanged(ctx, "sqlite: extend reaction lease", sqlitesql.ExtendReactionLease, partition, key, owner, nowMs, nowMs+leaseMs)
 }
 
 // FailReaction records a failed attempt of a reaction leased to owner:
@@ -94,26 +94,26 @@ func (c *Conn) FailReaction(ctx context.Context, partition, key, owner string, r
 		details = string(req.Details)
 	}
 	if req.Retry {
-		return c.writeChanged(ctx, "sqlite: fail reaction", d.FailReactionRetry, partition, key, owner, req.NowMs, req.RetryAtMs, req.Code, details)
+		return c.writeChanged(ctx, "sqlite: fail reaction", sqlitesql.FailReactionRetry, partition, key, owner, req.NowMs, req.RetryAtMs, req.Code, details)
 	}
-	return c.writeChanged(ctx, "sqlite: fail reaction", d.FailReactionDead, partition, key, owner, req.NowMs, req.Code, details)
+	return c.writeChanged(ctx, "sqlite: fail reaction", sqlitesql.FailReactionDead, partition, key, owner, req.NowMs, req.Code, details)
 }
 
 // RetryReaction turns a dead letter into pending with attempts 0 (RX-7).
 func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs int64) (bool, error) {
-	return c.writeChanged(ctx, "sqlite: retry reaction", d.RetryReaction, partition, key, nowMs)
+	return c.writeChanged(ctx, "sqlite: retry reaction", sqlitesql.RetryReaction, partition, key, nowMs)
 }
 
 // ListReactions lists reactions newest first, per status from the list
 // index, merged (RX-8). It reads committed data through the readers.
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	types, err := d.EncodeTypes(q.Types)
+	types, err := sqlitesql.EncodeTypes(q.Types)
 	if err != nil {
 		return nil, err
 	}
-	f := d.ListStatusFlags(q.Statuses)
-	afterKey, afterAt := d.ListCursor(q)
-	rows, err := c.query(ctx, c.reader(), d.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit, afterKey, afterAt})
+	f := sqlitesql.ListStatusFlags(q.Statuses)
+	afterKey, afterAt := sqlitesql.ListCursor(q)
+	rows, err := c.query(ctx, c.reader(), sqlitesql.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit, afterKey, afterAt})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 // GetReaction reads one reaction through the readers (committed data),
 // found by its primary key (RX-11).
 func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.Reaction, bool, error) {
-	rows, err := c.query(ctx, c.reader(), d.GetReaction, []any{partition, key})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.GetReaction, []any{partition, key})
 	if err != nil {
 		return driver.Reaction{}, false, err
 	}
@@ -140,7 +140,7 @@ func (c *Conn) GetReaction(ctx context.Context, partition, key string) (driver.R
 func (c *Conn) PruneReactions(ctx context.Context, partition string, req driver.ReactionPruneRequest) (map[driver.ReactionStatus]int64, error) {
 	out := map[driver.ReactionStatus]int64{driver.ReactionCompleted: 0, driver.ReactionDeadLetter: 0}
 	err := c.writeTx(ctx, "sqlite: prune reactions", func(t *txStmts) error {
-		rows, err := c.query(ctx, t, d.PruneReactions, []any{partition, req.CompletedBeforeMs, req.DeadLetterBeforeMs, req.Limit})
+		rows, err := c.query(ctx, t, sqlitesql.PruneReactions, []any{partition, req.CompletedBeforeMs, req.DeadLetterBeforeMs, req.Limit})
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (c *Conn) writeChanged(ctx context.Context, what, q string, args ...any) (b
 	return n == 1, nil
 }
 
-// scanReactions reads rows of d.ReactionColumns and closes them.
+// scanReactions reads rows of sqlitesql.ReactionColumns and closes them.
 func (c *Conn) scanReactions(ctx context.Context, rows *sql.Rows) ([]driver.Reaction, error) {
 	defer rows.Close()
 	var out []driver.Reaction

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // rxEnqueue enqueues n reactions "<prefix>NNNN" of type typ created at
@@ -69,20 +69,20 @@ func TestReactionPlans(t *testing.T) {
 	scan := []string{"SCAN _sync_reactions"}
 	pk := "INDEX sqlite_autoindex__sync_reactions_1 (partition=? AND key=?)"
 	checkPlans(t, c, []planCase{
-		{"claim lease", d.ClaimLease, []any{"p1", 5, 50, nil, "w", 10},
+		{"claim lease", sqlitesql.ClaimLease, []any{"p1", 5, 50, nil, "w", 10},
 			[]string{"USING INDEX _sync_reactions_due (partition=? AND due_at_ms<?)", pk}, append(scan, "TEMP B-TREE")},
-		{"claim lease by types", d.ClaimLease, []any{"p1", 5, 50, `["mail"]`, "w", 10},
+		{"claim lease by types", sqlitesql.ClaimLease, []any{"p1", 5, 50, `["mail"]`, "w", 10},
 			[]string{"USING INDEX _sync_reactions_due (partition=? AND due_at_ms<?)"}, append(scan, "TEMP B-TREE")},
-		{"claim dead-letters exhausted", d.ClaimDeadLetterExhausted, []any{"p1", 5, nil, d.ExhaustedCode},
+		{"claim dead-letters exhausted", sqlitesql.ClaimDeadLetterExhausted, []any{"p1", 5, nil, sqlitesql.ExhaustedCode},
 			[]string{"USING INDEX _sync_reactions_exhausted (partition=? AND due_at_ms<?)"}, scan},
-		{"complete", d.CompleteReaction, []any{"p1", "k", "w", 1}, []string{pk}, scan},
-		{"extend", d.ExtendReactionLease, []any{"p1", "k", "w", 1, 2}, []string{pk}, scan},
-		{"fail with retry", d.FailReactionRetry, []any{"p1", "k", "w", 1, 2, "c", nil}, []string{pk}, scan},
-		{"fail", d.FailReactionDead, []any{"p1", "k", "w", 1, "c", nil}, []string{pk}, scan},
-		{"retry", d.RetryReaction, []any{"p1", "k", 1}, []string{pk}, scan},
-		{"list", d.ListReactions, []any{"p1", 1, 1, 1, 1, nil, 10, nil, nil},
+		{"complete", sqlitesql.CompleteReaction, []any{"p1", "k", "w", 1}, []string{pk}, scan},
+		{"extend", sqlitesql.ExtendReactionLease, []any{"p1", "k", "w", 1, 2}, []string{pk}, scan},
+		{"fail with retry", sqlitesql.FailReactionRetry, []any{"p1", "k", "w", 1, 2, "c", nil}, []string{pk}, scan},
+		{"fail", sqlitesql.FailReactionDead, []any{"p1", "k", "w", 1, "c", nil}, []string{pk}, scan},
+		{"retry", sqlitesql.RetryReaction, []any{"p1", "k", 1}, []string{pk}, scan},
+		{"list", sqlitesql.ListReactions, []any{"p1", 1, 1, 1, 1, nil, 10, nil, nil},
 			[]string{"USING INDEX _sync_reactions_list (partition=? AND status=? AND (created_at_ms,key)<(?,?))"}, scan},
-		{"prune", d.PruneReactions, []any{"p1", 5, 5, 10},
+		{"prune", sqlitesql.PruneReactions, []any{"p1", 5, 5, 10},
 			[]string{"USING INDEX _sync_reactions_prune (partition=? AND status=? AND updated_at_ms<?)"}, scan},
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // getRow reads one row through r (a reader, or a Tx for its own writes).
@@ -56,7 +56,7 @@ func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q drive
 }
 
 // boundedScan runs a multi-value scan plan: its bound, then its page.
-func (c *Conn) boundedScan(ctx context.Context, r runner, x *d.Table, plan d.ScanPlan) ([]driver.Row, error) {
+func (c *Conn) boundedScan(ctx context.Context, r runner, x *sqlitesql.Table, plan sqlitesql.ScanPlan) ([]driver.Row, error) {
 	var bound sql.NullString
 	if err := c.queryRow(ctx, r, plan.Bound, plan.BoundArgs, &bound); err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (c *Conn) boundedScan(ctx context.Context, r runner, x *d.Table, plan d.Sca
 }
 
 // readRows runs a row query of table x through r and decodes its rows.
-func (c *Conn) readRows(ctx context.Context, r runner, x *d.Table, query string, args []any) ([]driver.Row, error) {
+func (c *Conn) readRows(ctx context.Context, r runner, x *sqlitesql.Table, query string, args []any) ([]driver.Row, error) {
 	rows, err := c.query(ctx, r, query, args)
 	if err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func (c *Conn) query(ctx context.Context, r runner, q string, args []any) (*sql.
 // is CodeIdempotencyCacheMiss (PR-5, via driver.DecodePushResult).
 func (c *Conn) getPushResult(ctx context.Context, r runner, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
 	var text string
-	err := c.queryRow(ctx, r, d.SelectPushResult, []any{partition, clientID, clientCommitID}, &text)
+	err := c.queryRow(ctx, r, sqlitesql.SelectPushResult, []any{partition, clientID, clientCommitID}, &text)
 	if err == sql.ErrNoRows {
 		return driver.PushResult{}, false, nil
 	}
@@ -144,7 +144,7 @@ func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCom
 // partitionSeqs returns the partition's max_seq and horizon_seq (0, 0 for
 // an unknown partition, P-2).
 func (c *Conn) partitionSeqs(ctx context.Context, r runner, partition string) (maxSeq, horizon int64, err error) {
-	err = c.queryRow(ctx, r, d.SelectPartitionSeqs, []any{partition}, &maxSeq, &horizon)
+	err = c.queryRow(ctx, r, sqlitesql.SelectPartitionSeqs, []any{partition}, &maxSeq, &horizon)
 	if err == sql.ErrNoRows {
 		return 0, 0, nil
 	}
@@ -168,7 +168,7 @@ func (c *Conn) HorizonSeq(ctx context.Context, partition string) (int64, error) 
 // before atMs, else 0 (HZ-3).
 func (c *Conn) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
 	var seq sql.NullInt64
-	if err := c.queryRow(ctx, c.reader(), d.CommitSeqBefore, []any{partition, atMs}, &seq); err != nil {
+	if err := c.queryRow(ctx, c.reader(), sqlitesql.CommitSeqBefore, []any{partition, atMs}, &seq); err != nil {
 		return 0, err
 	}
 	return seq.Int64, nil

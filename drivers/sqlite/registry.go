@@ -5,7 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
@@ -16,7 +16,7 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 	if initialEpoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "initial epoch must not be empty (REG-1)")
 	}
-	return c.registryWrite(ctx, "sqlite: touch partition", nil, d.TouchPartition, partition, initialEpoch, atMs)
+	return c.registryWrite(ctx, "sqlite: touch partition", nil, sqlitesql.TouchPartition, partition, initialEpoch, atMs)
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
@@ -26,7 +26,7 @@ func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch str
 	if epoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
 	}
-	return c.registryWrite(ctx, "sqlite: rotate partition epoch", []string{d.DeleteClients}, d.RotateEpoch, partition, epoch, atMs)
+	return c.registryWrite(ctx, "sqlite: rotate partition epoch", []string{sqlitesql.DeleteClients}, sqlitesql.RotateEpoch, partition, epoch, atMs)
 }
 
 // registryWrite runs the registry upsert q (…RETURNING the entry) and,
@@ -56,7 +56,7 @@ func (c *Conn) registryWrite(ctx context.Context, what string, pre []string, q, 
 // ListPartitionRegistry returns registry entries with partition >
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
-	rows, err := c.query(ctx, c.reader(), d.ListRegistry, []any{afterPartition, limit})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.ListRegistry, []any{afterPartition, limit})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
-	rows, err := c.query(ctx, c.reader(), d.ListPartitions, []any{afterPartition, limit})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.ListPartitions, []any{afterPartition, limit})
 	if err != nil {
 		return nil, err
 	}

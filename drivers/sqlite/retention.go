@@ -5,23 +5,23 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // Retention (PR-7, CR-4, CR-5): the statements are
-// sqlitedialect.DeletePushResultsBefore, DeleteClientRecordsBefore and
+// sqlitesql.DeletePushResultsBefore, DeleteClientRecordsBefore and
 // MinClientCursor, each served by its index (TestPlans pins them).
 
 // DeletePushResultsBefore deletes at most limit push results recorded
 // before beforeMs, oldest first, and returns how many (PR-7).
 func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
-	return c.deleteBounded(ctx, "sqlite: delete push results", d.DeletePushResultsBefore, partition, beforeMs, limit)
+	return c.deleteBounded(ctx, "sqlite: delete push results", sqlitesql.DeletePushResultsBefore, partition, beforeMs, limit)
 }
 
 // DeleteClientRecordsBefore deletes at most limit client records not
 // updated since beforeMs, oldest first, and returns how many (CR-4).
 func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
-	return c.deleteBounded(ctx, "sqlite: delete client records", d.DeleteClientRecordsBefore, partition, beforeMs, limit)
+	return c.deleteBounded(ctx, "sqlite: delete client records", sqlitesql.DeleteClientRecordsBefore, partition, beforeMs, limit)
 }
 
 func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, beforeMs int64, limit int) (int64, error) {
@@ -40,7 +40,7 @@ func (c *Conn) deleteBounded(ctx context.Context, what, q, partition string, bef
 // record updated at or after updatedSinceMs (CR-5).
 func (c *Conn) MinClientCursor(ctx context.Context, partition string, updatedSinceMs, atLeast int64) (int64, bool, error) {
 	var cur int64
-	err := c.queryRow(ctx, c.reader(), d.MinClientCursor, []any{partition, updatedSinceMs, atLeast}, &cur)
+	err := c.queryRow(ctx, c.reader(), sqlitesql.MinClientCursor, []any{partition, updatedSinceMs, atLeast}, &cur)
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
@@ -60,7 +60,7 @@ func upgradeFormat(ctx context.Context, tx *sql.Tx, format string) error {
 	for _, up := range []struct {
 		from  string
 		stmts []string
-	}{{"1", d.UpgradeFormat1}, {"2", d.UpgradeFormat2}} {
+	}{{"1", sqlitesql.UpgradeFormat1}, {"2", sqlitesql.UpgradeFormat2}} {
 		if format != up.from {
 			continue
 		}
@@ -69,14 +69,14 @@ func upgradeFormat(ctx context.Context, tx *sql.Tx, format string) error {
 				return err
 			}
 		}
-		if err := tx.QueryRowContext(ctx, d.SelectMeta, d.MetaFormat).Scan(&format); err != nil {
+		if err := tx.QueryRowContext(ctx, sqlitesql.SelectMeta, sqlitesql.MetaFormat).Scan(&format); err != nil {
 			return err
 		}
 	}
-	if format != d.FormatVersion {
-		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, d.FormatVersion)
+	if format != sqlitesql.FormatVersion {
+		return driver.Errorf(driver.CodeUnavailable, "sqlite: the store has storage format %s; this driver reads format %s", format, sqlitesql.FormatVersion)
 	}
-	for _, q := range d.RetentionDDL {
+	for _, q := range sqlitesql.RetentionDDL {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/faulttest"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // TestPlansRetention pins the plans of the retention statements (PR-7,
@@ -29,15 +29,15 @@ func TestPlansRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlans(t, c, []planCase{
-		{name: "delete push results (PR-7)", query: d.DeletePushResultsBefore, args: []any{"P", 100, 10},
+		{name: "delete push results (PR-7)", query: sqlitesql.DeletePushResultsBefore, args: []any{"P", 100, 10},
 			want: []string{"_sync_push_results USING PRIMARY KEY (partition=? AND client_id=? AND client_commit_id=?)",
 				"SEARCH _sync_push_results USING COVERING INDEX _sync_push_results_by_time (partition=? AND recorded_at_ms<?)"},
 			forbidden: []string{"SCAN _sync_push_results", "TEMP B-TREE"}},
-		{name: "delete client records (CR-4)", query: d.DeleteClientRecordsBefore, args: []any{"P", 100, 10},
+		{name: "delete client records (CR-4)", query: sqlitesql.DeleteClientRecordsBefore, args: []any{"P", 100, 10},
 			want: []string{"_sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
 				"SEARCH _sync_clients USING COVERING INDEX _sync_clients_by_time (partition=? AND updated_at_ms<?)"},
 			forbidden: []string{"SCAN _sync_clients", "TEMP B-TREE"}},
-		{name: "min client cursor (CR-5)", query: d.MinClientCursor, args: []any{"P", 100, 0},
+		{name: "min client cursor (CR-5)", query: sqlitesql.MinClientCursor, args: []any{"P", 100, 0},
 			want:      []string{"SEARCH _sync_clients USING COVERING INDEX _sync_clients_by_cursor (partition=? AND cursor>?)"},
 			forbidden: []string{"SCAN _sync_clients", "TEMP B-TREE"}},
 	})
@@ -60,15 +60,15 @@ func TestUpgradeFormat1(t *testing.T) {
 			t.Fatalf("format-1 fixture: %v\n%s", err, q)
 		}
 	}
-	for _, q := range append(append([]string{}, d.Format1DDL...), d.InfraDDL...) {
+	for _, q := range append(append([]string{}, sqlitesql.Format1DDL...), sqlitesql.InfraDDL...) {
 		exec(q)
 	}
-	exec(d.Format1InsertMeta)
+	exec(sqlitesql.Format1InsertMeta)
 	for _, r := range faulttest.Format1Results() {
-		exec(d.Format1InsertPushResult, r.Partition, r.ClientID, r.ClientCommitID, r.Text)
+		exec(sqlitesql.Format1InsertPushResult, r.Partition, r.ClientID, r.ClientCommitID, r.Text)
 	}
 	for _, c := range faulttest.Format1Clients() {
-		exec(d.UpsertClient, c.Partition, c.ClientID, "u", 1, c.Cursor, c.UpdatedAtMs, "[]")
+		exec(sqlitesql.UpsertClient, c.Partition, c.ClientID, "u", 1, c.Cursor, c.UpdatedAtMs, "[]")
 	}
 	if err := raw.Close(); err != nil {
 		t.Fatal(err)
@@ -76,8 +76,8 @@ func TestUpgradeFormat1(t *testing.T) {
 	start := time.Now().UnixMilli()
 	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, path) })
 	var format string
-	if err := conns[0].(*Conn).queryRow(ctx, conns[0].(*Conn).reader(), d.SelectMeta, []any{d.MetaFormat}, &format); err != nil || format != d.FormatVersion {
-		t.Fatalf("storage format after the upgrade: %q, %v; want %q", format, err, d.FormatVersion)
+	if err := conns[0].(*Conn).queryRow(ctx, conns[0].(*Conn).reader(), sqlitesql.SelectMeta, []any{sqlitesql.MetaFormat}, &format); err != nil || format != sqlitesql.FormatVersion {
+		t.Fatalf("storage format after the upgrade: %q, %v; want %q", format, err, sqlitesql.FormatVersion)
 	}
 	faulttest.CheckUpgraded(t, conns[1], start)
 	openDSN(t, path) // opening an upgraded store again changes nothing
@@ -100,16 +100,16 @@ func TestUpgradeFormat2(t *testing.T) {
 			t.Fatalf("format-2 fixture: %v\n%s", err, q)
 		}
 	}
-	for _, q := range append(append([]string{}, d.InfraDDL...), d.RetentionDDL...) {
+	for _, q := range append(append([]string{}, sqlitesql.InfraDDL...), sqlitesql.RetentionDDL...) {
 		exec(q)
 	}
-	exec(d.InsertMetaIfAbsent, d.MetaFormat, "2")
+	exec(sqlitesql.InsertMetaIfAbsent, sqlitesql.MetaFormat, "2")
 	for _, r := range faulttest.Format2Reactions() {
 		var due any
 		if r.Status == driver.ReactionPending {
 			due = r.AvailableAtMs
 		}
-		exec(d.Format2InsertReaction, r.Partition, r.Key, r.Type, string(r.Payload), string(r.Status), r.Attempts,
+		exec(sqlitesql.Format2InsertReaction, r.Partition, r.Key, r.Type, string(r.Payload), string(r.Status), r.Attempts,
 			r.MaxAttempts, r.SourceCommitSeq, r.CreatedAtMs, r.AvailableAtMs, due, r.UpdatedAtMs)
 	}
 	if err := raw.Close(); err != nil {
@@ -117,7 +117,7 @@ func TestUpgradeFormat2(t *testing.T) {
 	}
 	conns := faulttest.OpenConcurrently(t, 4, func(ctx context.Context) (driver.Conn, error) { return Driver{}.Open(ctx, path) })
 	var format string
-	if err := conns[0].(*Conn).queryRow(ctx, conns[0].(*Conn).reader(), d.SelectMeta, []any{d.MetaFormat}, &format); err != nil || format != "3" {
+	if err := conns[0].(*Conn).queryRow(ctx, conns[0].(*Conn).reader(), sqlitesql.SelectMeta, []any{sqlitesql.MetaFormat}, &format); err != nil || format != "3" {
 		t.Fatalf("storage format after the upgrade: %q, %v; want 3", format, err)
 	}
 	faulttest.CheckReactionsUpgraded(t, conns[1])

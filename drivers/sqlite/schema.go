@@ -7,18 +7,19 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/schemaplan"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
 // It is replaced as a whole (atomic pointer), never mutated.
 type schemaState struct {
 	layout string
-	tables map[string]*d.Table
+	tables map[string]*sqlitesql.Table
 }
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*d.Table, error) {
+func (c *Conn) table(name string) (*sqlitesql.Table, error) {
 	st := c.state.Load()
 	if st != nil {
 		if t, ok := st.tables[name]; ok {
@@ -35,7 +36,7 @@ func (c *Conn) table(name string) (*d.Table, error) {
 // result). No stored schema → create; same version → equal layout is a
 // no-op (checked on a reader first, so it is cheap), a different one →
 // CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
-// migrate (sqlitedialect.MigrationSQL) or CodeSchemaMigrationUnsupported.
+// migrate (sqlitesql.MigrationSQL) or CodeSchemaMigrationUnsupported.
 // On any error nothing changes. On success the Conn uses schema's tables
 // and their prepared statements.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
@@ -44,7 +45,7 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	}
 	c.ensureMu.Lock()
 	defer c.ensureMu.Unlock()
-	layout := d.LayoutOf(schema).Encode()
+	layout := storelayout.LayoutOf(schema).Encode()
 
 	// Fast path (SCH-3): the stored schema already is this one.
 	ver, stored, err := c.storedSchema(ctx, c.reader())
@@ -66,14 +67,14 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 // storedSchema reads the stored schema version (0 = none) and layout.
 func (c *Conn) storedSchema(ctx context.Context, r runner) (int64, string, error) {
 	var vs, layout string
-	err := c.queryRow(ctx, r, d.SelectMeta, []any{d.MetaSchemaVersion}, &vs)
+	err := c.queryRow(ctx, r, sqlitesql.SelectMeta, []any{sqlitesql.MetaSchemaVersion}, &vs)
 	if err == sql.ErrNoRows {
 		return 0, "", nil
 	}
 	if err != nil {
 		return 0, "", err
 	}
-	if err := c.queryRow(ctx, r, d.SelectMeta, []any{d.MetaSchemaLayout}, &layout); err != nil {
+	if err := c.queryRow(ctx, r, sqlitesql.SelectMeta, []any{sqlitesql.MetaSchemaLayout}, &layout); err != nil {
 		if err == sql.ErrNoRows {
 			return 0, "", driver.Errorf(driver.CodeInternal, "sqlite: stored schema has a version but no layout")
 		}
@@ -100,12 +101,12 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		}
 		var ddl, retired []string
 		if action == schemaplan.Create {
-			ddl = d.CreateSchemaSQL(schema)
+			ddl = sqlitesql.CreateSchemaSQL(schema)
 		} else {
-			if ddl, err = d.MigrationSQL(old, schema); err != nil {
+			if ddl, err = sqlitesql.MigrationSQL(old, schema); err != nil {
 				return err
 			}
-			retired = d.RetiredTables(old, schema)
+			retired = storelayout.RetiredTables(old, schema)
 		}
 		for _, q := range ddl {
 			if _, err := t.tx.ExecContext(ctx, q); err != nil {
@@ -113,14 +114,14 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 			}
 		}
 		for _, name := range retired { // BLOB-1: a retired table's rows reference nothing (blobrefs.go)
-			if err := t.exec(ctx, d.BlobRefsClearTable, name); err != nil {
+			if err := t.exec(ctx, sqlitesql.BlobRefsClearTable, name); err != nil {
 				return err
 			}
 		}
-		if err := t.exec(ctx, d.UpsertMeta, d.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)); err != nil {
+		if err := t.exec(ctx, sqlitesql.UpsertMeta, sqlitesql.MetaSchemaVersion, strconv.FormatInt(schema.Version, 10)); err != nil {
 			return err
 		}
-		return t.exec(ctx, d.UpsertMeta, d.MetaSchemaLayout, layout)
+		return t.exec(ctx, sqlitesql.UpsertMeta, sqlitesql.MetaSchemaLayout, layout)
 	})
 }
 
@@ -128,9 +129,9 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 // the writer and the readers (no lock is held meanwhile: a Tx of another
 // goroutine may hold the writer), and publishes them.
 func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string) error {
-	st := &schemaState{layout: layout, tables: make(map[string]*d.Table, len(schema.Tables))}
+	st := &schemaState{layout: layout, tables: make(map[string]*sqlitesql.Table, len(schema.Tables))}
 	for _, t := range schema.Tables {
-		x := d.NewTable(t)
+		x := sqlitesql.NewTable(t)
 		st.tables[t.Name] = x
 		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
 		for _, q := range qs {

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -22,7 +22,7 @@ import (
 // NULL in a required column. A value of the wrong Go type fails at once
 // with CodeInvalidValue (nothing staged); an ended ctx fails the call and
 // aborts the Tx, as a statement run under it would (TX-6).
-func (t *Tx) stage(ctx context.Context, x *d.Table, row driver.Row) error {
+func (t *Tx) stage(ctx context.Context, x *sqlitesql.Table, row driver.Row) error {
 	if err := ctx.Err(); err != nil {
 		return t.c.mapErr(ctx, err, "sqlite: upsert")
 	}

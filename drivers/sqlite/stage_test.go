@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
 // stageStrings are values whose JSON text needs escaping or is not ASCII.
@@ -41,7 +41,7 @@ func stageChanges(n int) []driver.Change {
 func TestChangeRowsStoreWhatJSONEachStored(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)
-	for _, n := range []int{0, 1, 10, d.MaxChangeRows + 1, 150} {
+	for _, n := range []int{0, 1, 10, sqlitesql.MaxChangeRows + 1, 150} {
 		changes := stageChanges(n)
 		p := fmt.Sprintf("new%d", n)
 		tx, err := c.Begin(ctx, p)
@@ -55,12 +55,12 @@ func TestChangeRowsStoreWhatJSONEachStored(t *testing.T) {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		text, err := d.ChangesJSON(changes)
+		text, err := sqlitesql.ChangesJSON(changes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		old := fmt.Sprintf("old%d", n)
-		for _, q := range []string{d.InsertChanges, d.InsertChangeScopes} {
+		for _, q := range []string{sqlitesql.InsertChanges, sqlitesql.InsertChangeScopes} {
 			if _, err := c.w.ExecContext(ctx, q, old, seq, text); err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestMultiRowStatementsPooled(t *testing.T) {
 	rows := []driver.Row{todoRow("a", "p", "o"), todoRow("b", "p", "o"), todoRow("c", "p", "o")}
 	pushRows(t, c, "P", rows...)
 	todos, _ := c.table("todos")
-	qs := []string{todos.UpsertRows(3), d.InsertChangeRows(3), d.InsertChangeScopeRows(6)}
+	qs := []string{todos.UpsertRows(3), sqlitesql.InsertChangeRows(3), sqlitesql.InsertChangeScopeRows(6)}
 	for _, q := range qs {
 		if c.wr.Peek(q) != nil {
 			t.Fatalf("pooled before any Begin: %.60s", q)

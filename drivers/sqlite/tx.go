@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -33,7 +33,7 @@ type Tx struct {
 	// Staged upserts (stage.go): rows of one table, not yet written,
 	// written as one multi-row statement before any other operation of
 	// the Tx runs.
-	stageTable *d.Table
+	stageTable *sqlitesql.Table
 	stageArgs  []any // ?1 (the partition), then UpsertRowArgs of each row
 	stageRows  int
 }
@@ -54,7 +54,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		return nil, c.mapErr(ctx, err, "sqlite: begin")
 	}
 	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx), beginCtx: ctx}
-	if err := t.st.exec(ctx, d.Savepoint); err != nil {
+	if err := t.st.exec(ctx, sqlitesql.Savepoint); err != nil {
 		_ = sqlTx.Rollback()
 		return nil, err
 	}
@@ -170,24 +170,24 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // rollback consumes nothing: SEQ-1…SEQ-3) and records the commit, its
 // changes and one change-scope entry per (change, variable) — four
 // statements up to 64 changes and 128 entries (multi-row inserts, the
-// values bound: sqlitedialect.InsertChangeRows). The changes are encoded
+// values bound: sqlitesql.InsertChangeRows). The changes are encoded
 // before the first write.
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
-	changes, err := d.NewChangeArgs(in.Changes)
+	changes, err := sqlitesql.NewChangeArgs(in.Changes)
 	if err != nil {
 		return 0, err
 	}
 	err = t.op(ctx, func() error {
-		if err := t.c.queryRow(ctx, t.st, d.NextSeq, []any{t.partition}, &seq); err != nil {
+		if err := t.c.queryRow(ctx, t.st, sqlitesql.NextSeq, []any{t.partition}, &seq); err != nil {
 			return err
 		}
-		if err := t.st.exec(ctx, d.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
+		if err := t.st.exec(ctx, sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
 			return err
 		}
-		if err := t.execChunks(ctx, seq, changes.Changes, 7, d.MaxChangeRows, d.InsertChangeRows); err != nil {
+		if err := t.execChunks(ctx, seq, changes.Changes, 7, sqlitesql.MaxChangeRows, sqlitesql.InsertChangeRows); err != nil {
 			return err
 		}
-		if err := t.execChunks(ctx, seq, changes.Scopes, 4, d.MaxChangeScopeRows, d.InsertChangeScopeRows); err != nil {
+		if err := t.execChunks(ctx, seq, changes.Scopes, 4, sqlitesql.MaxChangeScopeRows, sqlitesql.InsertChangeScopeRows); err != nil {
 			return err
 		}
 		t.lastSeq = seq
@@ -207,7 +207,7 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 		return err
 	}
 	return t.op(ctx, func() error {
-		return t.st.exec(ctx, d.InsertPushResult, t.partition, clientID, clientCommitID, string(text))
+		return t.st.exec(ctx, sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text))
 	})
 }
 
@@ -222,11 +222,11 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if encErr != nil {
 			return encErr
 		}
-		if err := t.st.exec(ctx, d.RollbackToSavepoint); err != nil {
+		if err := t.st.exec(ctx, sqlitesql.RollbackToSavepoint); err != nil {
 			return err
 		}
 		t.lastSeq = 0
-		if err := t.st.exec(ctx, d.InsertPushResult, t.partition, clientID, clientCommitID, string(text)); err != nil {
+		if err := t.st.exec(ctx, sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)); err != nil {
 			return err
 		}
 		return t.st.tx.Commit()

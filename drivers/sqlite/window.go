@@ -6,7 +6,8 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/commitwindow"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
@@ -36,7 +37,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	if _, err := c.table(q.Table); err != nil {
 		return nil, err
 	}
-	key, empty, ok := d.PickKey(q.Filter)
+	key, empty, ok := storelayout.PickKey(q.Filter)
 	if !ok {
 		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
@@ -44,7 +45,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 	var list string
 	if !empty && len(vals) > 1 {
 		var err error
-		if list, err = d.JSONList(vals); err != nil {
+		if list, err = storelayout.JSONList(vals); err != nil {
 			return nil, err
 		}
 	}
@@ -62,12 +63,12 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 			return nil
 		}
 		if len(vals) == 1 {
-			return c.windowRead(ctx, r, w, d.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
+			return c.windowRead(ctx, r, w, sqlitesql.WindowSingle, []any{partition, q.Table, key, vals[0], q.AfterSeq, through})
 		}
 		for after := q.AfterSeq; after < through && !w.Done(); {
 			args := []any{partition, q.Table, key, list, after, through}
 			var bound sql.NullInt64
-			if err := c.queryRow(ctx, r, d.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
+			if err := c.queryRow(ctx, r, sqlitesql.WindowBound, append(args, q.LimitChanges), &bound); err != nil {
 				return err
 			}
 			upTo := through
@@ -75,7 +76,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 				upTo = bound.Int64
 			}
 			args[5] = upTo
-			if err := c.windowRead(ctx, r, w, d.WindowList, args); err != nil {
+			if err := c.windowRead(ctx, r, w, sqlitesql.WindowList, args); err != nil {
 				return err
 			}
 			after = upTo

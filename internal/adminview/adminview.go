@@ -8,7 +8,7 @@ import (
 	"math"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // CommitsBefore returns the exclusive seq bound ListCommitMeta's statement
@@ -25,11 +25,11 @@ func CommitsBefore(beforeSeq int64) (int64, error) {
 }
 
 // ActivityKey picks the scope variable whose change-scope index drives
-// ScopeActivity over afterSeq < seq ≤ throughSeq (d.PickKey). done: the
+// ScopeActivity over afterSeq < seq ≤ throughSeq (storelayout.PickKey). done: the
 // answer is zero without a read (a key with no values, or an empty seq
 // range). A filter with no keys → CodeScanRequiresScope (V-6).
 func ActivityKey(filter driver.ScopeFilter, afterSeq, throughSeq int64) (key string, done bool, err error) {
-	key, empty, ok := d.PickKey(filter)
+	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return "", false, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
 	}
@@ -40,23 +40,23 @@ func ActivityKey(filter driver.ScopeFilter, afterSeq, throughSeq int64) (key str
 // index of key yields: the changes whose scopes also match the filter's
 // other keys, and the distinct commits holding them (ADM-1, WIN-3).
 type Activity struct {
-	match   d.Matcher
+	match   storelayout.Matcher
 	commits map[int64]bool
 	changes int64
 }
 
 // NewActivity returns an empty count for filter, whose driving key is key.
 func NewActivity(filter driver.ScopeFilter, key string) *Activity {
-	return &Activity{match: d.NewMatcher(filter, key), commits: map[int64]bool{}}
+	return &Activity{match: storelayout.NewMatcher(filter, key), commits: map[int64]bool{}}
 }
 
 // Add counts the candidate change of commit seq whose stored scopes (a
 // JSON object) are scopes, if they match; scopes is read only when the
-// filter has other keys. A malformed scopes text fails (d.DecodeScopes'
+// filter has other keys. A malformed scopes text fails (storelayout.DecodeScopes'
 // error).
 func (a *Activity) Add(seq int64, scopes string) error {
 	if !a.match.Empty() {
-		s, err := d.DecodeScopes(scopes)
+		s, err := storelayout.DecodeScopes(scopes)
 		if err != nil {
 			return err
 		}

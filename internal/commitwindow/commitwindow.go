@@ -11,7 +11,7 @@ package commitwindow
 
 import (
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Grouper groups one window read's candidates, across one or more reads
@@ -19,7 +19,7 @@ import (
 type Grouper struct {
 	engine  string // prefixes the decode error: "sqlite"
 	q       driver.WindowQuery
-	match   d.Matcher
+	match   storelayout.Matcher
 	out     []driver.Commit
 	cur     *driver.Commit
 	matched int
@@ -30,7 +30,7 @@ type Grouper struct {
 // the filter key key (the other keys are matched here). engine prefixes
 // its errors ("sqlite").
 func New(engine string, q driver.WindowQuery, key string) *Grouper {
-	return &Grouper{engine: engine, q: q, match: d.NewMatcher(q.Filter, key)}
+	return &Grouper{engine: engine, q: q, match: storelayout.NewMatcher(q.Filter, key)}
 }
 
 // Next takes the next candidate, of commit seq. When seq starts a commit
@@ -60,10 +60,10 @@ func (g *Grouper) Start(seq int64, meta driver.Commit) {
 // Change adds a candidate change of the commit begun last, if its scopes
 // (stored JSON) match the filter's other keys (WIN-3). An upsert carries
 // version and, when hasValues, the stored values JSON decoded; a delete
-// neither (WIN-6). Errors: malformed scopes (d.DecodeScopes'),
+// neither (WIN-6). Errors: malformed scopes (storelayout.DecodeScopes'),
 // malformed values (CodeInternal).
 func (g *Grouper) Change(rowID, op, scopes string, values []byte, hasValues bool, version int64) error {
-	sc, err := d.DecodeScopes(scopes)
+	sc, err := storelayout.DecodeScopes(scopes)
 	if err != nil {
 		return err
 	}

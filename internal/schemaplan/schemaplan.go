@@ -6,7 +6,7 @@ package schemaplan
 
 import (
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // Action is what EnsureSchema does.
@@ -19,7 +19,7 @@ const (
 	// may have ensured it first, SCH-7): nothing to do.
 	Keep
 	// Migrate: an older version is stored; migrate from its layout
-	// (SCH-6; d.MigrationSQL says whether the change is allowed).
+	// (SCH-6; storelayout.CheckMigration says whether the change is allowed).
 	Migrate
 )
 
@@ -28,22 +28,22 @@ const (
 // for Migrate the stored layout decoded. Errors: a stored version newer
 // than schema's → CodeSchemaNewer (SCH-5); the same version with another
 // layout → CodeSchemaMismatch (SCH-4); a stored layout that does not
-// decode (d.DecodeLayout's error).
-func Decide(ver int64, stored string, schema driver.Schema, layout string) (Action, d.Layout, error) {
+// decode (storelayout.DecodeLayout's error).
+func Decide(ver int64, stored string, schema driver.Schema, layout string) (Action, storelayout.Layout, error) {
 	switch {
 	case ver == 0:
-		return Create, d.Layout{}, nil
+		return Create, storelayout.Layout{}, nil
 	case ver > schema.Version:
-		return 0, d.Layout{}, driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
+		return 0, storelayout.Layout{}, driver.Errorf(driver.CodeSchemaNewer, "stored schema version %d is newer than %d (SCH-5)", ver, schema.Version)
 	case ver == schema.Version:
 		if stored == layout {
-			return Keep, d.Layout{}, nil
+			return Keep, storelayout.Layout{}, nil
 		}
-		return 0, d.Layout{}, driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
+		return 0, storelayout.Layout{}, driver.Errorf(driver.CodeSchemaMismatch, "schema version %d is stored with a different layout (SCH-4)", ver)
 	}
-	old, err := d.DecodeLayout(stored)
+	old, err := storelayout.DecodeLayout(stored)
 	if err != nil {
-		return 0, d.Layout{}, err
+		return 0, storelayout.Layout{}, err
 	}
 	return Migrate, old, nil
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
-	d "github.com/syncstore/syncstore/internal/sqlitedialect"
+	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 func TestDecide(t *testing.T) {
@@ -12,8 +12,8 @@ func TestDecide(t *testing.T) {
 		Columns: []driver.Column{{Name: "id", Type: driver.TypeString}}}}}
 	v2 := v1
 	v2.Version = 2
-	l1 := d.LayoutOf(v1).Encode()
-	l2 := d.LayoutOf(v2).Encode()
+	l1 := storelayout.LayoutOf(v1).Encode()
+	l2 := storelayout.LayoutOf(v2).Encode()
 
 	if a, _, err := Decide(0, "", v1, l1); a != Create || err != nil {
 		t.Errorf("nothing stored: %v, %v; want Create", a, err)

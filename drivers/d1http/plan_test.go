@@ -1,0 +1,58 @@
+package d1http
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+)
+
+// TestD1ReadPlans pins, on the D1 double, the plans of D1's text-integer
+// variants of the window and client-record reads (WIN-7, CR-3, ADM-2):
+// each is served by the index its SQLite original uses (drivers/sqlite's
+// TestPlans pins those on a loaded store). The store holds 2,000 client
+// records and ANALYZE ran, so the planner has statistics that could
+// tempt it into a scan.
+func TestD1ReadPlans(t *testing.T) {
+	srv, _ := newDouble(t)
+	c := openOn(t, srv, "")
+	ctx := t.Context()
+	for i := range 2000 { // enough client records for the planner to prefer an index walk
+		rec := driver.ClientRecord{ClientID: fmt.Sprintf("c-%04d", i), ActorID: "a", Cursor: int64(i), UpdatedAtMs: int64(i % 700)}
+		if err := c.PutClientRecord(ctx, "P", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.rows(ctx, "analyze", "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		csIndex    = "SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)"
+		chByPK     = "SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)"
+		commitByPK = "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"
+	)
+	for _, pc := range []struct {
+		name            string
+		q               string
+		args            []any
+		want, forbidden []string
+	}{
+		{"window round, value list (WIN-7)", d1sql.D1Window(sqlitesql.WindowRound),
+			[]any{"P", "todos", "project", `["p1","p2"]`, 0, 100, 10},
+			[]string{csIndex, chByPK, commitByPK},
+			[]string{"SCAN _sync_change", "SCAN cs", "SCAN ch", "SCAN c\n"}},
+		{"client cursors (CR-3)", d1sql.D1ListClientCursors, []any{"P", "c-0500", 10},
+			[]string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id>?)"},
+			[]string{"TEMP B-TREE", "SCAN"}},
+		{"client records, first page (ADM-2)", d1sql.D1AdminListClients, []any{"P", 10},
+			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=?)"},
+			[]string{"TEMP B-TREE", "SCAN"}},
+		{"client records, next page (ADM-2)", d1sql.D1AdminListClientsAfter, []any{"P", 500, "c-0500", 10},
+			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
+			[]string{"TEMP B-TREE", "SCAN"}},
+	} {
+		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, pc.forbidden)
+	}
+}
