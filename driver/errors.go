@@ -54,7 +54,10 @@ const (
 	// CodeInvalidHorizon: a horizon or prune bound outside HZ-1/HZ-2.
 	CodeInvalidHorizon Code = "sync.storage.invalid_horizon"
 	// CodeUnavailable: the engine could not be reached or answered with a
-	// transient failure. Retryable.
+	// transient failure. Retryable — with a live context: when the
+	// caller's own context ended (cancelled, deadline), the error also
+	// matches context.Canceled or context.DeadlineExceeded (errors.Is),
+	// and a retry on that context cannot help; check ctx.Err() first.
 	CodeUnavailable Code = "sync.storage.unavailable"
 	// CodeUnsupported: the driver lacks the capability asked for (ERR-2).
 	CodeUnsupported Code = "sync.storage.unsupported"

@@ -44,8 +44,8 @@
 // table's scope columns; ScopesOf computes them from the values:
 //
 //	t, _ := schema.Table("todos")
-//	values := Values{"id": "t1", "project_id": "p7", …}
-//	row := Row{ID: "t1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(t, values)}
+//	values := sync.Values{"id": "t1", "project_id": "p7", …}
+//	row := sync.Row{ID: "t1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(t, values)}
 //
 // # Transactions
 //
@@ -79,12 +79,12 @@
 //
 //	resp, err := store.Push(ctx, partition, sync.PushRequest{
 //		ClientID: "phone-1", ClientCommitID: "c-42", ActorID: user,
-//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: OpUpsert,
+//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: sync.OpUpsert,
 //			Values: values, BaseVersion: sync.Version(3)}},
 //	})
 //	switch {
 //	case err != nil: // bad input (typed, nothing written) or the engine failed
-//	case resp.Status == PushRejected: // resp.Ops says which op and why
+//	case resp.Status == sync.PushRejected: // resp.Ops says which op and why
 //	default: // applied at resp.CommitSeq; resp.Changes for live delivery
 //	}
 //

@@ -5,7 +5,9 @@ import "github.com/syncstore/syncstore/driver"
 // The data types a host touches, so that a host imports this package
 // alone, as a database/sql host never imports database/sql/driver. Each
 // is the driver package's type under the same name (an alias: values
-// pass between the two freely); the driver package documents them.
+// pass between the two freely); the driver package documents their
+// fields and methods: `go doc github.com/syncstore/syncstore/driver.Row`
+// (likewise Error and the codes' meanings in driver/errors.go).
 type (
 	// Schema, Table, Column, Scope, Index and ColumnType declare the
 	// synced tables (SCH).
