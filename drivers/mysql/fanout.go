@@ -10,9 +10,9 @@ import (
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
 
-// SubscribeCommits delivers a wake for every commit that lands in the
-// store, from any Conn of any process or Galera node (FAN-1), until ctx
-// ends or the Conn closes; then it closes the channel. MySQL has no
+// SubscribeCommits (driver.CommitFanoutConn, FAN-1) wakes on commits from
+// any Conn of any process or Galera node, and closes the channel when the
+// Conn closes. MySQL has no
 // notification channel, so the Conn polls (driver/fanpoll): every 100 ms
 // (fanpoll.DefaultInterval) one range read of the partitions' heads for
 // all subscribers of the Conn (ceil(partitions/1,000) statements), and

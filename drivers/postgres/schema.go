@@ -22,21 +22,17 @@ type schemaState struct {
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
 func (c *Conn) table(name string) (*table, error) {
+	var tables map[string]*table
 	if st := c.state.Load(); st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, nil
-		}
+		tables = st.tables
 	}
-	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+	return schemaplan.Table(tables, name)
 }
 
-// EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7). The layout comparison is the engine-neutral one
-// (storelayout.Layout, storelayout.CheckMigration), so every engine
-// accepts and rejects the same schema changes. No stored schema → create; same
-// version → an equal layout is a no-op (one read, SCH-3), a different one
-// → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
-// migrate per SCH-6 or CodeSchemaMigrationUnsupported. Changes run in one
+// EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), decided by
+// schemaplan over the engine-neutral layout (storelayout), so every engine
+// accepts and rejects the same schema changes; an equal layout costs one
+// read. Changes run in one
 // transaction under an advisory lock on the schema key: DDL is
 // transactional, so an interrupted migration changes nothing and two
 // processes migrating at once serialize, the second finding the first's

@@ -47,3 +47,14 @@ func Decide(ver int64, stored string, schema driver.Schema, layout string) (Acti
 	}
 	return Migrate, old, nil
 }
+
+// Table returns tables[name], the SQL of a table of the ensured schema
+// (tables is nil before EnsureSchema succeeded), or CodeUnknownTable
+// (SCH-8).
+func Table[T any](tables map[string]T, name string) (T, error) {
+	if t, ok := tables[name]; ok {
+		return t, nil
+	}
+	var zero T
+	return zero, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
