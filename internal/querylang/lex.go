@@ -1,6 +1,7 @@
 package querylang
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -340,4 +341,48 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
 	return text, nil
+}
+
+// AdmitQueryArgs is AdmitQuery followed by QueryArgs(q.Args, rules): the
+// admitted statement and the bind values the engine is sent, or the
+// first error (CodeQueryInvalid, AQ-1; V-3 for a value rules refuse).
+func AdmitQueryArgs(q driver.Query, rules QueryArgRules) (QueryText, []any, error) {
+	text, err := AdmitQuery(q)
+	if err != nil {
+		return QueryText{}, nil, err
+	}
+	args, err := QueryArgs(q.Args, rules)
+	if err != nil {
+		return QueryText{}, nil, err
+	}
+	return text, args, nil
+}
+
+// DeclaredTables checks a query's declared tables (driver.Query.Tables):
+// at least one (else CodeQueryInvalid, AQ-1), each in the ensured schema
+// (lookup is the driver's table lookup; its error, CodeUnknownTable,
+// SCH-8, is returned). It returns the distinct names sorted bytewise and
+// what lookup returned for each, in the same order.
+func DeclaredTables[T any](names []string, lookup func(name string) (T, error)) ([]string, []T, error) {
+	if len(names) == 0 {
+		return nil, nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
+	}
+	found := map[string]T{}
+	var out []string
+	for _, name := range names {
+		x, err := lookup(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, seen := found[name]; !seen {
+			found[name] = x
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	vals := make([]T, len(out))
+	for i, name := range out {
+		vals[i] = found[name]
+	}
+	return out, vals, nil
 }

@@ -2,7 +2,12 @@
 // database/sql (sqlite, mysql): what pgx.CollectRows is to postgres.
 package sqlrows
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	gosync "sync"
+)
 
 // Collect reads every row of rows with scan, then closes rows. On a scan
 // error it returns nil and that error; otherwise the rows read (nil when
@@ -25,4 +30,61 @@ func String(rows *sql.Rows) (string, error) {
 	var s string
 	err := rows.Scan(&s)
 	return s, err
+}
+
+// LazyDB is a pool opened on first use and closed once (the drivers'
+// authoritative-query pools). The zero value is unopened.
+type LazyDB struct {
+	mu     gosync.Mutex
+	db     *sql.DB
+	closed bool
+}
+
+// Get returns the pool, opening it with open the first time (an error of
+// open is returned and the next Get tries again). After Close it fails
+// with closedErr().
+func (l *LazyDB) Get(open func() (*sql.DB, error), closedErr func() error) (*sql.DB, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, closedErr()
+	}
+	if l.db == nil {
+		db, err := open()
+		if err != nil {
+			return nil, err
+		}
+		l.db = db
+	}
+	return l.db, nil
+}
+
+// Close closes the pool if it was opened; later Gets fail.
+func (l *LazyDB) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.db == nil {
+		return nil
+	}
+	return l.db.Close()
+}
+
+// OnConn runs fn on a connection of db taken for it alone and returns
+// what fn returns; acquire maps the error of taking the connection. A
+// connection fn failed on is dropped (its Raw callback returns
+// driver.ErrBadConn), never pooled again: it may still be inside a
+// transaction or hold a session setting.
+func OnConn[T any](ctx context.Context, db *sql.DB, acquire func(error) error, fn func(*sql.Conn) (T, error)) (T, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		var zero T
+		return zero, acquire(err)
+	}
+	defer conn.Close()
+	v, err := fn(conn)
+	if err != nil {
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
+	return v, err
 }
