@@ -88,3 +88,16 @@ func OnConn[T any](ctx context.Context, db *sql.DB, acquire func(error) error, f
 	}
 	return v, err
 }
+
+// AnyDest returns n destinations for (*sql.Rows).Scan, each a *any; read
+// what Scan stored with Scanned.
+func AnyDest(n int) []any {
+	dest := make([]any, n)
+	for i := range dest {
+		dest[i] = new(any)
+	}
+	return dest
+}
+
+// Scanned returns what Scan stored in dest[i], a destination of AnyDest.
+func Scanned(dest []any, i int) any { return *(dest[i].(*any)) }
