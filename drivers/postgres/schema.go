@@ -137,65 +137,13 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
 func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	if err := storelayout.CheckMigration(old, s); err != nil {
-		return nil, err
-	}
-	next := storelayout.LayoutOf(s)
-	oldT := map[string]storelayout.LayoutTable{}
-	for _, t := range old.Tables {
-		oldT[t.Name] = t
-	}
-	newT := map[string]storelayout.LayoutTable{}
-	for _, t := range next.Tables {
-		newT[t.Name] = t
-	}
-	var drops, creates []string
-	for _, ot := range old.Tables {
-		if _, ok := newT[ot.Name]; !ok {
-			drops = append(drops, "DROP TABLE "+quote(ot.Name))
-		}
-	}
-	for _, t := range s.Tables {
-		ot, ok := oldT[t.Name]
-		if !ok {
-			creates = append(creates, newTable(t).createSQL()...)
-			continue
-		}
-		nt := newT[t.Name]
-		for _, nc := range nt.Columns[len(ot.Columns):] {
-			creates = append(creates, "ALTER TABLE "+quote(t.Name)+" ADD COLUMN "+
-				columnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
-		}
-		oldIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range ot.Indexes {
-			oldIx[ix.Name] = ix
-		}
-		newIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range nt.Indexes {
-			newIx[ix.Name] = ix
-		}
-		for _, ix := range ot.Indexes {
-			if n, ok := newIx[ix.Name]; !ok || !sameIndex(ix, n) {
-				drops = append(drops, "DROP INDEX "+quote(declaredIndexName(t.Name, ix.Name)))
-			}
-		}
-		for _, ix := range nt.Indexes {
-			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
-				creates = append(creates, createIndexSQL(t.Name, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
-			}
-		}
-	}
-	return append(drops, creates...), nil
-}
-
-func sameIndex(a, b storelayout.LayoutIndex) bool {
-	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
-		return false
-	}
-	for i := range a.Columns {
-		if a.Columns[i] != b.Columns[i] {
-			return false
-		}
-	}
-	return true
+	return schemaplan.MigrationSQL(old, s, schemaplan.Dialect{
+		DropTable:   func(table string) string { return "DROP TABLE " + quote(table) },
+		CreateTable: func(t driver.Table) []string { return newTable(t).createSQL() },
+		AddColumn: func(table string, c driver.Column) string {
+			return "ALTER TABLE " + quote(table) + " ADD COLUMN " + columnDef(c)
+		},
+		DropIndex:   func(table, index string) string { return "DROP INDEX " + quote(declaredIndexName(table, index)) },
+		CreateIndex: func(t driver.Table, ix driver.Index) string { return createIndexSQL(t.Name, ix) },
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	gosync "sync"
+
+	"github.com/syncstore/syncstore/driver"
 )
 
 // Collect reads every row of rows with scan, then closes rows. On a scan
@@ -101,3 +103,24 @@ func AnyDest(n int) []any {
 
 // Scanned returns what Scan stored in dest[i], a destination of AnyDest.
 func Scanned(dest []any, i int) any { return *(dest[i].(*any)) }
+
+// ClientCursor scans a row of (client id, cursor, updated at): a client
+// cursor listing's row (CR-2; Collect's scan).
+func ClientCursor(rows *sql.Rows) (driver.ClientCursor, error) {
+	var cc driver.ClientCursor
+	err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
+	return cc, err
+}
+
+// PartitionEntry scans a row of (partition, epoch, epoch required as an
+// integer 0/1, updated at): a registry listing's row (REG-3; Collect's
+// scan).
+func PartitionEntry(rows *sql.Rows) (driver.PartitionEntry, error) {
+	var e driver.PartitionEntry
+	var req int64
+	if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+		return e, err
+	}
+	e.EpochRequired = req != 0
+	return e, nil
+}
