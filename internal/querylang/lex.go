@@ -386,3 +386,26 @@ func DeclaredTables[T any](names []string, lookup func(name string) (T, error)) 
 	}
 	return out, vals, nil
 }
+
+// ParamNumber returns the number of the parameter token s (?NNN; a bare
+// ? is the one after last, the highest number so far) and the new
+// highest number. CheckQueryText has checked the range.
+func ParamNumber(s string, last int) (n, highest int) {
+	n = last + 1
+	if len(s) > 1 {
+		n, _ = strconv.Atoi(s[1:])
+	}
+	return n, max(last, n)
+}
+
+// GluedWord refuses a word token toks[i] followed directly by a string or
+// a quoted name (N'x', x"y"): engines other than SQLite read such a pair
+// as one token of their own (a national string, a prefixed literal), so
+// the statement would not mean what SQLite means (AQ-1,
+// CodeQueryInvalid). nil otherwise.
+func GluedWord(toks []Token, i int) error {
+	if i+1 < len(toks) && (toks[i+1].Kind == TokString || toks[i+1].Kind == TokQuotedID) {
+		return driver.Errorf(driver.CodeQueryInvalid, "query glues a word to a quoted token at byte %d (AQ-1)", toks[i].Start)
+	}
+	return nil
+}
