@@ -26,11 +26,16 @@ func CommitsBefore(beforeSeq int64) (int64, error) {
 	return beforeSeq, nil
 }
 
-// ActivityKey picks the scope variable whose change-scope index drives
-// ScopeActivity over afterSeq < seq ≤ throughSeq (storelayout.PickKey). done: the
-// answer is zero without a read (a key with no values, or an empty seq
-// range). A filter with no keys → CodeScanRequiresScope (V-6).
-func ActivityKey(filter driver.ScopeFilter, afterSeq, throughSeq int64) (key string, done bool, err error) {
+// ActivityKey checks ScopeActivity's table (lookup is the driver's table
+// lookup; its error, CodeUnknownTable SCH-8, comes first) and picks the
+// scope variable whose change-scope index drives it over afterSeq < seq ≤
+// throughSeq (storelayout.PickKey). done: the answer is zero without a
+// read (a key with no values, or an empty seq range). A filter with no
+// keys → CodeScanRequiresScope (V-6).
+func ActivityKey[T any](lookup func(table string) (T, error), table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (key string, done bool, err error) {
+	if _, err := lookup(table); err != nil {
+		return "", false, err
+	}
 	key, empty, ok := storelayout.PickKey(filter)
 	if !ok {
 		return "", false, driver.Errorf(driver.CodeScanRequiresScope, "scope activity requires a scope filter (V-6)")
