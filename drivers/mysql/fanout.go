@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/sqlrows"
@@ -34,14 +33,6 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
-		var w driver.CommitWake
-		var p []byte
-		if err := r.Scan(&p, &w.CommitSeq); err != nil {
-			return w, err
-		}
-		w.Partition = string(p)
-		return w, nil
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
 	return out, c.mapErr(ctx, err, "mysql: read the partitions' heads")
 }

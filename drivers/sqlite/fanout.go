@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
@@ -35,11 +34,7 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
-		var w driver.CommitWake
-		err := r.Scan(&w.Partition, &w.CommitSeq)
-		return w, err
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
 	return out, c.mapErr(ctx, err, "sqlite: read the partitions' heads")
 }
 

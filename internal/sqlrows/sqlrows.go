@@ -124,3 +124,16 @@ func PartitionEntry(rows *sql.Rows) (driver.PartitionEntry, error) {
 	e.EpochRequired = req != 0
 	return e, nil
 }
+
+// CommitWake scans a row of (partition, commit seq): a partitions' heads
+// read of the commit fanout (FAN-1; Collect's scan). The partition is
+// scanned as bytes, which every engine's text converts to.
+func CommitWake(rows *sql.Rows) (driver.CommitWake, error) {
+	var w driver.CommitWake
+	var p []byte
+	if err := rows.Scan(&p, &w.CommitSeq); err != nil {
+		return w, err
+	}
+	w.Partition = string(p)
+	return w, nil
+}
