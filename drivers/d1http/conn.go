@@ -10,6 +10,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	"github.com/syncstore/syncstore/internal/partgate"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
@@ -243,11 +244,8 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 	if err != nil {
 		return err
 	}
-	if seq > maxSeq {
-		return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
-	}
-	if seq <= horizon {
-		return nil
+	if raise, err := commitwindow.RaiseHorizon(seq, maxSeq, horizon); !raise {
+		return err
 	}
 	_, err = c.write(ctx, "d1http: set horizon", st(d1sql.D1SetHorizon, partition, seq))
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -151,26 +150,14 @@ func refusedQuery(ae *attemptErr, limits driver.QueryLimits) error {
 // (CodeUnknownTable, SCH-8) and returns them sorted and distinct, with
 // their application columns.
 func (c *Conn) queryTables(names []string) ([]string, []d1sql.D1QueryTable, error) {
-	if len(names) == 0 {
-		return nil, nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
+	declared, defs, err := querylang.DeclaredTables(names, c.table)
+	if err != nil {
+		return nil, nil, err
 	}
-	seen := map[string]bool{}
-	var declared []string
-	for _, n := range names {
-		if _, err := c.table(n); err != nil {
-			return nil, nil, err
-		}
-		if !seen[n] {
-			seen[n] = true
-			declared = append(declared, n)
-		}
-	}
-	sort.Strings(declared)
 	tables := make([]d1sql.D1QueryTable, len(declared))
 	for i, n := range declared {
-		x, _ := c.table(n)
-		cols := make([]string, len(x.Def.Columns))
-		for j, col := range x.Def.Columns {
+		cols := make([]string, len(defs[i].Def.Columns))
+		for j, col := range defs[i].Def.Columns {
 			cols[j] = col.Name
 		}
 		tables[i] = d1sql.D1QueryTable{Name: n, Columns: cols}

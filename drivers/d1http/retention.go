@@ -13,14 +13,14 @@ import (
 // TestRetentionPlans here checks them on the D1 double), and the upgrade
 // of a format-1 store.
 
-// DeletePushResultsBefore deletes at most limit push results recorded
-// before beforeMs, oldest first, and returns how many (PR-7).
+// DeletePushResultsBefore (driver.Conn, PR-7) sends
+// sqlitesql.DeletePushResultsBefore as one batch.
 func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
 	return c.deleteBounded(ctx, "d1http: delete push results", sqlitesql.DeletePushResultsBefore, partition, beforeMs, limit)
 }
 
-// DeleteClientRecordsBefore deletes at most limit client records not
-// updated since beforeMs, oldest first, and returns how many (CR-4).
+// DeleteClientRecordsBefore (driver.Conn, CR-4) sends
+// sqlitesql.DeleteClientRecordsBefore as one batch.
 func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
 	return c.deleteBounded(ctx, "d1http: delete client records", sqlitesql.DeleteClientRecordsBefore, partition, beforeMs, limit)
 }

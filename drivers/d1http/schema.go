@@ -22,12 +22,11 @@ type schemaState struct {
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
 func (c *Conn) table(name string) (*sqlitesql.Table, error) {
+	var tables map[string]*sqlitesql.Table
 	if st := c.state.Load(); st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, nil
-		}
+		tables = st.tables
 	}
-	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+	return schemaplan.Table(tables, name)
 }
 
 // tableUpserts returns the SQL of an ensured table and its multi-row
@@ -45,8 +44,7 @@ func (c *Conn) tableUpserts(name string) (*sqlitesql.Table, *d1sql.D1Upserts, er
 // changed the stored schema between its read and its batch.
 const schemaAttempts = 5
 
-// EnsureSchema makes the stored application tables match schema
-// (SCH-3…SCH-7). It reads the stored version and layout, then sends the
+// EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7). It reads the stored version and layout, then sends the
 // DDL and the new version and layout as one all-or-nothing batch that
 // starts with a guard: if another process changed the stored layout in
 // between, the batch fails as a whole and EnsureSchema decides again

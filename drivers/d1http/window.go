@@ -26,12 +26,9 @@ import (
 // CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	const what = "d1http: read commit window"
-	if _, err := c.table(q.Table); err != nil {
+	key, empty, err := commitwindow.Key(q, c.table)
+	if err != nil {
 		return nil, err
-	}
-	key, empty, ok := storelayout.PickKey(q.Filter)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
 	if err := c.check(); err != nil {
 		return nil, err

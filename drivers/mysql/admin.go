@@ -2,11 +2,9 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
-	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -28,19 +26,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		return nil, err
 	}
 	defer rows.Close()
-	var out []driver.ClientRecord
-	for rows.Next() {
-		var rec driver.ClientRecord
-		var subs []byte
-		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
-			return nil, c.mapErr(ctx, err, "mysql: list client records")
-		}
-		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "mysql: list client records")
+	return adminview.ClientRecords(rows, func(err error) error { return c.mapErr(ctx, err, "mysql: list client records") })
 }
 
 // ListCommitMeta returns the metadata of the retained commits with seq <
@@ -56,12 +42,8 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitMeta, error) {
-		var m driver.CommitMeta
-		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount)
-		return m, err
-	})
-	return out, c.mapErr(ctx, err, "mysql: list commit metadata")
+	defer rows.Close()
+	return adminview.CommitMetas(rows, func(err error) error { return c.mapErr(ctx, err, "mysql: list commit metadata") })
 }
 
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
@@ -75,10 +57,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err := c.check(); err != nil {
 		return act, err
 	}
-	if _, err := c.table(table); err != nil {
-		return act, err
-	}
-	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}
@@ -91,21 +70,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, err
 	}
 	defer rows.Close()
-	count := adminview.NewActivity(filter, key)
-	for rows.Next() {
-		var seq int64
-		var text []byte
-		if err := rows.Scan(&seq, &text); err != nil {
-			return act, c.mapErr(ctx, err, "mysql: scope activity")
-		}
-		if err := count.Add(seq, string(text)); err != nil {
-			return act, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return act, c.mapErr(ctx, err, "mysql: scope activity")
-	}
-	return count.Result(), nil
+	return adminview.NewActivity(filter, key).CountRows(rows, func(err error) error { return c.mapErr(ctx, err, "mysql: scope activity") })
 }
 
 // RowScopes returns the scopes of the current row (table, rowID) and

@@ -31,18 +31,5 @@ func (c *Conn) As(target any) bool {
 // the Tx ended or was aborted, or when writing the staged upserts failed
 // (the Tx is then aborted). Every other target: false.
 func (t *Tx) As(target any) bool {
-	p, ok := target.(**sql.Tx)
-	if !ok || p == nil {
-		return false
-	}
-	t.state.Lock()
-	defer t.state.Unlock()
-	if !t.state.Usable() || t.c.closed.Load() {
-		return false
-	}
-	if err := t.flushStaged(t.beginCtx); err != nil {
-		return false
-	}
-	*p = t.tx
-	return true
+	return t.state.HandOut(target, t.tx, t.c.closed.Load, func() error { return t.flushStaged(t.beginCtx) })
 }

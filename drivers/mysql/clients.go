@@ -36,11 +36,7 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.ClientCursor, error) {
-		var cc driver.ClientCursor
-		err := r.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
-		return cc, err
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.ClientCursor)
 	return out, c.mapErr(ctx, err, "mysql: list client cursors")
 }
 
@@ -109,15 +105,7 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.PartitionEntry, error) {
-		var e driver.PartitionEntry
-		var req int64
-		if err := r.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
-			return e, err
-		}
-		e.EpochRequired = req != 0
-		return e, nil
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.PartitionEntry)
 	return out, c.mapErr(ctx, err, "mysql: list partition registry")
 }
 

@@ -229,7 +229,7 @@ func (c *Conn) Close() error {
 	if c.stmts != nil {
 		c.stmts.Close()
 	}
-	_ = c.aq.close()
+	_ = c.aq.Close()
 	c.outcomeOnce.Do(func() {}) // no outcomes pool after Close
 	if c.outcomes != nil {
 		_ = c.outcomes.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/errmap"
 )
 
 // Server error numbers the driver classifies.
@@ -77,16 +78,8 @@ func isLockRetry(err error) bool {
 //	network, bad connection, closed      CodeUnavailable
 //	anything else                        CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var de *driver.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		(ctx != nil && ctx.Err() != nil) {
-		return driver.Wrap(driver.CodeUnavailable, err, "%s: context ended", what)
+	if mapped, done := errmap.Common(ctx, err, what); done {
+		return mapped
 	}
 	switch errNumber(err) {
 	case 0:
@@ -126,22 +119,13 @@ func mapErr(ctx context.Context, err error, what string) error {
 		errors.Is(err, sql.ErrConnDone) || errors.As(err, &ne) {
 		return driver.Wrap(driver.CodeUnavailable, err, "%s: connection lost", what)
 	}
-	if errors.Is(err, sql.ErrTxDone) {
-		return driver.Wrap(driver.CodeUnavailable, err, "%s: the transaction was rolled back (its context ended)", what)
-	}
-	return driver.Wrap(driver.CodeInternal, err, "%s", what)
+	return errmap.Rest(err, what)
 }
 
 // mapErr is mapErr that reports a closed store as such (CodeClosed,
 // ERR-4), whatever its pool answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if c.closed.Load() {
-		return errClosed()
-	}
-	return mapErr(ctx, err, what)
+	return errmap.OnConn(c.closed.Load(), err, errClosed, func() error { return mapErr(ctx, err, what) })
 }
 
 // errClosed is returned by every operation after Close (ERR-4).

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/sqlrows"
@@ -10,9 +9,9 @@ import (
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
 
-// SubscribeCommits delivers a wake for every commit that lands in the
-// store, from any Conn of any process or Galera node (FAN-1), until ctx
-// ends or the Conn closes; then it closes the channel. MySQL has no
+// SubscribeCommits (driver.CommitFanoutConn, FAN-1) wakes on commits from
+// any Conn of any process or Galera node, and closes the channel when the
+// Conn closes. MySQL has no
 // notification channel, so the Conn polls (driver/fanpoll): every 100 ms
 // (fanpoll.DefaultInterval) one range read of the partitions' heads for
 // all subscribers of the Conn (ceil(partitions/1,000) statements), and
@@ -34,14 +33,6 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
-		var w driver.CommitWake
-		var p []byte
-		if err := r.Scan(&p, &w.CommitSeq); err != nil {
-			return w, err
-		}
-		w.Partition = string(p)
-		return w, nil
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
 	return out, c.mapErr(ctx, err, "mysql: read the partitions' heads")
 }

@@ -20,41 +20,33 @@ const pushReadChunk = 500
 // table's statement also reads the result (a LEFT JOIN of both on a
 // one-row table), so a push into one table makes ONE statement.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
-	dtx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return nil, driver.PushRead{}, err
-	}
-	t := dtx.(*Tx)
-	var out driver.PushRead
-	err = t.op(ctx, func() error {
-		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		groups := rowkeys.Groups(keys, pushReadChunk)
-		if len(groups) == 0 {
-			var err error
-			out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
-			return err
-		}
-		for gi, g := range groups {
-			x, err := c.table(g.Table)
-			if err != nil {
+	begin := func() (driver.Tx, error) { return c.Begin(ctx, partition) }
+	return rowkeys.BeginPush(ctx, begin, func(t *Tx, out *driver.PushRead) error {
+		return t.op(ctx, func() error {
+			out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+			groups := rowkeys.Groups(keys, pushReadChunk)
+			if len(groups) == 0 {
+				var err error
+				out.Result, out.HasResult, err = c.getPushResult(ctx, t.tx, partition, clientID, clientCommitID)
 				return err
 			}
-			if gi == 0 {
-				err = t.readResultAndRowsIn(ctx, x, g, keys, clientID, clientCommitID, &out)
-			} else {
-				err = t.readRowsIn(ctx, x, g, keys, &out)
+			for gi, g := range groups {
+				x, err := c.table(g.Table)
+				if err != nil {
+					return err
+				}
+				if gi == 0 {
+					err = t.readResultAndRowsIn(ctx, x, g, keys, clientID, clientCommitID, out)
+				} else {
+					err = t.readRowsIn(ctx, x, g, keys, out)
+				}
+				if err != nil || out.HasResult {
+					return err
+				}
 			}
-			if err != nil || out.HasResult {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
 	})
-	if err != nil {
-		_ = t.Rollback(context.WithoutCancel(ctx))
-		return nil, driver.PushRead{}, err
-	}
-	return t, out, nil
 }
 
 // readRowsIn reads the rows of x among g's keys into out.

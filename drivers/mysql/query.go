@@ -3,14 +3,11 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"encoding/json"
 	"errors"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"time"
 	"unicode"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/querylang"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // Authoritative queries (capability authoritative-query, AQ-1…AQ-5). The
@@ -56,21 +54,17 @@ const querySQLMode = coreSQLMode + ",ANSI_QUOTES,PIPES_AS_CONCAT,NO_BACKSLASH_ES
 
 // queryPool is the lazily opened pool of query connections of a Conn.
 type queryPool struct {
-	mu     gosync.Mutex
-	db     *sql.DB
-	closed bool
+	sqlrows.LazyDB
 }
 
 // get returns the pool, opening it the first time.
 func (p *queryPool) get(c *Conn) (*sql.DB, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errClosed()
-	}
-	if p.db != nil {
-		return p.db, nil
-	}
+	return p.Get(func() (*sql.DB, error) { return openQueryDB(c) }, errClosed)
+}
+
+// openQueryDB opens the query pool of c: its own connections, with the
+// session settings of the file comment.
+func openQueryDB(c *Conn) (*sql.DB, error) {
 	cfg := c.cfg.Clone()
 	cfg.DBName = "" // no default database: see the file comment
 	params := map[string]string{}
@@ -97,22 +91,11 @@ func (p *queryPool) get(c *Conn) (*sql.DB, error) {
 	if err != nil {
 		return nil, driver.Errorf(driver.CodeInvalidArgument, "mysql: malformed DSN")
 	}
-	p.db = sql.OpenDB(connector)
-	p.db.SetMaxOpenConns(queryConns)
-	p.db.SetMaxIdleConns(queryConns)
-	p.db.SetConnMaxIdleTime(time.Minute)
-	return p.db, nil
-}
-
-// close closes the pool; later gets fail.
-func (p *queryPool) close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	if p.db == nil {
-		return nil
-	}
-	return p.db.Close()
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(queryConns)
+	db.SetMaxIdleConns(queryConns)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
 }
 
 // AuthoritativeQuery runs q against partition's rows only and returns its
@@ -135,11 +118,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := querylang.AdmitQuery(q)
-	if err != nil {
-		return driver.QueryResult{}, err
-	}
-	args, err := querylang.QueryArgs(q.Args, mysqlArgRules)
+	text, args, err := querylang.AdmitQueryArgs(q, mysqlArgRules)
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -151,45 +130,31 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return driver.QueryResult{}, c.mapErr(ctx, err, "mysql: authoritative query: acquire a connection")
+	acquire := func(err error) error {
+		return c.mapErr(ctx, err, "mysql: authoritative query: acquire a connection")
 	}
-	res, err := c.runQuery(ctx, conn, mq, partition, q.Limits.WithDefaults())
-	if err != nil {
-		// Never pool a connection that may still be inside the transaction.
-		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
-	}
-	_ = conn.Close()
-	return res, err
+	return sqlrows.OnConn(ctx, db, acquire, func(conn *sql.Conn) (driver.QueryResult, error) {
+		return c.runQuery(ctx, conn, mq, partition, q.Limits.WithDefaults())
+	})
 }
 
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted by name and distinct.
 func (c *Conn) queryTables(tables []string) ([]queryTable, error) {
-	if len(tables) == 0 {
-		return nil, queryInvalid("query declares no table (AQ-1)")
+	names, defs, err := querylang.DeclaredTables(tables, c.table)
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []queryTable
-	for _, name := range tables {
-		x, err := c.table(name)
-		if err != nil {
-			return nil, err
-		}
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		t := queryTable{name: name, cols: x.def.Columns, floats: map[string]string{}}
-		for _, col := range x.def.Columns {
+	out := make([]queryTable, len(names))
+	for i, name := range names {
+		t := queryTable{name: name, cols: defs[i].def.Columns, floats: map[string]string{}}
+		for _, col := range defs[i].def.Columns {
 			if col.Type == driver.TypeFloat {
 				t.floats[strings.ToLower(col.Name)] = col.Name
 			}
 		}
-		out = append(out, t)
+		out[i] = t
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 

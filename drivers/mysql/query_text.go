@@ -172,8 +172,8 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 			p.Text = " "
 		case querylang.TokWord:
 			p.Name = strings.ToLower(s)
-			if i+1 < len(toks) && (toks[i+1].Kind == querylang.TokString || toks[i+1].Kind == querylang.TokQuotedID) {
-				return myQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
+			if err := querylang.GluedWord(toks, i); err != nil {
+				return myQuery{}, err
 			}
 		case querylang.TokQuotedID:
 			p.Name = querylang.UnquoteIdent(s)
@@ -200,11 +200,8 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 				}
 			}
 		case querylang.TokParam:
-			n := last + 1
-			if len(s) > 1 {
-				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
-			}
-			last = max(last, n)
+			var n int
+			n, last = querylang.ParamNumber(s, last)
 			if n > len(args) {
 				return myQuery{}, queryInvalid("query binds %d parameters, got %d values (AQ-1)", n, len(args))
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -230,11 +231,8 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 	if err != nil {
 		return err
 	}
-	if seq > maxSeq {
-		return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
-	}
-	if seq <= 0 {
-		return nil
+	if raise, err := commitwindow.RaiseHorizon(seq, maxSeq, 0); !raise {
+		return err
 	}
 	return c.execRetry(ctx, "mysql: set horizon", raiseHorizon, partition, seq)
 }

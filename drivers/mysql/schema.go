@@ -23,20 +23,17 @@ type schemaState struct {
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
 func (c *Conn) table(name string) (*table, error) {
+	var tables map[string]*table
 	if st := c.state.Load(); st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, nil
-		}
+		tables = st.tables
 	}
-	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+	return schemaplan.Table(tables, name)
 }
 
-// EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7). No stored schema → create; same version → an equal
-// layout is a no-op (one read), a different one → CodeSchemaMismatch;
-// stored newer → CodeSchemaNewer; given newer → migrate or
-// CodeSchemaMigrationUnsupported (checked before any DDL). A declared
-// index over MySQL's key-length limit → CodeSchemaInvalid (docs/mysql.md).
+// EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7); an equal layout
+// costs one read, and CodeSchemaMigrationUnsupported is decided before any
+// DDL. A declared index over MySQL's key-length limit → CodeSchemaInvalid
+// (docs/mysql.md).
 //
 // MySQL commits every DDL statement implicitly, so a migration is a list
 // of steps, each of which first checks the catalog (information_schema)

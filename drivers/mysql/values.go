@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowcodec"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // toSQL converts a row value of column c into the value bound for it:
@@ -17,65 +19,21 @@ import (
 // wrong Go type, or longer than a keyed column allows, fails with
 // CodeInvalidValue naming the column, never the value (V-3, V-10).
 func toSQL(c driver.Column, keyed bool, v any) (any, error) {
-	if v == nil {
-		return nil, nil
+	b, err := rowcodec.Bind(c.Name, c.Type, v, true)
+	if err != nil || !keyed {
+		return b, err
 	}
-	bad := func(why string) (any, error) {
-		return nil, &driver.Error{Code: driver.CodeInvalidValue, Column: c.Name, OpIndex: -1,
-			Message: fmt.Sprintf("value of column %s %s", c.Name, why)}
+	switch x := b.(type) {
+	case string: // string and json
+		if len(x) > keyedWidth && utf8.RuneCountInString(x) > keyedWidth {
+			return nil, rowcodec.InvalidValue(c.Name, fmt.Sprintf("is longer than %d characters, the MySQL limit of a key column (see docs/mysql.md)", keyedWidth))
+		}
+	case []byte:
+		if len(x) > keyedWidth {
+			return nil, rowcodec.InvalidValue(c.Name, fmt.Sprintf("is longer than %d bytes, the MySQL limit of a key column (see docs/mysql.md)", keyedWidth))
+		}
 	}
-	wrong := func() (any, error) { return bad(fmt.Sprintf("is a %T, want %s (V-3)", v, c.Type)) }
-	tooLong := func() (any, error) {
-		return bad(fmt.Sprintf("is longer than %d characters, the MySQL limit of a key column (see docs/mysql.md)", keyedWidth))
-	}
-	switch c.Type {
-	case driver.TypeString:
-		s, ok := v.(string)
-		if !ok {
-			return wrong()
-		}
-		if keyed && len(s) > keyedWidth && utf8.RuneCountInString(s) > keyedWidth {
-			return tooLong()
-		}
-		return s, nil
-	case driver.TypeJSON:
-		j, ok := v.(driver.JSON)
-		if !ok {
-			return wrong()
-		}
-		if keyed && len(j) > keyedWidth && utf8.RuneCountInString(string(j)) > keyedWidth {
-			return tooLong()
-		}
-		return string(j), nil
-	case driver.TypeInteger:
-		if i, ok := v.(int64); ok {
-			return i, nil
-		}
-	case driver.TypeFloat:
-		if f, ok := v.(float64); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			return f, nil
-		}
-	case driver.TypeBoolean:
-		if b, ok := v.(bool); ok {
-			if b {
-				return int64(1), nil
-			}
-			return int64(0), nil
-		}
-	case driver.TypeBytes:
-		b, ok := v.([]byte)
-		if !ok {
-			return wrong()
-		}
-		if b == nil {
-			return nil, nil
-		}
-		if keyed && len(b) > keyedWidth {
-			return bad(fmt.Sprintf("is longer than %d bytes, the MySQL limit of a key column (see docs/mysql.md)", keyedWidth))
-		}
-		return b, nil
-	}
-	return wrong()
+	return b, nil
 }
 
 // fromSQL converts what the engine returned for a column of type t back
@@ -88,29 +46,9 @@ func fromSQL(col string, t driver.ColumnType, v any) (any, error) {
 	}
 	switch t {
 	case driver.TypeBytes:
-		switch b := v.(type) {
-		case []byte:
-			if b == nil {
-				return []byte{}, nil
-			}
-			return b, nil
-		case string:
-			return []byte(b), nil
-		}
+		return rowcodec.DecodeBytes(col, v)
 	case driver.TypeString, driver.TypeJSON:
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case []byte:
-			s = string(x)
-		default:
-			return nil, undecodable(col, t, v)
-		}
-		if t == driver.TypeJSON {
-			return driver.JSON(s), nil
-		}
-		return s, nil
+		return rowcodec.DecodeText(col, t, v)
 	case driver.TypeInteger, driver.TypeBoolean:
 		var i int64
 		switch x := v.(type) {
@@ -119,29 +57,20 @@ func fromSQL(col string, t driver.ColumnType, v any) (any, error) {
 		case []byte:
 			n, err := strconv.ParseInt(string(x), 10, 64)
 			if err != nil {
-				return nil, undecodable(col, t, v)
+				return nil, rowcodec.Undecodable(col, t, v)
 			}
 			i = n
 		default:
-			return nil, undecodable(col, t, v)
+			return nil, rowcodec.Undecodable(col, t, v)
 		}
 		if t == driver.TypeBoolean {
 			return i != 0, nil
 		}
 		return i, nil
 	case driver.TypeFloat:
-		switch x := v.(type) {
-		case float64:
-			return x, nil
-		case float32:
-			return float64(x), nil
-		}
+		return rowcodec.DecodeFloat(col, v)
 	}
-	return nil, undecodable(col, t, v)
-}
-
-func undecodable(col string, t driver.ColumnType, v any) error {
-	return driver.Errorf(driver.CodeInternal, "stored value of column %s is a %T, not a %s", col, v, t)
+	return nil, rowcodec.Undecodable(col, t, v)
 }
 
 // insertArgs returns the arguments of x.insert / x.upsert for row.
@@ -182,23 +111,19 @@ func (x *table) updateArgs(ins []any) []any {
 
 // scanDest returns destinations for (*sql.Rows).Scan of x.sel.
 func (x *table) scanDest() []any {
-	dest := make([]any, 2+len(x.def.Columns))
-	for i := range dest {
-		dest[i] = new(any)
-	}
-	return dest
+	return sqlrows.AnyDest(2 + len(x.def.Columns))
 }
 
 // decodeRow builds a row from destinations filled by Scan: values typed
 // through the schema, scopes from the scope columns.
 func (x *table) decodeRow(dest []any) (driver.Row, error) {
 	t := x.def
-	get := func(i int) any { return *(dest[i].(*any)) }
+	get := func(i int) any { return sqlrows.Scanned(dest, i) }
 	ver, err := fromSQL(versionColumn, driver.TypeInteger, get(0))
 	if err != nil {
 		return driver.Row{}, err
 	}
-	row := driver.Row{ServerVersion: ver.(int64), Values: make(driver.Values, len(t.Columns)), Scopes: make(driver.Scopes, len(t.Scopes))}
+	row := rowcodec.NewRow(t, ver.(int64))
 	for i, c := range t.Columns {
 		v, err := fromSQL(c.Name, c.Type, get(2+i))
 		if err != nil {
@@ -217,10 +142,6 @@ func (x *table) decodeRow(dest []any) (driver.Row, error) {
 			}
 		}
 	}
-	row.ID, _ = row.Values[t.PrimaryKey].(string)
-	for _, s := range t.Scopes {
-		sv, _ := row.Values[s.Column].(string)
-		row.Scopes[s.Variable] = sv
-	}
+	rowcodec.SetKeys(&row, t)
 	return row, nil
 }

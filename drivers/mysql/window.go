@@ -38,12 +38,9 @@ const roundHeadroom = 64
 // LimitChanges (WIN-4). Deletes carry no Values and RowVersion 0 (WIN-6).
 // Errors: CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	if _, err := c.table(q.Table); err != nil {
+	key, empty, err := commitwindow.Key(q, c.table)
+	if err != nil {
 		return nil, err
-	}
-	key, empty, ok := storelayout.PickKey(q.Filter)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
 	if empty {
 		// Nothing can match; the cursor is still checked, in one statement.

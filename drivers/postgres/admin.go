@@ -3,11 +3,8 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
-	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // The admin capability (ADM-1, ADM-2): read-only console views over the
@@ -34,19 +31,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		return nil, c.mapErr(ctx, err, what)
 	}
 	defer rows.Close()
-	var out []driver.ClientRecord
-	for rows.Next() {
-		var rec driver.ClientRecord
-		var subs string
-		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
-			return nil, c.mapErr(ctx, err, what)
-		}
-		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, c.mapErr(ctx, rows.Err(), what)
+	return adminview.ClientRecords(rows, func(err error) error { return c.mapErr(ctx, err, what) })
 }
 
 // ListCommitMeta returns the metadata of the retained commits with seq <
@@ -66,14 +51,8 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, c.mapErr(ctx, err, what)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.CommitMeta, error) {
-		var m driver.CommitMeta
-		var n int64
-		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &n)
-		m.ChangeCount = int(n)
-		return m, err
-	})
-	return out, c.mapErr(ctx, err, what)
+	defer rows.Close()
+	return adminview.CommitMetas(rows, func(err error) error { return c.mapErr(ctx, err, what) })
 }
 
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
@@ -83,10 +62,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 // CodeUnknownTable; a filter with no keys → CodeScanRequiresScope (V-6).
 func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
 	var act driver.ScopeActivity
-	if _, err := c.table(table); err != nil {
-		return act, err
-	}
-	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}
@@ -99,21 +75,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, c.mapErr(ctx, err, what)
 	}
 	defer rows.Close()
-	count := adminview.NewActivity(filter, key)
-	for rows.Next() {
-		var seq int64
-		var text string
-		if err := rows.Scan(&seq, &text); err != nil {
-			return act, c.mapErr(ctx, err, what)
-		}
-		if err := count.Add(seq, text); err != nil {
-			return act, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return act, c.mapErr(ctx, err, what)
-	}
-	return count.Result(), nil
+	return adminview.NewActivity(filter, key).CountRows(rows, func(err error) error { return c.mapErr(ctx, err, what) })
 }
 
 // RowScopes returns the scopes of the current row (table, rowID) and

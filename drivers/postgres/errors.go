@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/errmap"
 )
 
 // mapErr classifies an engine error as a *driver.Error (ERR-1); what names
@@ -30,15 +31,8 @@ import (
 //	network errors, closed connection         CodeUnavailable
 //	anything else                             CodeInternal
 func mapErr(ctx context.Context, err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var de *driver.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || (ctx != nil && ctx.Err() != nil) {
-		return driver.Wrap(driver.CodeUnavailable, err, "%s: context ended", what)
+	if mapped, done := errmap.Common(ctx, err, what); done {
+		return mapped
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

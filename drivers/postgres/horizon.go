@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 )
 
 // SetHorizonSeq raises the horizon to seq (HZ-1): a seq at or below the
@@ -21,11 +22,8 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if seq > maxSeq {
-			return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
-		}
-		if seq <= horizon {
-			return nil
+		if raise, err := commitwindow.RaiseHorizon(seq, maxSeq, horizon); !raise {
+			return err
 		}
 		_, err = tx.Exec(ctx, sqlSetHorizon, partition, seq)
 		return err

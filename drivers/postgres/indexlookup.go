@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowcodec"
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4). A lookup is an
@@ -99,7 +100,7 @@ func (c *Conn) indexLookup(partition string, q driver.IndexQuery) (*table, strin
 	return x, sql, args, nil
 }
 
-// lookupValue is toSQL for a lookup value, refusing strings the server
+// lookupValue is rowcodec.Bind for a lookup value, refusing strings the server
 // would reject (NUL, invalid UTF-8: V-3) before they reach it. Like a
 // stored value, an empty []byte is an empty bytea and a nil one is NULL.
 func lookupValue(col string, t driver.ColumnType, v any) (any, error) {
@@ -107,5 +108,5 @@ func lookupValue(col string, t driver.ColumnType, v any) (any, error) {
 		return nil, &driver.Error{Code: driver.CodeInvalidValue, Column: col, OpIndex: -1,
 			Message: "value of column " + col + " is not valid UTF-8 without NUL (V-3)"}
 	}
-	return toSQL(col, t, v)
+	return rowcodec.Bind(col, t, v, false)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -65,11 +64,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := querylang.AdmitQuery(q)
-	if err != nil {
-		return driver.QueryResult{}, err
-	}
-	args, err := querylang.QueryArgs(q.Args, querylang.QueryArgRules{RefuseNUL: true})
+	text, args, err := querylang.AdmitQueryArgs(q, querylang.QueryArgRules{RefuseNUL: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -105,26 +100,17 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted and distinct, with their application columns.
 func (c *Conn) queryTables(tables []string) ([]string, map[string][]string, error) {
-	if len(tables) == 0 {
-		return nil, nil, queryInvalid("query declares no table (AQ-1)")
+	names, defs, err := querylang.DeclaredTables(tables, c.table)
+	if err != nil {
+		return nil, nil, err
 	}
 	cols := map[string][]string{}
-	var out []string
-	for _, t := range tables {
-		x, err := c.table(t)
-		if err != nil {
-			return nil, nil, err
+	for i, name := range names {
+		for _, col := range defs[i].def.Columns {
+			cols[name] = append(cols[name], col.Name)
 		}
-		if _, seen := cols[t]; seen {
-			continue
-		}
-		for _, col := range x.def.Columns {
-			cols[t] = append(cols[t], col.Name)
-		}
-		out = append(out, t)
 	}
-	sort.Strings(out)
-	return out, cols, nil
+	return names, cols, nil
 }
 
 // storeSchema returns the schema the store's tables live in (the

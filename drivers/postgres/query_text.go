@@ -125,8 +125,8 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			p.Text = " "
 		case querylang.TokWord:
 			p.Name = strings.ToLower(s)
-			if i+1 < len(toks) && (toks[i+1].Kind == querylang.TokString || toks[i+1].Kind == querylang.TokQuotedID) {
-				return pgQuery{}, queryInvalid("query glues a word to a quoted token at byte %d (AQ-1)", tk.Start)
+			if err := querylang.GluedWord(toks, i); err != nil {
+				return pgQuery{}, err
 			}
 			if p.Name == "u" && i+2 < len(toks) && text[toks[i+1].Start:toks[i+1].End] == "&" &&
 				(toks[i+2].Kind == querylang.TokString || toks[i+2].Kind == querylang.TokQuotedID) {
@@ -158,11 +158,8 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 				p.Text = "(" + s + "::float8)" // a REAL in SQLite, numeric in PostgreSQL (AQ-5)
 			}
 		case querylang.TokParam:
-			n := last + 1
-			if len(s) > 1 {
-				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
-			}
-			last = max(last, n)
+			var n int
+			n, last = querylang.ParamNumber(s, last)
 			v := args[n-1]
 			if v == nil {
 				p.Text = " NULL" // the space: never glued to a word before it

@@ -22,21 +22,17 @@ type schemaState struct {
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
 func (c *Conn) table(name string) (*table, error) {
+	var tables map[string]*table
 	if st := c.state.Load(); st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, nil
-		}
+		tables = st.tables
 	}
-	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+	return schemaplan.Table(tables, name)
 }
 
-// EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7). The layout comparison is the engine-neutral one
-// (storelayout.Layout, storelayout.CheckMigration), so every engine
-// accepts and rejects the same schema changes. No stored schema → create; same
-// version → an equal layout is a no-op (one read, SCH-3), a different one
-// → CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
-// migrate per SCH-6 or CodeSchemaMigrationUnsupported. Changes run in one
+// EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), decided by
+// schemaplan over the engine-neutral layout (storelayout), so every engine
+// accepts and rejects the same schema changes; an equal layout costs one
+// read. Changes run in one
 // transaction under an advisory lock on the schema key: DDL is
 // transactional, so an interrupted migration changes nothing and two
 // processes migrating at once serialize, the second finding the first's
@@ -141,65 +137,13 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
 func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	if err := storelayout.CheckMigration(old, s); err != nil {
-		return nil, err
-	}
-	next := storelayout.LayoutOf(s)
-	oldT := map[string]storelayout.LayoutTable{}
-	for _, t := range old.Tables {
-		oldT[t.Name] = t
-	}
-	newT := map[string]storelayout.LayoutTable{}
-	for _, t := range next.Tables {
-		newT[t.Name] = t
-	}
-	var drops, creates []string
-	for _, ot := range old.Tables {
-		if _, ok := newT[ot.Name]; !ok {
-			drops = append(drops, "DROP TABLE "+quote(ot.Name))
-		}
-	}
-	for _, t := range s.Tables {
-		ot, ok := oldT[t.Name]
-		if !ok {
-			creates = append(creates, newTable(t).createSQL()...)
-			continue
-		}
-		nt := newT[t.Name]
-		for _, nc := range nt.Columns[len(ot.Columns):] {
-			creates = append(creates, "ALTER TABLE "+quote(t.Name)+" ADD COLUMN "+
-				columnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
-		}
-		oldIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range ot.Indexes {
-			oldIx[ix.Name] = ix
-		}
-		newIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range nt.Indexes {
-			newIx[ix.Name] = ix
-		}
-		for _, ix := range ot.Indexes {
-			if n, ok := newIx[ix.Name]; !ok || !sameIndex(ix, n) {
-				drops = append(drops, "DROP INDEX "+quote(declaredIndexName(t.Name, ix.Name)))
-			}
-		}
-		for _, ix := range nt.Indexes {
-			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
-				creates = append(creates, createIndexSQL(t.Name, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
-			}
-		}
-	}
-	return append(drops, creates...), nil
-}
-
-func sameIndex(a, b storelayout.LayoutIndex) bool {
-	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
-		return false
-	}
-	for i := range a.Columns {
-		if a.Columns[i] != b.Columns[i] {
-			return false
-		}
-	}
-	return true
+	return schemaplan.MigrationSQL(old, s, schemaplan.Dialect{
+		DropTable:   func(table string) string { return "DROP TABLE " + quote(table) },
+		CreateTable: func(t driver.Table) []string { return newTable(t).createSQL() },
+		AddColumn: func(table string, c driver.Column) string {
+			return "ALTER TABLE " + quote(table) + " ADD COLUMN " + columnDef(c)
+		},
+		DropIndex:   func(table, index string) string { return "DROP INDEX " + quote(declaredIndexName(table, index)) },
+		CreateIndex: func(t driver.Table, ix driver.Index) string { return createIndexSQL(t.Name, ix) },
+	})
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/commitwindow"
-	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // ReadCommitWindow returns the commits selected by q, oldest first
@@ -25,12 +24,9 @@ import (
 // and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
 // CodeScanRequiresScope, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	if _, err := c.table(q.Table); err != nil {
+	key, _, err := commitwindow.Key(q, c.table)
+	if err != nil {
 		return nil, err
-	}
-	key, _, ok := storelayout.PickKey(q.Filter)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
 	if err := c.check(); err != nil {
 		return nil, err

@@ -2,12 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/adminview"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
-	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -30,19 +28,7 @@ func (c *Conn) ListClientRecords(ctx context.Context, partition string, q driver
 		return nil, err
 	}
 	defer rows.Close()
-	var out []driver.ClientRecord
-	for rows.Next() {
-		var rec driver.ClientRecord
-		var subs string
-		if err := rows.Scan(&rec.ClientID, &rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: list client records")
-		}
-		if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
-	}
-	return out, c.mapErr(ctx, rows.Err(), "sqlite: list client records")
+	return adminview.ClientRecords(rows, func(err error) error { return c.mapErr(ctx, err, "sqlite: list client records") })
 }
 
 // ListCommitMeta returns the metadata of the retained commits with seq <
@@ -58,12 +44,8 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitMeta, error) {
-		var m driver.CommitMeta
-		err := r.Scan(&m.Seq, &m.ClientID, &m.ClientCommitID, &m.ActorID, &m.CreatedAtMs, &m.ChangeCount)
-		return m, err
-	})
-	return out, c.mapErr(ctx, err, "sqlite: list commit metadata")
+	defer rows.Close()
+	return adminview.CommitMetas(rows, func(err error) error { return c.mapErr(ctx, err, "sqlite: list commit metadata") })
 }
 
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
@@ -73,10 +55,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 // CodeUnknownTable; a filter with no keys → CodeScanRequiresScope (V-6).
 func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
 	var act driver.ScopeActivity
-	if _, err := c.table(table); err != nil {
-		return act, err
-	}
-	key, done, err := adminview.ActivityKey(filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}
@@ -89,21 +68,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 		return act, err
 	}
 	defer rows.Close()
-	count := adminview.NewActivity(filter, key)
-	for rows.Next() {
-		var seq int64
-		var text string
-		if err := rows.Scan(&seq, &text); err != nil {
-			return act, c.mapErr(ctx, err, "sqlite: scope activity")
-		}
-		if err := count.Add(seq, text); err != nil {
-			return act, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return act, c.mapErr(ctx, err, "sqlite: scope activity")
-	}
-	return count.Result(), nil
+	return adminview.NewActivity(filter, key).CountRows(rows, func(err error) error { return c.mapErr(ctx, err, "sqlite: scope activity") })
 }
 
 // RowScopes returns the scopes of the current row (table, rowID) and

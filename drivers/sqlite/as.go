@@ -1,7 +1,5 @@
 package sqlite
 
-import "database/sql"
-
 // As hands the host the engine transaction of the Tx (driver.Aser): a
 // **sql.Tx target is set to the *sql.Tx the Tx runs in, on the store's
 // one writer connection (BEGIN IMMEDIATE, so every other writer waits,
@@ -18,18 +16,5 @@ import "database/sql"
 // query_only reader pool; a host that wants SQLite tables of its own next
 // to the store's opens the same file itself, or writes them through Tx.As.
 func (t *Tx) As(target any) bool {
-	p, ok := target.(**sql.Tx)
-	if !ok || p == nil {
-		return false
-	}
-	t.state.Lock()
-	defer t.state.Unlock()
-	if !t.state.Usable() || t.c.closed.Load() {
-		return false
-	}
-	if err := t.flushStaged(t.beginCtx); err != nil {
-		return false
-	}
-	*p = t.st.tx
-	return true
+	return t.state.HandOut(target, t.st.tx, t.c.closed.Load, func() error { return t.flushStaged(t.beginCtx) })
 }

@@ -36,11 +36,7 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.ClientCursor, error) {
-		var cc driver.ClientCursor
-		err := r.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
-		return cc, err
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.ClientCursor)
 	return out, c.mapErr(ctx, err, "sqlite: list client cursors")
 }
 

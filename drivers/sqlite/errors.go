@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/errmap"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -30,16 +31,8 @@ import (
 // Opening a path that cannot be a database (a missing directory, a
 // directory, no permission) is refused by openErr, not here.
 func mapErr(ctx context.Context, err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var de *driver.Error
-	if errors.As(err, &de) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		(ctx != nil && ctx.Err() != nil) {
-		return driver.Wrap(driver.CodeUnavailable, err, "%s: context ended", what)
+	if mapped, done := errmap.Common(ctx, err, what); done {
+		return mapped
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -66,25 +59,16 @@ func mapErr(ctx context.Context, err error, what string) error {
 			return driver.Wrap(driver.CodeSchemaNewer, err, "%s: the stored schema changed under this store (another process migrated it); call EnsureSchema again", what)
 		}
 	}
-	if errors.Is(err, sql.ErrTxDone) {
-		return driver.Wrap(driver.CodeUnavailable, err, "%s: the transaction was rolled back (its context ended)", what)
-	}
 	if errors.Is(err, sql.ErrConnDone) {
 		return driver.Wrap(driver.CodeUnavailable, err, "%s: connection closed", what)
 	}
-	return driver.Wrap(driver.CodeInternal, err, "%s", what)
+	return errmap.Rest(err, what)
 }
 
 // mapErr is mapErr that reports a closed store as such (CodeClosed,
 // ERR-4), whatever its pools answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if c.closed.Load() {
-		return errClosed()
-	}
-	return mapErr(ctx, err, what)
+	return errmap.OnConn(c.closed.Load(), err, errClosed, func() error { return mapErr(ctx, err, what) })
 }
 
 // openErr classifies a failure to open the database file at path (""

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
@@ -13,9 +12,9 @@ import (
 
 var _ driver.CommitFanoutConn = (*Conn)(nil)
 
-// SubscribeCommits delivers a wake for every commit that lands in the
-// store's file (FAN-1) until ctx ends or the Conn closes; then it closes
-// the channel. Commits made by any Conn of this process on the same file
+// SubscribeCommits (driver.CommitFanoutConn, FAN-1) wakes on commits to
+// the store's file, and closes the channel when the Conn closes too.
+// Commits made by any Conn of this process on the same file
 // wake at once (an in-process hub keyed by the file's path); commits of
 // other processes are seen by polling the partitions' heads every 100 ms
 // (driver/fanpoll: one range read of _sync_partitions per poll for all
@@ -35,11 +34,7 @@ func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driv
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.CommitWake, error) {
-		var w driver.CommitWake
-		err := r.Scan(&w.Partition, &w.CommitSeq)
-		return w, err
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
 	return out, c.mapErr(ctx, err, "sqlite: read the partitions' heads")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/commitwindow"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
@@ -15,11 +16,8 @@ func (c *Conn) SetHorizonSeq(ctx context.Context, partition string, seq int64) e
 		if err != nil {
 			return err
 		}
-		if seq > maxSeq {
-			return driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
-		}
-		if seq <= horizon {
-			return nil
+		if raise, err := commitwindow.RaiseHorizon(seq, maxSeq, horizon); !raise {
+			return err
 		}
 		return t.exec(ctx, sqlitesql.SetHorizon, partition, seq)
 	})

@@ -16,37 +16,29 @@ var _ driver.PushBeginner = (*Conn)(nil)
 // each statement is a round through database/sql and the engine, whatever
 // it reads.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
-	dtx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return nil, driver.PushRead{}, err
-	}
-	t := dtx.(*Tx)
-	var out driver.PushRead
-	err = t.op(ctx, func() error {
-		var err error
-		out.Result, out.HasResult, err = c.getPushResult(ctx, t.st, partition, clientID, clientCommitID)
-		if err != nil || out.HasResult {
-			return err
-		}
-		out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-		for _, g := range rowkeys.Groups(keys, sqlitesql.MaxGetIn) {
-			x, err := c.table(g.Table)
-			if err != nil {
+	begin := func() (driver.Tx, error) { return c.Begin(ctx, partition) }
+	return rowkeys.BeginPush(ctx, begin, func(t *Tx, out *driver.PushRead) error {
+		return t.op(ctx, func() error {
+			var err error
+			out.Result, out.HasResult, err = c.getPushResult(ctx, t.st, partition, clientID, clientCommitID)
+			if err != nil || out.HasResult {
 				return err
 			}
-			rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition))
-			if err != nil {
-				return err
+			out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+			for _, g := range rowkeys.Groups(keys, sqlitesql.MaxGetIn) {
+				x, err := c.table(g.Table)
+				if err != nil {
+					return err
+				}
+				rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition))
+				if err != nil {
+					return err
+				}
+				for _, row := range rows {
+					g.Place(out, row)
+				}
 			}
-			for _, row := range rows {
-				g.Place(&out, row)
-			}
-		}
-		return nil
+			return nil
+		})
 	})
-	if err != nil {
-		_ = t.Rollback(context.WithoutCancel(ctx))
-		return nil, driver.PushRead{}, err
-	}
-	return t, out, nil
 }

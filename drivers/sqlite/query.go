@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -18,6 +17,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/querylang"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -50,11 +50,10 @@ const queryConns = 4
 
 // queryPool is the lazily opened pool of query connections of a Conn.
 type queryPool struct {
-	dsn     string
-	mu      gosync.Mutex
-	db      *sql.DB
-	closed  bool
-	modules []string // the engine's virtual table modules, read once
+	dsn string
+	sqlrows.LazyDB
+	mu      gosync.Mutex // guards modules
+	modules []string     // the engine's virtual table modules, read once
 }
 
 // newQueryPool returns the pool for readerDSN (the readers' DSN: query_only
@@ -64,19 +63,7 @@ func newQueryPool(readerDSN string) *queryPool {
 }
 
 func (p *queryPool) get() (*sql.DB, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errClosed()
-	}
-	if p.db == nil {
-		db, err := openDB(p.dsn, queryConns)
-		if err != nil {
-			return nil, err
-		}
-		p.db = db
-	}
-	return p.db, nil
+	return p.Get(func() (*sql.DB, error) { return openDB(p.dsn, queryConns) }, errClosed)
 }
 
 // moduleNames returns the engine's virtual table modules, read on conn
@@ -115,13 +102,7 @@ func (p *queryPool) close() error {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	if p.db == nil {
-		return nil
-	}
-	return p.db.Close()
+	return p.Close()
 }
 
 // AuthoritativeQuery runs q against partition's rows only and returns its
@@ -141,11 +122,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
-	text, err := querylang.AdmitQuery(q)
-	if err != nil {
-		return driver.QueryResult{}, err
-	}
-	args, err := querylang.QueryArgs(q.Args, querylang.QueryArgRules{BoolAsInt: true})
+	text, args, err := querylang.AdmitQueryArgs(q, querylang.QueryArgRules{BoolAsInt: true})
 	if err != nil {
 		return driver.QueryResult{}, err
 	}
@@ -153,38 +130,21 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 	if err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, "sqlite: open the query pool")
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return driver.QueryResult{}, c.mapErr(ctx, err, "sqlite: query connection")
-	}
-	defer conn.Close()
-	res, err := c.runQuery(ctx, conn, partition, declared, text.SQL, args, q.Limits.WithDefaults())
-	if err != nil {
-		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn }) // drop the connection
-		return driver.QueryResult{}, err
-	}
-	return res, nil
+	acquire := func(err error) error { return c.mapErr(ctx, err, "sqlite: query connection") }
+	return sqlrows.OnConn(ctx, db, acquire, func(conn *sql.Conn) (driver.QueryResult, error) {
+		res, err := c.runQuery(ctx, conn, partition, declared, text.SQL, args, q.Limits.WithDefaults())
+		if err != nil {
+			return driver.QueryResult{}, err
+		}
+		return res, nil
+	})
 }
 
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted and distinct.
 func (c *Conn) queryTables(tables []string) ([]string, error) {
-	if len(tables) == 0 {
-		return nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range tables {
-		if _, err := c.table(t); err != nil {
-			return nil, err
-		}
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	names, _, err := querylang.DeclaredTables(tables, c.table)
+	return names, err
 }
 
 // runQuery is steps 1–5 of the package comment on one connection, under

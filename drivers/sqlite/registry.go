@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
@@ -60,15 +59,7 @@ func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string,
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.PartitionEntry, error) {
-		var e driver.PartitionEntry
-		var req int64
-		if err := r.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
-			return e, err
-		}
-		e.EpochRequired = req != 0
-		return e, nil
-	})
+	out, err := sqlrows.Collect(rows, sqlrows.PartitionEntry)
 	return out, c.mapErr(ctx, err, "sqlite: list partition registry")
 }
 

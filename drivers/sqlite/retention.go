@@ -12,14 +12,14 @@ import (
 // sqlitesql.DeletePushResultsBefore, DeleteClientRecordsBefore and
 // MinClientCursor, each served by its index (TestPlans pins them).
 
-// DeletePushResultsBefore deletes at most limit push results recorded
-// before beforeMs, oldest first, and returns how many (PR-7).
+// DeletePushResultsBefore is driver.Conn's (PR-7): one bounded DELETE
+// over the push results' recorded-at index.
 func (c *Conn) DeletePushResultsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
 	return c.deleteBounded(ctx, "sqlite: delete push results", sqlitesql.DeletePushResultsBefore, partition, beforeMs, limit)
 }
 
-// DeleteClientRecordsBefore deletes at most limit client records not
-// updated since beforeMs, oldest first, and returns how many (CR-4).
+// DeleteClientRecordsBefore is driver.Conn's (CR-4): one bounded DELETE
+// over the client records' updated-at index.
 func (c *Conn) DeleteClientRecordsBefore(ctx context.Context, partition string, beforeMs int64, limit int) (int64, error) {
 	return c.deleteBounded(ctx, "sqlite: delete client records", sqlitesql.DeleteClientRecordsBefore, partition, beforeMs, limit)
 }

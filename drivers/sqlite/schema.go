@@ -20,24 +20,19 @@ type schemaState struct {
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
 func (c *Conn) table(name string) (*sqlitesql.Table, error) {
-	st := c.state.Load()
-	if st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, nil
-		}
+	var tables map[string]*sqlitesql.Table
+	if st := c.state.Load(); st != nil {
+		tables = st.tables
 	}
-	return nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+	return schemaplan.Table(tables, name)
 }
 
-// EnsureSchema makes the store's application tables match schema
-// (SCH-3…SCH-7), in one BEGIN IMMEDIATE transaction: SQLite DDL is
-// transactional, so an interrupted migration leaves nothing half-done and
-// two processes migrating at once serialize (the second finds the first's
-// result). No stored schema → create; same version → equal layout is a
-// no-op (checked on a reader first, so it is cheap), a different one →
-// CodeSchemaMismatch; stored newer → CodeSchemaNewer; given newer →
-// migrate (sqlitesql.MigrationSQL) or CodeSchemaMigrationUnsupported.
-// On any error nothing changes. On success the Conn uses schema's tables
+// EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), run in one
+// BEGIN IMMEDIATE transaction: SQLite DDL is transactional, so an
+// interrupted migration leaves nothing half-done and two processes
+// migrating at once serialize (the second finds the first's result). An
+// equal layout is checked on a reader first, so it is cheap; a migration
+// runs sqlitesql.MigrationSQL. On success the Conn uses schema's tables
 // and their prepared statements.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	if err := c.check(); err != nil {

@@ -34,12 +34,9 @@ import (
 // Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
 // CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	if _, err := c.table(q.Table); err != nil {
+	key, empty, err := commitwindow.Key(q, c.table)
+	if err != nil {
 		return nil, err
-	}
-	key, empty, ok := storelayout.PickKey(q.Filter)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
 	}
 	vals := q.Filter[key]
 	var list string
@@ -50,7 +47,7 @@ func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.
 		}
 	}
 	w := commitwindow.New("sqlite", q, key)
-	err := c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
+	err = c.readTx(ctx, "sqlite: read commit window", func(r runner) error {
 		maxSeq, horizon, err := c.partitionSeqs(ctx, r, partition)
 		if err != nil {
 			return err

@@ -20,15 +20,15 @@ func TestCommitsBefore(t *testing.T) {
 }
 
 func TestActivity(t *testing.T) {
-	if _, _, err := ActivityKey(driver.ScopeFilter{}, 0, 10); driver.CodeOf(err) != driver.CodeScanRequiresScope {
+	if _, _, err := ActivityKey(anyTable, "t", driver.ScopeFilter{}, 0, 10); driver.CodeOf(err) != driver.CodeScanRequiresScope {
 		t.Errorf("ActivityKey of an empty filter = %v, want scan_requires_scope", err)
 	}
 	filter := driver.ScopeFilter{"org": {"o1"}, "team": {"t1", "t2"}}
-	key, done, err := ActivityKey(filter, 0, 10)
+	key, done, err := ActivityKey(anyTable, "t", filter, 0, 10)
 	if err != nil || done || key == "" {
 		t.Fatalf("ActivityKey = %q, %v, %v", key, done, err)
 	}
-	if _, done, _ := ActivityKey(filter, 10, 10); !done {
+	if _, done, _ := ActivityKey(anyTable, "t", filter, 10, 10); !done {
 		t.Error("an empty seq range is not done")
 	}
 	a := NewActivity(filter, key)
@@ -60,5 +60,14 @@ func TestRowScopes(t *testing.T) {
 	}
 	if s, ok, _ := RowScopes(driver.Row{Scopes: driver.Scopes{"org": "o1"}}, false, nil); ok || s != nil {
 		t.Errorf("RowScopes of a missing row = %v, %v", s, ok)
+	}
+}
+
+func anyTable(string) (struct{}, error) { return struct{}{}, nil }
+
+func TestActivityKeyUnknownTable(t *testing.T) {
+	unknown := func(name string) (int, error) { return 0, driver.Errorf(driver.CodeUnknownTable, "no %s", name) }
+	if _, _, err := ActivityKey(unknown, "t", driver.ScopeFilter{}, 0, 10); driver.CodeOf(err) != driver.CodeUnknownTable {
+		t.Errorf("an unknown table must be reported first, got %v", err)
 	}
 }

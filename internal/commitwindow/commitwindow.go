@@ -114,3 +114,31 @@ func (g *Grouper) Matched() int { return g.matched }
 
 // Commits returns the commits grouped, oldest first (WIN-1).
 func (g *Grouper) Commits() []driver.Commit { return g.out }
+
+// Key makes ReadCommitWindow's first checks, in the order every driver
+// makes them: q.Table must be in the ensured schema (table is the
+// driver's lookup; its error, CodeUnknownTable SCH-8), and q.Filter must
+// have a key (else CodeScanRequiresScope, V-6). It returns the filter's
+// driving key, and empty when some key's value list is empty (the window
+// matches nothing), as storelayout.PickKey chooses them.
+func Key[T any](q driver.WindowQuery, table func(name string) (T, error)) (key string, empty bool, err error) {
+	if _, err := table(q.Table); err != nil {
+		return "", false, err
+	}
+	key, empty, ok := storelayout.PickKey(q.Filter)
+	if !ok {
+		return "", false, driver.Errorf(driver.CodeScanRequiresScope, "window read requires a scope filter (V-6)")
+	}
+	return key, empty, nil
+}
+
+// RaiseHorizon is SetHorizonSeq's decision (HZ-1) from the partition's
+// MaxCommitSeq and current horizon: seq > maxSeq → CodeInvalidHorizon; a
+// seq at or below the horizon is a no-op (raise false); else the horizon
+// is raised to seq.
+func RaiseHorizon(seq, maxSeq, horizon int64) (raise bool, err error) {
+	if seq > maxSeq {
+		return false, driver.Errorf(driver.CodeInvalidHorizon, "horizon %d is past the partition's max commit seq %d (HZ-1)", seq, maxSeq)
+	}
+	return seq > horizon, nil
+}

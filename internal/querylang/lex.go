@@ -1,6 +1,7 @@
 package querylang
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -340,4 +341,71 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
 	return text, nil
+}
+
+// AdmitQueryArgs is AdmitQuery followed by QueryArgs(q.Args, rules): the
+// admitted statement and the bind values the engine is sent, or the
+// first error (CodeQueryInvalid, AQ-1; V-3 for a value rules refuse).
+func AdmitQueryArgs(q driver.Query, rules QueryArgRules) (QueryText, []any, error) {
+	text, err := AdmitQuery(q)
+	if err != nil {
+		return QueryText{}, nil, err
+	}
+	args, err := QueryArgs(q.Args, rules)
+	if err != nil {
+		return QueryText{}, nil, err
+	}
+	return text, args, nil
+}
+
+// DeclaredTables checks a query's declared tables (driver.Query.Tables):
+// at least one (else CodeQueryInvalid, AQ-1), each in the ensured schema
+// (lookup is the driver's table lookup; its error, CodeUnknownTable,
+// SCH-8, is returned). It returns the distinct names sorted bytewise and
+// what lookup returned for each, in the same order.
+func DeclaredTables[T any](names []string, lookup func(name string) (T, error)) ([]string, []T, error) {
+	if len(names) == 0 {
+		return nil, nil, driver.Errorf(driver.CodeQueryInvalid, "query declares no table (AQ-1)")
+	}
+	found := map[string]T{}
+	var out []string
+	for _, name := range names {
+		x, err := lookup(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, seen := found[name]; !seen {
+			found[name] = x
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	vals := make([]T, len(out))
+	for i, name := range out {
+		vals[i] = found[name]
+	}
+	return out, vals, nil
+}
+
+// ParamNumber returns the number of the parameter token s (?NNN; a bare
+// ? is the one after last, the highest number so far) and the new
+// highest number. CheckQueryText has checked the range.
+func ParamNumber(s string, last int) (n, highest int) {
+	n = last + 1
+	if len(s) > 1 {
+		n, _ = strconv.Atoi(s[1:])
+	}
+	return n, max(last, n)
+}
+
+// GluedWord refuses a word token toks[i] followed directly by a string or
+// a quoted name (N'x', x"y"): engines other than SQLite read such a pair
+// as one token of their own (a national string, a prefixed literal), so
+// the statement would not mean what SQLite means (AQ-1,
+// CodeQueryInvalid). nil otherwise.
+func GluedWord(toks []Token, i int) error {
+	if i+1 < len(toks) && (toks[i+1].Kind == TokString || toks[i+1].Kind == TokQuotedID) {
+		return driver.Errorf(driver.CodeQueryInvalid, "query glues a word to a quoted token at byte %d (AQ-1)", toks[i].Start)
+	}
+	return nil
 }

@@ -3,7 +3,11 @@
 // per table and chunk of ids.
 package rowkeys
 
-import "github.com/syncstore/syncstore/driver"
+import (
+	"context"
+
+	"github.com/syncstore/syncstore/driver"
+)
 
 // Group is keys of one table: Index holds their positions in the keys
 // given to Groups, in order.
@@ -49,4 +53,22 @@ func (g Group) Place(read *driver.PushRead, row driver.Row) bool {
 		read.Rows[i], read.Found[i] = row, true
 	}
 	return ok
+}
+
+// BeginPush is driver.PushBeginner.BeginPush for a driver that reads in
+// its own Tx: begin starts the Tx (a T), read fills out inside it. When
+// read fails, the Tx is rolled back (on ctx without its cancellation, so
+// the rollback runs) and read's error is returned with no Tx.
+func BeginPush[T driver.Tx](ctx context.Context, begin func() (driver.Tx, error), read func(t T, out *driver.PushRead) error) (driver.Tx, driver.PushRead, error) {
+	dtx, err := begin()
+	if err != nil {
+		return nil, driver.PushRead{}, err
+	}
+	t := dtx.(T)
+	var out driver.PushRead
+	if err := read(t, &out); err != nil {
+		_ = t.Rollback(context.WithoutCancel(ctx))
+		return nil, driver.PushRead{}, err
+	}
+	return t, out, nil
 }

@@ -47,3 +47,88 @@ func Decide(ver int64, stored string, schema driver.Schema, layout string) (Acti
 	}
 	return Migrate, old, nil
 }
+
+// Table returns tables[name], the SQL of a table of the ensured schema
+// (tables is nil before EnsureSchema succeeded), or CodeUnknownTable
+// (SCH-8).
+func Table[T any](tables map[string]T, name string) (T, error) {
+	if t, ok := tables[name]; ok {
+		return t, nil
+	}
+	var zero T
+	return zero, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// Dialect renders the statements of a migration (MigrationSQL) in one
+// engine's SQL.
+type Dialect struct {
+	DropTable   func(table string) string
+	CreateTable func(t driver.Table) []string
+	// AddColumn appends column c (nullable) to table.
+	AddColumn   func(table string, c driver.Column) string
+	DropIndex   func(table, index string) string
+	CreateIndex func(t driver.Table, ix driver.Index) string
+}
+
+// MigrationSQL returns the statements, in d's SQL, that take the stored
+// layout old to schema s (SCH-6). Which changes are allowed is decided by
+// storelayout.CheckMigration (its error is returned before any statement,
+// so every engine rejects the same changes). The statements are the
+// drops, then the creates: drop retired tables (old's order) and the
+// declared indexes removed or changed (s's table order, old's index
+// order); then per table of s, in order, create a new table whole, or
+// append its new nullable columns and create its new or changed indexes.
+func MigrationSQL(old storelayout.Layout, s driver.Schema, d Dialect) ([]string, error) {
+	if err := storelayout.CheckMigration(old, s); err != nil {
+		return nil, err
+	}
+	next := storelayout.LayoutOf(s)
+	var drops, creates []string
+	for _, ot := range old.Tables {
+		if _, ok := next.Table(ot.Name); !ok {
+			drops = append(drops, d.DropTable(ot.Name))
+		}
+	}
+	for _, t := range s.Tables {
+		ot, ok := old.Table(t.Name)
+		if !ok {
+			creates = append(creates, d.CreateTable(t)...)
+			continue
+		}
+		nt, _ := next.Table(t.Name)
+		for _, nc := range nt.Columns[len(ot.Columns):] {
+			creates = append(creates, d.AddColumn(t.Name, driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
+		}
+		oldIx := map[string]storelayout.LayoutIndex{}
+		for _, ix := range ot.Indexes {
+			oldIx[ix.Name] = ix
+		}
+		newIx := map[string]storelayout.LayoutIndex{}
+		for _, ix := range nt.Indexes {
+			newIx[ix.Name] = ix
+		}
+		for _, ix := range ot.Indexes {
+			if n, ok := newIx[ix.Name]; !ok || !sameIndex(ix, n) {
+				drops = append(drops, d.DropIndex(t.Name, ix.Name))
+			}
+		}
+		for _, ix := range nt.Indexes {
+			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
+				creates = append(creates, d.CreateIndex(t, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
+			}
+		}
+	}
+	return append(drops, creates...), nil
+}
+
+func sameIndex(a, b storelayout.LayoutIndex) bool {
+	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i := range a.Columns {
+		if a.Columns[i] != b.Columns[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package sqlitesql
 
 import (
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -23,57 +24,13 @@ func CreateSchemaSQL(s driver.Schema) []string {
 // statement is returned, so nothing changes. Run the statements in one
 // transaction.
 func MigrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	if err := storelayout.CheckMigration(old, s); err != nil {
-		return nil, err
-	}
-	next := storelayout.LayoutOf(s)
-	var drops, creates []string
-	for _, ot := range old.Tables {
-		if _, ok := next.Table(ot.Name); !ok {
-			drops = append(drops, "DROP TABLE "+Quote(ot.Name))
-		}
-	}
-	for _, t := range s.Tables {
-		ot, ok := old.Table(t.Name)
-		if !ok {
-			creates = append(creates, NewTable(t).CreateSQL()...)
-			continue
-		}
-		nt, _ := next.Table(t.Name)
-		for _, nc := range nt.Columns[len(ot.Columns):] {
-			creates = append(creates, "ALTER TABLE "+Quote(t.Name)+" ADD COLUMN "+
-				ColumnDef(driver.Column{Name: nc.Name, Type: nc.Type, Nullable: true}))
-		}
-		oldIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range ot.Indexes {
-			oldIx[ix.Name] = ix
-		}
-		newIx := map[string]storelayout.LayoutIndex{}
-		for _, ix := range nt.Indexes {
-			newIx[ix.Name] = ix
-		}
-		for _, ix := range ot.Indexes {
-			if n, ok := newIx[ix.Name]; !ok || !sameIndex(ix, n) {
-				drops = append(drops, DropIndexSQL(t.Name, ix.Name))
-			}
-		}
-		for _, ix := range nt.Indexes {
-			if o, ok := oldIx[ix.Name]; !ok || !sameIndex(o, ix) {
-				creates = append(creates, CreateIndexSQL(t.Name, t.PrimaryKey, driver.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique}))
-			}
-		}
-	}
-	return append(drops, creates...), nil
-}
-
-func sameIndex(a, b storelayout.LayoutIndex) bool {
-	if a.Unique != b.Unique || len(a.Columns) != len(b.Columns) {
-		return false
-	}
-	for i := range a.Columns {
-		if a.Columns[i] != b.Columns[i] {
-			return false
-		}
-	}
-	return true
+	return schemaplan.MigrationSQL(old, s, schemaplan.Dialect{
+		DropTable:   func(table string) string { return "DROP TABLE " + Quote(table) },
+		CreateTable: func(t driver.Table) []string { return NewTable(t).CreateSQL() },
+		AddColumn: func(table string, c driver.Column) string {
+			return "ALTER TABLE " + Quote(table) + " ADD COLUMN " + ColumnDef(c)
+		},
+		DropIndex:   DropIndexSQL,
+		CreateIndex: func(t driver.Table, ix driver.Index) string { return CreateIndexSQL(t.Name, t.PrimaryKey, ix) },
+	})
 }

@@ -2,7 +2,14 @@
 // database/sql (sqlite, mysql): what pgx.CollectRows is to postgres.
 package sqlrows
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	gosync "sync"
+
+	"github.com/syncstore/syncstore/driver"
+)
 
 // Collect reads every row of rows with scan, then closes rows. On a scan
 // error it returns nil and that error; otherwise the rows read (nil when
@@ -25,4 +32,108 @@ func String(rows *sql.Rows) (string, error) {
 	var s string
 	err := rows.Scan(&s)
 	return s, err
+}
+
+// LazyDB is a pool opened on first use and closed once (the drivers'
+// authoritative-query pools). The zero value is unopened.
+type LazyDB struct {
+	mu     gosync.Mutex
+	db     *sql.DB
+	closed bool
+}
+
+// Get returns the pool, opening it with open the first time (an error of
+// open is returned and the next Get tries again). After Close it fails
+// with closedErr().
+func (l *LazyDB) Get(open func() (*sql.DB, error), closedErr func() error) (*sql.DB, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, closedErr()
+	}
+	if l.db == nil {
+		db, err := open()
+		if err != nil {
+			return nil, err
+		}
+		l.db = db
+	}
+	return l.db, nil
+}
+
+// Close closes the pool if it was opened; later Gets fail.
+func (l *LazyDB) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.db == nil {
+		return nil
+	}
+	return l.db.Close()
+}
+
+// OnConn runs fn on a connection of db taken for it alone and returns
+// what fn returns; acquire maps the error of taking the connection. A
+// connection fn failed on is dropped (its Raw callback returns
+// driver.ErrBadConn), never pooled again: it may still be inside a
+// transaction or hold a session setting.
+func OnConn[T any](ctx context.Context, db *sql.DB, acquire func(error) error, fn func(*sql.Conn) (T, error)) (T, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		var zero T
+		return zero, acquire(err)
+	}
+	defer conn.Close()
+	v, err := fn(conn)
+	if err != nil {
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
+	return v, err
+}
+
+// AnyDest returns n destinations for (*sql.Rows).Scan, each a *any; read
+// what Scan stored with Scanned.
+func AnyDest(n int) []any {
+	dest := make([]any, n)
+	for i := range dest {
+		dest[i] = new(any)
+	}
+	return dest
+}
+
+// Scanned returns what Scan stored in dest[i], a destination of AnyDest.
+func Scanned(dest []any, i int) any { return *(dest[i].(*any)) }
+
+// ClientCursor scans a row of (client id, cursor, updated at): a client
+// cursor listing's row (CR-2; Collect's scan).
+func ClientCursor(rows *sql.Rows) (driver.ClientCursor, error) {
+	var cc driver.ClientCursor
+	err := rows.Scan(&cc.ClientID, &cc.Cursor, &cc.UpdatedAtMs)
+	return cc, err
+}
+
+// PartitionEntry scans a row of (partition, epoch, epoch required as an
+// integer 0/1, updated at): a registry listing's row (REG-3; Collect's
+// scan).
+func PartitionEntry(rows *sql.Rows) (driver.PartitionEntry, error) {
+	var e driver.PartitionEntry
+	var req int64
+	if err := rows.Scan(&e.Partition, &e.Epoch, &req, &e.UpdatedAtMs); err != nil {
+		return e, err
+	}
+	e.EpochRequired = req != 0
+	return e, nil
+}
+
+// CommitWake scans a row of (partition, commit seq): a partitions' heads
+// read of the commit fanout (FAN-1; Collect's scan). The partition is
+// scanned as bytes, which every engine's text converts to.
+func CommitWake(rows *sql.Rows) (driver.CommitWake, error) {
+	var w driver.CommitWake
+	var p []byte
+	if err := rows.Scan(&p, &w.CommitSeq); err != nil {
+		return w, err
+	}
+	w.Partition = string(p)
+	return w, nil
 }

@@ -174,3 +174,26 @@ func IsAbort(ctx context.Context, err error, also ...driver.Code) bool {
 func ErrBeginEnded(engine string, err error) error {
 	return driver.Wrap(driver.CodeUnavailable, err, "%s: transaction aborted: its context ended; nothing was written (TX-6)", engine)
 }
+
+// HandOut is the body of a database/sql driver's Tx.As (driver.Aser) for a
+// **sql.Tx target: with the lock held, unless the Tx is finished or
+// aborted or closed reports the Conn closed, it runs prepare (writing the
+// upserts the Tx staged, TX-3; a failure aborts the Tx in the driver) and
+// on success sets *target to tx. It reports whether it did; any other
+// target: false.
+func (s *State) HandOut(target any, tx *sql.Tx, closed func() bool, prepare func() error) bool {
+	p, ok := target.(**sql.Tx)
+	if !ok || p == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.Usable() || closed() {
+		return false
+	}
+	if err := prepare(); err != nil {
+		return false
+	}
+	*p = tx
+	return true
+}

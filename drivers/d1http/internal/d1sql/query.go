@@ -202,11 +202,8 @@ func RewriteD1Query(text string, args []any, declared []D1QueryTable) (D1Query, 
 				return bad("query names a table with a string at byte %d (AQ-2)", tk.Start)
 			}
 		case querylang.TokParam:
-			n := last + 1
-			if len(s) > 1 {
-				n, _ = strconv.Atoi(s[1:]) // CheckQueryText checked the range
-			}
-			last = max(last, n)
+			var n int
+			n, last = querylang.ParamNumber(s, last)
 			if n > len(args) {
 				return bad("query binds %d parameters, got %d values (AQ-1)", n, len(args))
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowcodec"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
@@ -108,7 +109,7 @@ func D1DecodeRow(x *sqlitesql.Table, raw []json.RawMessage) (driver.Row, error) 
 	if err != nil {
 		return driver.Row{}, driver.Errorf(driver.CodeInternal, "stored row version of table %s is not an integer", t.Name)
 	}
-	row := driver.Row{ServerVersion: ver, Values: make(driver.Values, len(t.Columns)), Scopes: make(driver.Scopes, len(t.Scopes))}
+	row := rowcodec.NewRow(t, ver)
 	nb, nf := 0, 0
 	flagBase := 1 + len(t.Columns)
 	negBase := flagBase + x.BytesColumns()
@@ -166,11 +167,7 @@ func D1DecodeRow(x *sqlitesql.Table, raw []json.RawMessage) (driver.Row, error) 
 		}
 		row.Values[c.Name] = v
 	}
-	row.ID, _ = row.Values[t.PrimaryKey].(string)
-	for _, s := range t.Scopes {
-		sv, _ := row.Values[s.Column].(string)
-		row.Scopes[s.Variable] = sv
-	}
+	rowcodec.SetKeys(&row, t)
 	return row, nil
 }
 
