@@ -19,7 +19,10 @@ func TestRetentionCasesCatchBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &resultsAtCutoff{connWrap{c}} }},
 		{name: "records-deleted-past-the-limit", match: match, want: []string{"CR-4", "RET-6"},
 			wrap: func(c driver.Conn) driver.Conn { return &recordsPastLimit{connWrap{c}} }},
-		{name: "floor-counts-inactive-records", match: match, want: []string{"CR-5", "RET-1"},
+		// RET-8 may fail too: its concurrent Prunes delete the inactive
+		// records while others compute the floor, so whether a wrong floor
+		// is met depends on the interleaving (seen once in CI).
+		{name: "floor-counts-inactive-records", match: match, want: []string{"CR-5", "RET-1"}, also: []string{"RET-8"},
 			wrap: func(c driver.Conn) driver.Conn { return &floorOfEveryRecord{connWrap{c}} }},
 	})
 }
