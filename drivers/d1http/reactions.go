@@ -163,7 +163,7 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 	if err != nil {
 		return nil, err
 	}
-	f := sqlitesql.ListStatusFlags(q.Statuses)
+	f := rxorder.StatusFlags(q.Statuses)
 	afterKey, afterAt := sqlitesql.ListCursor(q)
 	if afterAt != nil {
 		afterAt = num(q.AfterCreatedAtMs)

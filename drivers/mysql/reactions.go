@@ -162,25 +162,19 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 	return c.changed(ctx, "mysql: retry reaction", retryReaction, nowMs, nowMs, nowMs, partition, key)
 }
 
-// allStatuses is ListReactions' order of branches.
-var allStatuses = []driver.ReactionStatus{driver.ReactionPending, driver.ReactionLeased, driver.ReactionCompleted, driver.ReactionDeadLetter}
-
 // ListReactions lists committed reactions newest first (createdAt desc,
 // key desc), filtered by statuses and types (empty = all), at most
 // q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	want := map[driver.ReactionStatus]bool{}
-	for _, s := range q.Statuses {
-		want[s] = true
-	}
+	include := rxorder.StatusFlags(q.Statuses) // one UNION branch per status, in rxorder.Statuses' order
 	afterKey, afterAt := keyAboveAll, int64(math.MaxInt64)
 	if q.AfterKey != "" {
 		afterKey, afterAt = q.AfterKey, q.AfterCreatedAtMs
 	}
 	var statuses []string
 	var args []any
-	for _, s := range allStatuses {
-		if len(q.Statuses) > 0 && !want[s] {
+	for i, s := range rxorder.Statuses {
+		if !include[i] {
 			continue
 		}
 		statuses = append(statuses, string(s))

@@ -102,7 +102,7 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 // ListReactions lists committed reactions newest first (createdAt desc,
 // key desc), each status read from the list index, at most q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	f := listStatusFlags(q.Statuses)
+	f := rxorder.StatusFlags(q.Statuses)
 	afterKey, afterAt := keyAboveAll, int64(math.MaxInt64)
 	if q.AfterKey != "" {
 		afterKey, afterAt = q.AfterKey, q.AfterCreatedAtMs
@@ -208,26 +208,4 @@ func typesArg(types []string) []string {
 		return nil
 	}
 	return types
-}
-
-// listStatusFlags returns which statuses ListReactions includes (all when
-// statuses is empty): pending, leased, completed, dead_letter.
-func listStatusFlags(statuses []driver.ReactionStatus) [4]bool {
-	if len(statuses) == 0 {
-		return [4]bool{true, true, true, true}
-	}
-	var f [4]bool
-	for _, s := range statuses {
-		switch s {
-		case driver.ReactionPending:
-			f[0] = true
-		case driver.ReactionLeased:
-			f[1] = true
-		case driver.ReactionCompleted:
-			f[2] = true
-		case driver.ReactionDeadLetter:
-			f[3] = true
-		}
-	}
-	return f
 }

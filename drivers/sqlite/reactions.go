@@ -111,7 +111,7 @@ func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.Rea
 	if err != nil {
 		return nil, err
 	}
-	f := sqlitesql.ListStatusFlags(q.Statuses)
+	f := rxorder.StatusFlags(q.Statuses)
 	afterKey, afterAt := sqlitesql.ListCursor(q)
 	rows, err := c.query(ctx, c.reader(), sqlitesql.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit, afterKey, afterAt})
 	if err != nil {

@@ -1,5 +1,7 @@
-// Package rxorder is the order every driver's ClaimReactions answers in
-// (RX-2): by CreatedAtMs ascending, then by key, bytewise.
+// Package rxorder holds the engine-free rules of every driver's reaction
+// reads: the order ClaimReactions answers in (RX-2: by CreatedAtMs
+// ascending, then by key, bytewise) and which statuses ListReactions
+// includes.
 package rxorder
 
 import (
@@ -18,4 +20,30 @@ func Sort(claimed []driver.Reaction) {
 		}
 		return claimed[i].Key < claimed[j].Key
 	})
+}
+
+// Statuses is the order of StatusFlags' flags.
+var Statuses = [4]driver.ReactionStatus{driver.ReactionPending, driver.ReactionLeased, driver.ReactionCompleted, driver.ReactionDeadLetter}
+
+// StatusFlags returns which statuses ListReactions includes, in the order
+// of Statuses (pending, leased, completed, dead_letter); all four when
+// statuses is empty.
+func StatusFlags(statuses []driver.ReactionStatus) [4]bool {
+	if len(statuses) == 0 {
+		return [4]bool{true, true, true, true}
+	}
+	var f [4]bool
+	for _, s := range statuses {
+		switch s {
+		case driver.ReactionPending:
+			f[0] = true
+		case driver.ReactionLeased:
+			f[1] = true
+		case driver.ReactionCompleted:
+			f[2] = true
+		case driver.ReactionDeadLetter:
+			f[3] = true
+		}
+	}
+	return f
 }

@@ -17,3 +17,13 @@ func TestSort(t *testing.T) {
 		t.Errorf("order %q, want zBab (createdAt, then key bytewise)", got)
 	}
 }
+
+func TestStatusFlags(t *testing.T) {
+	if got := StatusFlags(nil); got != [4]bool{true, true, true, true} {
+		t.Errorf("no statuses → %v, want all", got)
+	}
+	got := StatusFlags([]driver.ReactionStatus{driver.ReactionDeadLetter, driver.ReactionLeased})
+	if got != [4]bool{false, true, false, true} {
+		t.Errorf("leased + dead_letter → %v", got)
+	}
+}

@@ -281,28 +281,6 @@ func ListCursor(q driver.ReactionListQuery) (key, createdAt any) {
 	return q.AfterKey, q.AfterCreatedAtMs
 }
 
-// ListStatusFlags returns ListReactions' ?2…?5: which statuses to include
-// (all when statuses is empty).
-func ListStatusFlags(statuses []driver.ReactionStatus) [4]bool {
-	var f [4]bool
-	if len(statuses) == 0 {
-		return [4]bool{true, true, true, true}
-	}
-	for _, s := range statuses {
-		switch s {
-		case driver.ReactionPending:
-			f[0] = true
-		case driver.ReactionLeased:
-			f[1] = true
-		case driver.ReactionCompleted:
-			f[2] = true
-		case driver.ReactionDeadLetter:
-			f[3] = true
-		}
-	}
-	return f
-}
-
 // Format2InsertReaction writes a reaction as a format-2 store holds it
 // (upgrade tests): ?1 partition, ?2 key, ?3 type, ?4 payload, ?5 status,
 // ?6 attempts, ?7 max attempts, ?8 source commit seq, ?9 createdAt, ?10

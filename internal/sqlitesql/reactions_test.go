@@ -155,13 +155,3 @@ func TestEnqueueBatchIsAtomicAndExact(t *testing.T) {
 		t.Errorf("%d rows after a failed batch, want 2 (nothing of the batch)", n)
 	}
 }
-
-func TestListStatusFlags(t *testing.T) {
-	if got := sqlitesql.ListStatusFlags(nil); got != [4]bool{true, true, true, true} {
-		t.Errorf("no statuses → %v, want all", got)
-	}
-	got := sqlitesql.ListStatusFlags([]driver.ReactionStatus{driver.ReactionDeadLetter, driver.ReactionLeased})
-	if got != [4]bool{false, true, false, true} {
-		t.Errorf("leased + dead_letter → %v", got)
-	}
-}
