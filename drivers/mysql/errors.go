@@ -125,7 +125,13 @@ func mapErr(ctx context.Context, err error, what string) error {
 // mapErr is mapErr that reports a closed store as such (CodeClosed,
 // ERR-4), whatever its pool answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
-	return errmap.OnConn(c.closed.Load(), err, errClosed, func() error { return mapErr(ctx, err, what) })
+	if err == nil {
+		return nil
+	}
+	if c.closed.Load() {
+		return errClosed()
+	}
+	return mapErr(ctx, err, what)
 }
 
 // errClosed is returned by every operation after Close (ERR-4).

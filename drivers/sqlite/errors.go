@@ -68,7 +68,13 @@ func mapErr(ctx context.Context, err error, what string) error {
 // mapErr is mapErr that reports a closed store as such (CodeClosed,
 // ERR-4), whatever its pools answered.
 func (c *Conn) mapErr(ctx context.Context, err error, what string) error {
-	return errmap.OnConn(c.closed.Load(), err, errClosed, func() error { return mapErr(ctx, err, what) })
+	if err == nil {
+		return nil
+	}
+	if c.closed.Load() {
+		return errClosed()
+	}
+	return mapErr(ctx, err, what)
 }
 
 // openErr classifies a failure to open the database file at path (""

@@ -31,19 +31,6 @@ func Common(ctx context.Context, err error, what string) (mapped error, done boo
 	return nil, false
 }
 
-// OnConn is a Conn's mapping of err (ERR-4): nil stays nil; once the Conn
-// is closed, errClosed() (the driver's CodeClosed error), whatever its
-// pool answered; else mapped().
-func OnConn(closed bool, err error, errClosed func() error, mapped func() error) error {
-	if err == nil {
-		return nil
-	}
-	if closed {
-		return errClosed()
-	}
-	return mapped()
-}
-
 // Rest maps what a database/sql driver's engine codes left: sql.ErrTxDone
 // (database/sql rolled the transaction back when its context ended) →
 // CodeUnavailable; anything else → CodeInternal wrapping err.

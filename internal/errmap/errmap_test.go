@@ -35,15 +35,7 @@ func TestCommon(t *testing.T) {
 	}
 }
 
-func TestOnConnAndRest(t *testing.T) {
-	closedErr := func() error { return driver.Errorf(driver.CodeClosed, "closed") }
-	never := func() error { t.Fatal("mapped must not run"); return nil }
-	if err := OnConn(true, nil, closedErr, never); err != nil {
-		t.Errorf("nil stays nil: %v", err)
-	}
-	if err := OnConn(true, errors.New("e"), closedErr, never); code(err) != driver.CodeClosed {
-		t.Errorf("closed: %v", err)
-	}
+func TestRest(t *testing.T) {
 	if code(Rest(sql.ErrTxDone, "x")) != driver.CodeUnavailable || code(Rest(errors.New("e"), "x")) != driver.CodeInternal {
 		t.Error("Rest: ErrTxDone → CodeUnavailable, else CodeInternal")
 	}
