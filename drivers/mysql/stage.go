@@ -14,7 +14,7 @@ import (
 // written with one multi-row INSERT each, every value bound, split by
 // batchRows rows, maxPlaceholders and Conn.stmtBytes.
 
-// stage adds a row of x (args: x.insertArgs) to the upserts staged in
+// stage adds a row of x (args: x.insertArgs, size: their argBytes) to the upserts staged in
 // the Tx, writing the staged ones first when they are of another table
 // or the row would not fit their statement. x has no declared unique
 // index, so its multi-row INSERT … ON DUPLICATE KEY UPDATE replaces only
@@ -22,14 +22,13 @@ import (
 // no NULL to a non-nullable column. The caller holds the Tx's lock (t.state). An ended ctx
 // (or Begin's, which rolls the engine transaction back) fails the call
 // and aborts the Tx, as a statement run under it would (TX-6).
-func (t *Tx) stage(ctx context.Context, x *table, args []any) error {
+func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 	if err := ctx.Err(); err != nil {
 		return t.c.mapErr(ctx, err, "mysql: upsert row")
 	}
 	if t.beginCtx.Err() != nil {
 		return txstate.ErrBeginEnded("mysql", sql.ErrTxDone)
 	}
-	size := argBytes(args)
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
 		if err := t.flushStaged(ctx); err != nil {
 			return err
@@ -107,12 +106,13 @@ const packetSlack = 4096
 // fitsPacket refuses args (one row, one logged change) whose values
 // cannot travel in one statement under the server's max_allowed_packet:
 // the server would drop the connection and the write would look
-// retryable. CodeInvalidValue; nothing is sent.
-func (c *Conn) fitsPacket(args []any, what string) error {
-	if argBytes(args)+packetSlack > c.maxPacket {
-		return errPacket(what)
+// retryable. CodeInvalidValue; nothing is sent. size is their argBytes.
+func (c *Conn) fitsPacket(args []any, what string) (size int, err error) {
+	size = argBytes(args)
+	if size+packetSlack > c.maxPacket {
+		return size, errPacket(what)
 	}
-	return nil
+	return size, nil
 }
 
 // argBytes estimates what args take in a statement packet (bytes).

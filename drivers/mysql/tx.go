@@ -208,11 +208,12 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err != nil {
 			return err
 		}
-		if err := t.c.fitsPacket(args, "mysql: upsert row"); err != nil {
+		size, err := t.c.fitsPacket(args, "mysql: upsert row")
+		if err != nil {
 			return err
 		}
 		if x.upsert != "" && !x.nullInRequired(args) {
-			return t.stage(ctx, x, args)
+			return t.stage(ctx, x, args, size)
 		}
 		if err := t.flushStaged(ctx); err != nil {
 			return err
@@ -279,7 +280,7 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		}
 		// p and seq are set below, once the seq is known.
 		r := []any{t.partition, int64(0), i, ch.Table, ch.RowID, string(ch.Op), sj, vals, version}
-		if err := t.c.fitsPacket(r, "mysql: append commit"); err != nil {
+		if _, err := t.c.fitsPacket(r, "mysql: append commit"); err != nil {
 			return 0, err
 		}
 		chRows = append(chRows, r)
