@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
@@ -38,13 +39,9 @@ func (c *Conn) indexQuery(q driver.IndexQuery) (*sqlitesql.Table, driver.Index, 
 	if err != nil {
 		return nil, driver.Index{}, "", err
 	}
-	ix, ok := x.Def.Index(q.Index)
-	if !ok {
-		return nil, driver.Index{}, "", driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
-	}
-	if len(q.Values) != len(ix.Columns) {
-		return nil, driver.Index{}, "", driver.Errorf(driver.CodeIndexValueCountMismatch, "index %s of table %s has %d columns, got %d values (IXL-2)",
-			ix.Name, x.Def.Name, len(ix.Columns), len(q.Values))
+	ix, err := schemaplan.Index(x.Def, q)
+	if err != nil {
+		return nil, driver.Index{}, "", err
 	}
 	cols := make([]driver.Column, len(ix.Columns))
 	for i, name := range ix.Columns {

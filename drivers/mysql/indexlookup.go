@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4): an exact lookup
@@ -45,9 +47,9 @@ func (c *Conn) scanRowsByIndex(ctx context.Context, tx *sql.Tx, partition string
 	if err != nil {
 		return nil, err
 	}
-	ix, ok := x.def.Index(q.Index)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
+	ix, err := schemaplan.Index(x.def, q)
+	if err != nil {
+		return nil, err
 	}
 	query, args, err := x.indexLookup(partition, ix, q)
 	if err != nil {
@@ -58,13 +60,10 @@ func (c *Conn) scanRowsByIndex(ctx context.Context, tx *sql.Tx, partition string
 
 // indexLookup returns the lookup statement of the declared index ix and
 // its arguments: partition, the index values (converted like stored
-// values; nil is NULL), the exclusive after-id, the limit. A value longer
-// than a keyed column allows is bound as is: it matches nothing.
+// values; nil is NULL), the exclusive after-id, the limit. q holds one
+// value per column of ix (schemaplan.Index). A value longer than a keyed
+// column allows is bound as is: it matches nothing.
 func (x *table) indexLookup(partition string, ix driver.Index, q driver.IndexQuery) (string, []any, error) {
-	if len(q.Values) != len(ix.Columns) {
-		return "", nil, driver.Errorf(driver.CodeIndexValueCountMismatch, "index %s of table %s has %d columns, got %d values (IXL-2)",
-			ix.Name, x.def.Name, len(ix.Columns), len(q.Values))
-	}
 	pk := quoteIdent(x.def.PrimaryKey)
 	preds := []string{quoteIdent(partitionColumn) + " = ?"}
 	args := []any{partition}
@@ -90,21 +89,5 @@ func (c *Conn) readRows(ctx context.Context, tx *sql.Tx, x *table, query string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Row
-	dest := x.scanDest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, c.mapErr(ctx, err, what)
-		}
-		row, err := x.decodeRow(dest)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, c.mapErr(ctx, err, what)
-	}
-	return out, nil
+	return sqlrows.Decode(rows, x.scanDest(), x.decodeRow, func(err error) error { return c.mapErr(ctx, err, what) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/rowcodec"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4). A lookup is an
@@ -68,13 +69,9 @@ func (c *Conn) indexLookup(partition string, q driver.IndexQuery) (*table, strin
 	if err != nil {
 		return nil, "", nil, err
 	}
-	ix, ok := x.def.Index(q.Index)
-	if !ok {
-		return nil, "", nil, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
-	}
-	if len(q.Values) != len(ix.Columns) {
-		return nil, "", nil, driver.Errorf(driver.CodeIndexValueCountMismatch, "index %s of table %s has %d columns, got %d values (IXL-2)",
-			ix.Name, x.def.Name, len(ix.Columns), len(q.Values))
+	ix, err := schemaplan.Index(x.def, q)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	args := []any{partition}
 	preds := []string{quote(partitionColumn) + " = $1"}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4): both halves run
@@ -41,33 +42,13 @@ func (c *Conn) scanRowsByIndex(ctx context.Context, r runner, partition string, 
 	if err != nil {
 		return nil, err
 	}
-	ix, ok := x.Def.Index(q.Index)
-	if !ok {
-		return nil, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
+	ix, err := schemaplan.Index(x.Def, q)
+	if err != nil {
+		return nil, err
 	}
 	args, err := x.IndexLookupArgs(partition, ix, q)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.query(ctx, r, x.IndexLookupSQL(ix), args)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []driver.Row
-	dest := x.ScanDest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: index lookup")
-		}
-		row, err := x.DecodeRow(dest)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, c.mapErr(ctx, err, "sqlite: index lookup")
-	}
-	return out, nil
+	return c.readRows(ctx, r, x, x.IndexLookupSQL(ix), args, "sqlite: index lookup")
 }

@@ -30,7 +30,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 				if err != nil {
 					return err
 				}
-				rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition))
+				rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition), "sqlite: scan rows")
 				if err != nil {
 					return err
 				}

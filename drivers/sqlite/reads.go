@@ -6,6 +6,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
 // getRow reads one row through r (a reader, or a Tx for its own writes).
@@ -40,7 +41,7 @@ func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q drive
 		return nil, err
 	}
 	if plan.Bound == "" {
-		return c.readRows(ctx, r, x, plan.Query, plan.Args)
+		return c.readRows(ctx, r, x, plan.Query, plan.Args, "sqlite: scan rows")
 	}
 	// The bound and the page must see one snapshot: a row deleted in
 	// between would otherwise shorten the page (SCAN-3).
@@ -62,34 +63,19 @@ func (c *Conn) boundedScan(ctx context.Context, r runner, x *sqlitesql.Table, pl
 		return nil, err
 	}
 	if !bound.Valid {
-		return c.readRows(ctx, r, x, plan.Query, plan.Args)
+		return c.readRows(ctx, r, x, plan.Query, plan.Args, "sqlite: scan rows")
 	}
-	return c.readRows(ctx, r, x, plan.BoundedQuery, append(plan.Args, bound.String))
+	return c.readRows(ctx, r, x, plan.BoundedQuery, append(plan.Args, bound.String), "sqlite: scan rows")
 }
 
-// readRows runs a row query of table x through r and decodes its rows.
-func (c *Conn) readRows(ctx context.Context, r runner, x *sqlitesql.Table, query string, args []any) ([]driver.Row, error) {
+// readRows runs a row query of table x through r and decodes its rows;
+// what names the read in errors.
+func (c *Conn) readRows(ctx context.Context, r runner, x *sqlitesql.Table, query string, args []any, what string) ([]driver.Row, error) {
 	rows, err := c.query(ctx, r, query, args)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Row
-	dest := x.ScanDest()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, c.mapErr(ctx, err, "sqlite: scan rows")
-		}
-		row, err := x.DecodeRow(dest)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, c.mapErr(ctx, err, "sqlite: scan rows")
-	}
-	return out, nil
+	return sqlrows.Decode(rows, x.ScanDest(), x.DecodeRow, func(err error) error { return c.mapErr(ctx, err, what) })
 }
 
 // query runs a multi-row statement through r.

@@ -59,6 +59,22 @@ func Table[T any](tables map[string]T, name string) (T, error) {
 	return zero, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
 }
 
+// Index returns the declared index q.Index of table t, checked against
+// q in IXL-2's order after the table's own check (CodeUnknownTable):
+// an undeclared index → CodeIndexNotFound; a value count other than the
+// index's column count → CodeIndexValueCountMismatch.
+func Index(t driver.Table, q driver.IndexQuery) (driver.Index, error) {
+	ix, ok := t.Index(q.Index)
+	if !ok {
+		return driver.Index{}, driver.Errorf(driver.CodeIndexNotFound, "index %s is not declared on table %s (IXL-2)", q.Index, q.Table)
+	}
+	if len(q.Values) != len(ix.Columns) {
+		return driver.Index{}, driver.Errorf(driver.CodeIndexValueCountMismatch, "index %s of table %s has %d columns, got %d values (IXL-2)",
+			ix.Name, t.Name, len(ix.Columns), len(q.Values))
+	}
+	return ix, nil
+}
+
 // Dialect renders the statements of a migration (MigrationSQL) in one
 // engine's SQL.
 type Dialect struct {

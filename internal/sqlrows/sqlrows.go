@@ -27,6 +27,29 @@ func Collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 	return out, rows.Err()
 }
 
+// Decode reads every row of rows into dest and decodes it with decode,
+// then closes rows: a table's rows read with its select list (its
+// ScanDest and DecodeRow). A scan or iteration error is returned through
+// mapErr; decode's error as it is.
+func Decode[T any](rows *sql.Rows, dest []any, decode func([]any) (T, error), mapErr func(error) error) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, mapErr(err)
+		}
+		v, err := decode(dest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	return out, nil
+}
+
 // String scans a row of one string column (Collect's scan).
 func String(rows *sql.Rows) (string, error) {
 	var s string
