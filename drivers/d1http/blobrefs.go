@@ -45,11 +45,7 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	state := c.state.Load()
-	if state == nil {
-		return nil, nil
-	}
-	return blobrefs.ListRows(state.tables, limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
+	return blobrefs.ListRows(c.state.Tables(), limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.rows(ctx, "d1http: list rows referencing a blob", x.BlobRefsRowsSQL(), partition, blobID, name, n)
 		if err != nil {
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 
 	"github.com/syncstore/syncstore/driver"
@@ -12,6 +11,7 @@ import (
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/commitwindow"
 	"github.com/syncstore/syncstore/internal/partgate"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
@@ -19,11 +19,10 @@ import (
 // holds no engine connection: every operation is one or a few HTTP
 // requests. It also implements driver.EngineVersioner.
 type Conn struct {
-	cl       *client
-	state    atomic.Pointer[schemaState]
-	ensureMu gosync.Mutex
-	closed   atomic.Bool
-	fan      fanpoll.Hub // commit fanout by polling (fanout.go)
+	cl     *client
+	state  schemaplan.State[*sqlitesql.Table, upserts] // the ensured schema (schemaState)
+	closed atomic.Bool
+	fan    fanpoll.Hub // commit fanout by polling (fanout.go)
 	// gates remembers each partition's stamp and max seq after this
 	// Conn's last Tx of it, so that Begin can skip its read (Tx).
 	gates partgate.Gates[counters]

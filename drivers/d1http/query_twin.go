@@ -69,9 +69,9 @@ type twin struct {
 func twinFor(ctx context.Context, st *schemaState) (*twin, error) {
 	twins.mu.Lock()
 	defer twins.mu.Unlock()
-	if tw, ok := twins.byKey[st.layout]; ok && !tw.broken {
+	if tw, ok := twins.byKey[st.Layout]; ok && !tw.broken {
 		for i, k := range twins.order {
-			if k == st.layout {
+			if k == st.Layout {
 				twins.order = append(append(twins.order[:i:i], twins.order[i+1:]...), k)
 				break
 			}
@@ -85,10 +85,10 @@ func twinFor(ctx context.Context, st *schemaState) (*twin, error) {
 	if twins.byKey == nil {
 		twins.byKey = map[string]*twin{}
 	}
-	if old, ok := twins.byKey[st.layout]; ok {
+	if old, ok := twins.byKey[st.Layout]; ok {
 		old.close()
 		for i, k := range twins.order {
-			if k == st.layout {
+			if k == st.Layout {
 				twins.order = append(twins.order[:i:i], twins.order[i+1:]...)
 				break
 			}
@@ -99,8 +99,8 @@ func twinFor(ctx context.Context, st *schemaState) (*twin, error) {
 		delete(twins.byKey, twins.order[0])
 		twins.order = twins.order[1:]
 	}
-	twins.byKey[st.layout] = tw
-	twins.order = append(twins.order, st.layout)
+	twins.byKey[st.Layout] = tw
+	twins.order = append(twins.order, st.Layout)
 	return tw, nil
 }
 
@@ -119,14 +119,14 @@ func newTwin(ctx context.Context, st *schemaState) (*twin, error) {
 		return fail(err)
 	}
 	tw := &twin{db: db, conn: conn, reserved: map[string]bool{}}
-	names := make([]string, 0, len(st.tables))
-	for n := range st.tables {
+	names := make([]string, 0, len(st.Tables))
+	for n := range st.Tables {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		tw.reserved[strings.ToLower(n)] = true
-		if _, err := conn.ExecContext(ctx, st.tables[n].CreateSQL()[0]); err != nil {
+		if _, err := conn.ExecContext(ctx, st.Tables[n].CreateSQL()[0]); err != nil {
 			tw.close()
 			return fail(err)
 		}

@@ -8,33 +8,24 @@ import (
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
-	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// schemaState is the ensured schema of a Conn with the SQL of its
-// tables; replaced as a whole, never mutated.
-type schemaState struct {
-	layout string
-	tables map[string]*sqlitesql.Table
-	// upserts are the tables' multi-row upsert texts (Tx.UpsertRow).
-	upserts map[string]*d1sql.D1Upserts
-}
+// upserts are the ensured tables' multi-row upsert texts (Tx.UpsertRow),
+// by table name: the d1http part of the ensured schema.
+type upserts = map[string]*d1sql.D1Upserts
+
+// schemaState is the ensured schema of a Conn with the SQL of its tables.
+type schemaState = schemaplan.Ensured[*sqlitesql.Table, upserts]
 
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*sqlitesql.Table, error) {
-	var tables map[string]*sqlitesql.Table
-	if st := c.state.Load(); st != nil {
-		tables = st.tables
-	}
-	return schemaplan.Table(tables, name)
-}
+func (c *Conn) table(name string) (*sqlitesql.Table, error) { return c.state.Table(name) }
 
 // tableUpserts returns the SQL of an ensured table and its multi-row
 // upsert texts, from one schema state; or CodeUnknownTable (SCH-8).
 func (c *Conn) tableUpserts(name string) (*sqlitesql.Table, *d1sql.D1Upserts, error) {
 	if st := c.state.Load(); st != nil {
-		if t, ok := st.tables[name]; ok {
-			return t, st.upserts[name], nil
+		if t, ok := st.Tables[name]; ok {
+			return t, st.Extra[name], nil
 		}
 	}
 	return nil, nil, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
@@ -51,29 +42,23 @@ const schemaAttempts = 5
 // (SCH-7), up to 5 times, then CodeWriteConflict. Errors as
 // driver.Conn.EnsureSchema; on any error nothing changes.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
-	layout := storelayout.LayoutOf(schema).Encode()
-	var err error
-	for range schemaAttempts {
-		if err = c.ensureOnce(ctx, schema, layout); driver.CodeOf(err) != driver.CodeWriteConflict {
-			break
+	return c.state.Ensure(c.check, schema, func(layout string) error {
+		var err error
+		for range schemaAttempts {
+			if err = c.ensureOnce(ctx, schema, layout); driver.CodeOf(err) != driver.CodeWriteConflict {
+				break
+			}
 		}
-	}
-	if err != nil {
-		return err
-	}
-	st := &schemaState{layout: layout, tables: make(map[string]*sqlitesql.Table, len(schema.Tables)),
-		upserts: make(map[string]*d1sql.D1Upserts, len(schema.Tables))}
-	for _, t := range schema.Tables {
-		x := sqlitesql.NewTable(t)
-		st.tables[t.Name], st.upserts[t.Name] = x, d1sql.NewD1Upserts(x)
-	}
-	c.state.Store(st)
-	return nil
+		if err != nil {
+			return err
+		}
+		st := schemaplan.NewEnsured(schema, layout, sqlitesql.NewTable, make(upserts, len(schema.Tables)))
+		for name, x := range st.Tables {
+			st.Extra[name] = d1sql.NewD1Upserts(x)
+		}
+		c.state.Store(st)
+		return nil
+	})
 }
 
 func (c *Conn) ensureOnce(ctx context.Context, schema driver.Schema, layout string) error {

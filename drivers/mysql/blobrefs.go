@@ -66,12 +66,8 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	st := c.state.Load()
-	if st == nil {
-		return nil, nil
-	}
 	const what = "mysql: list rows referencing a blob"
-	return blobrefs.ListRows(st.tables, limit, func(name string, x *table, n int) ([]driver.BlobRowRef, error) {
+	return blobrefs.ListRows(c.state.Tables(), limit, func(name string, x *table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.query(ctx, nil, x.blobRefsRows(), []any{partition, blobID, name, int64(n)}, what)
 		if err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
@@ -37,15 +38,14 @@ type Conn struct {
 	// (fitsPacket).
 	maxPacket int
 	stmts     *stmtcache.Cache
-	state     atomic.Pointer[schemaState]
-	// ensureMu serializes this Conn's EnsureSchema calls; other processes
-	// are serialized by GET_LOCK.
-	ensureMu gosync.Mutex
-	closed   atomic.Bool
-	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
-	aq       queryPool      // authoritative queries (query.go)
-	replica  bool           // the server is a read-only replica (replica.go)
-	fan      fanpoll.Hub    // commit fanout by polling (fanout.go)
+	// state is the ensured schema; it serializes this Conn's EnsureSchema
+	// calls, other processes are serialized by GET_LOCK.
+	state   schemaplan.State[*table, struct{}]
+	closed  atomic.Bool
+	txs     txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	aq      queryPool      // authoritative queries (query.go)
+	replica bool           // the server is a read-only replica (replica.go)
+	fan     fanpoll.Hub    // commit fanout by polling (fanout.go)
 
 	// connector makes the pool's connections; outcomes is a small pool of
 	// its own that settles lost COMMIT answers (outcome.go), opened on

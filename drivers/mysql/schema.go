@@ -13,22 +13,8 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// schemaState is the ensured schema of a Conn with the SQL of its tables.
-// It is replaced as a whole (atomic pointer), never mutated.
-type schemaState struct {
-	layout string
-	schema driver.Schema
-	tables map[string]*table
-}
-
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*table, error) {
-	var tables map[string]*table
-	if st := c.state.Load(); st != nil {
-		tables = st.tables
-	}
-	return schemaplan.Table(tables, name)
-}
+func (c *Conn) table(name string) (*table, error) { return c.state.Table(name) }
 
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7); an equal layout
 // costs one read, and CodeSchemaMigrationUnsupported is decided before any
@@ -43,37 +29,33 @@ func (c *Conn) table(name string) (*table, error) {
 // EnsureSchema across processes (SCH-7): the second finds the first's
 // result.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	for _, t := range schema.Tables {
-		if err := checkKeyLengths(t); err != nil {
+	return c.state.Ensure(c.check, schema, func(layout string) error {
+		for _, t := range schema.Tables {
+			if err := checkKeyLengths(t); err != nil {
+				return err
+			}
+		}
+		ver, stored, err := c.storedSchema(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
-	layout := storelayout.LayoutOf(schema).Encode()
-	ver, stored, err := c.storedSchema(ctx)
-	if err != nil {
-		return err
-	}
-	if ver == schema.Version && stored == layout {
+		if ver == schema.Version && stored == layout {
+			c.install(schema, layout)
+			return nil
+		}
+		if c.replica {
+			if ver > schema.Version {
+				return driver.Errorf(driver.CodeSchemaNewer, "mysql: the replica's stored schema is version %d, newer than %d", ver, schema.Version)
+			}
+			return driver.Errorf(driver.CodeUnavailable,
+				"mysql: the replica has not applied schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
+		}
+		if err := c.migrate(ctx, schema, layout); err != nil {
+			return err
+		}
 		c.install(schema, layout)
 		return nil
-	}
-	if c.replica {
-		if ver > schema.Version {
-			return driver.Errorf(driver.CodeSchemaNewer, "mysql: the replica's stored schema is version %d, newer than %d", ver, schema.Version)
-		}
-		return driver.Errorf(driver.CodeUnavailable,
-			"mysql: the replica has not applied schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
-	}
-	if err := c.migrate(ctx, schema, layout); err != nil {
-		return err
-	}
-	c.install(schema, layout)
-	return nil
+	})
 }
 
 // storedSchema reads the stored schema version (0 = none) and layout.
@@ -162,12 +144,7 @@ func (c *Conn) schemaLock(ctx context.Context, conn *sql.Conn) (func(), error) {
 
 // install builds the SQL of schema's tables and publishes it.
 func (c *Conn) install(schema driver.Schema, layout string) {
-	if st := c.state.Load(); st != nil && st.layout == layout {
-		return
+	if !c.state.Holds(layout) {
+		c.state.Store(schemaplan.NewEnsured(schema, layout, newTable, struct{}{}))
 	}
-	st := &schemaState{layout: layout, schema: schema, tables: make(map[string]*table, len(schema.Tables))}
-	for _, t := range schema.Tables {
-		st.tables[t.Name] = newTable(t)
-	}
-	c.state.Store(st)
 }

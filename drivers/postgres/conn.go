@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/partgate"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
@@ -19,13 +19,12 @@ import (
 // safe for concurrent use. It also implements driver.EngineVersioner and
 // the capability interfaces listed in the package doc.
 type Conn struct {
-	pool  *pgxpool.Pool
-	cfg   *pgxpool.Config
-	state atomic.Pointer[schemaState]
-	// ensureMu serializes this Conn's EnsureSchema calls; other processes
-	// are serialized by the schema advisory lock.
-	ensureMu gosync.Mutex
-	closed   atomic.Bool
+	pool *pgxpool.Pool
+	cfg  *pgxpool.Config
+	// state is the ensured schema; it serializes this Conn's EnsureSchema
+	// calls, other processes are serialized by the schema advisory lock.
+	state  schemaplan.State[*table, struct{}]
+	closed atomic.Bool
 
 	schemaName atomic.Pointer[string]          // current_schema, read once (authoritative queries)
 	procNames  atomic.Pointer[map[string]bool] // lower-case names of the server's functions, read once (field notation)

@@ -13,21 +13,8 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// schemaState is the ensured schema of a Conn with the SQL of its tables.
-// It is replaced as a whole (atomic pointer), never mutated.
-type schemaState struct {
-	layout string
-	tables map[string]*table
-}
-
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*table, error) {
-	var tables map[string]*table
-	if st := c.state.Load(); st != nil {
-		tables = st.tables
-	}
-	return schemaplan.Table(tables, name)
-}
+func (c *Conn) table(name string) (*table, error) { return c.state.Table(name) }
 
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), decided by
 // schemaplan over the engine-neutral layout (storelayout), so every engine
@@ -38,34 +25,26 @@ func (c *Conn) table(name string) (*table, error) {
 // processes migrating at once serialize, the second finding the first's
 // result (SCH-7). On any error nothing changes.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
-	layout := storelayout.LayoutOf(schema).Encode()
-	ver, stored, err := c.storedSchema(ctx, c.pool)
-	if err != nil {
-		return err
-	}
-	if (ver != schema.Version || stored != layout) && c.replica {
-		if ver > schema.Version {
-			return driver.Errorf(driver.CodeSchemaNewer, "postgres: the standby's stored schema is version %d, newer than %d", ver, schema.Version)
-		}
-		return driver.Errorf(driver.CodeUnavailable,
-			"postgres: the standby has not replayed schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
-	}
-	if ver != schema.Version || stored != layout {
-		if err := c.migrate(ctx, schema, layout); err != nil {
+	return c.state.Ensure(c.check, schema, func(layout string) error {
+		ver, stored, err := c.storedSchema(ctx, c.pool)
+		if err != nil {
 			return err
 		}
-	}
-	st := &schemaState{layout: layout, tables: make(map[string]*table, len(schema.Tables))}
-	for _, t := range schema.Tables {
-		st.tables[t.Name] = newTable(t)
-	}
-	c.state.Store(st)
-	return nil
+		if (ver != schema.Version || stored != layout) && c.replica {
+			if ver > schema.Version {
+				return driver.Errorf(driver.CodeSchemaNewer, "postgres: the standby's stored schema is version %d, newer than %d", ver, schema.Version)
+			}
+			return driver.Errorf(driver.CodeUnavailable,
+				"postgres: the standby has not replayed schema version %d yet (it holds %d): ensure it on the primary, then retry", schema.Version, ver)
+		}
+		if ver != schema.Version || stored != layout {
+			if err := c.migrate(ctx, schema, layout); err != nil {
+				return err
+			}
+		}
+		c.state.Store(schemaplan.NewEnsured(schema, layout, newTable, struct{}{}))
+		return nil
+	})
 }
 
 // storedSchema reads the stored schema version (0 = none) and layout.

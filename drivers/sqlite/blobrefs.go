@@ -56,12 +56,8 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	st := c.state.Load()
-	if st == nil {
-		return nil, nil
-	}
 	const what = "sqlite: list rows referencing a blob"
-	return blobrefs.ListRows(st.tables, limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
+	return blobrefs.ListRows(c.state.Tables(), limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.query(ctx, c.reader(), x.BlobRefsRowsSQL(), []any{partition, blobID, name, int64(n)})
 		if err != nil {
 			return nil, err

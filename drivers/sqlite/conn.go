@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
@@ -36,16 +37,15 @@ type Conn struct {
 	// while the caller's goroutine holds the writer's connection (a Tx):
 	// use wr.Peek there.
 	wr, rd *stmtcache.Cache
-	state  atomic.Pointer[schemaState]
-	// ensureMu serializes this Conn's EnsureSchema calls; other processes
-	// are serialized by the write transaction.
-	ensureMu gosync.Mutex
-	closed   atomic.Bool
-	txs      txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
-	tmpDir   string         // private directory of a ":memory:" store, removed by Close
-	aq       *queryPool     // authoritative-query connections (query.go)
-	fan      fanpoll.Hub    // commit fanout (fanout.go)
-	fanFile  string         // the store file's URI, the key of the in-process hub
+	// state is the ensured schema; it serializes this Conn's EnsureSchema
+	// calls, other processes are serialized by the write transaction.
+	state   schemaplan.State[*sqlitesql.Table, struct{}]
+	closed  atomic.Bool
+	txs     txset.Set[*Tx] // open transactions, rolled back by Close (ERR-4)
+	tmpDir  string         // private directory of a ":memory:" store, removed by Close
+	aq      *queryPool     // authoritative-query connections (query.go)
+	fan     fanpoll.Hub    // commit fanout (fanout.go)
+	fanFile string         // the store file's URI, the key of the in-process hub
 
 	// promote lists statements write transactions prepared for
 	// themselves, to be prepared on the writer's pool (stage.go).

@@ -11,21 +11,8 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// schemaState is the ensured schema of a Conn with the SQL of its tables.
-// It is replaced as a whole (atomic pointer), never mutated.
-type schemaState struct {
-	layout string
-	tables map[string]*sqlitesql.Table
-}
-
 // table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*sqlitesql.Table, error) {
-	var tables map[string]*sqlitesql.Table
-	if st := c.state.Load(); st != nil {
-		tables = st.tables
-	}
-	return schemaplan.Table(tables, name)
-}
+func (c *Conn) table(name string) (*sqlitesql.Table, error) { return c.state.Table(name) }
 
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), run in one
 // BEGIN IMMEDIATE transaction: SQLite DDL is transactional, so an
@@ -35,28 +22,23 @@ func (c *Conn) table(name string) (*sqlitesql.Table, error) {
 // runs sqlitesql.MigrationSQL. On success the Conn uses schema's tables
 // and their prepared statements.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
-	layout := storelayout.LayoutOf(schema).Encode()
-
-	// Fast path (SCH-3): the stored schema already is this one.
-	ver, stored, err := c.storedSchema(ctx, c.reader())
-	if err != nil {
-		return err
-	}
-	if ver == schema.Version && stored == layout {
-		if st := c.state.Load(); st != nil && st.layout == layout {
-			return nil
+	return c.state.Ensure(c.check, schema, func(layout string) error {
+		// Fast path (SCH-3): the stored schema already is this one.
+		ver, stored, err := c.storedSchema(ctx, c.reader())
+		if err != nil {
+			return err
+		}
+		if ver == schema.Version && stored == layout {
+			if c.state.Holds(layout) {
+				return nil
+			}
+			return c.install(ctx, schema, layout)
+		}
+		if err := c.migrate(ctx, schema, layout); err != nil {
+			return err
 		}
 		return c.install(ctx, schema, layout)
-	}
-	if err := c.migrate(ctx, schema, layout); err != nil {
-		return err
-	}
-	return c.install(ctx, schema, layout)
+	})
 }
 
 // storedSchema reads the stored schema version (0 = none) and layout.
@@ -124,10 +106,8 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 // the writer and the readers (no lock is held meanwhile: a Tx of another
 // goroutine may hold the writer), and publishes them.
 func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string) error {
-	st := &schemaState{layout: layout, tables: make(map[string]*sqlitesql.Table, len(schema.Tables))}
-	for _, t := range schema.Tables {
-		x := sqlitesql.NewTable(t)
-		st.tables[t.Name] = x
+	st := schemaplan.NewEnsured(schema, layout, sqlitesql.NewTable, struct{}{})
+	for _, x := range st.Tables {
 		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
 		for _, q := range qs {
 			if _, err := c.wr.Get(ctx, q); err != nil {

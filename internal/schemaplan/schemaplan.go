@@ -5,6 +5,9 @@
 package schemaplan
 
 import (
+	gosync "sync"
+	"sync/atomic"
+
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
@@ -57,6 +60,72 @@ func Table[T any](tables map[string]T, name string) (T, error) {
 	}
 	var zero T
 	return zero, driver.Errorf(driver.CodeUnknownTable, "table %s is not in the ensured schema (SCH-8)", name)
+}
+
+// Ensured is a Conn's ensured schema: its encoded layout
+// (storelayout.Layout.Encode), the SQL of its tables by name (T, the
+// driver's table type) and what else the driver derives from the schema
+// (X). It is replaced as a whole (State.Store), never mutated.
+type Ensured[T, X any] struct {
+	Layout string
+	Tables map[string]T
+	Extra  X
+}
+
+// NewEnsured returns the Ensured of schema, whose encoded layout is
+// layout, with each table's SQL built by newTable.
+func NewEnsured[T, X any](schema driver.Schema, layout string, newTable func(driver.Table) T, extra X) *Ensured[T, X] {
+	e := &Ensured[T, X]{Layout: layout, Tables: make(map[string]T, len(schema.Tables)), Extra: extra}
+	for _, t := range schema.Tables {
+		e.Tables[t.Name] = newTable(t)
+	}
+	return e
+}
+
+// State is a Conn's ensured schema (nil until EnsureSchema succeeded)
+// and the lock that serializes the Conn's EnsureSchema calls (other
+// processes are serialized by each engine's own means, SCH-7). The zero
+// value holds no schema.
+type State[T, X any] struct {
+	cur atomic.Pointer[Ensured[T, X]]
+	mu  gosync.Mutex
+}
+
+// Load returns the ensured schema, nil before EnsureSchema succeeded.
+func (s *State[T, X]) Load() *Ensured[T, X] { return s.cur.Load() }
+
+// Store publishes e as the ensured schema.
+func (s *State[T, X]) Store(e *Ensured[T, X]) { s.cur.Store(e) }
+
+// Tables returns the ensured schema's tables by name (nil before
+// EnsureSchema succeeded).
+func (s *State[T, X]) Tables() map[string]T {
+	if e := s.cur.Load(); e != nil {
+		return e.Tables
+	}
+	return nil
+}
+
+// Table returns the SQL of the ensured table name, or CodeUnknownTable
+// (SCH-8).
+func (s *State[T, X]) Table(name string) (T, error) { return Table(s.Tables(), name) }
+
+// Holds reports whether the ensured schema's encoded layout is layout.
+func (s *State[T, X]) Holds(layout string) bool {
+	e := s.cur.Load()
+	return e != nil && e.Layout == layout
+}
+
+// Ensure is EnsureSchema's frame: unless check fails (the Conn is
+// closed: its error), it runs ensure with schema's encoded layout, this
+// Conn's EnsureSchema calls serialized, and returns ensure's error.
+func (s *State[T, X]) Ensure(check func() error, schema driver.Schema, ensure func(layout string) error) error {
+	if err := check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ensure(storelayout.LayoutOf(schema).Encode())
 }
 
 // Index returns the declared index q.Index of table t, checked against
