@@ -88,7 +88,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 // seq ≤ throughSeq, and their commits (ADM-1), from the change-scope index.
 func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
 	var act driver.ScopeActivity
-	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.state.Table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}

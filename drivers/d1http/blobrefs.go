@@ -22,7 +22,7 @@ var (
 // it (BLOB-1). Errors: CodeUnknownTable.
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
 	return t.op(func() error {
-		if _, err := t.c.table(table); err != nil {
+		if _, err := t.c.state.Table(table); err != nil {
 			return err
 		}
 		t.writes = append(t.writes, st(sqlitesql.BlobRefsClearRow, t.partition, table, rowID))

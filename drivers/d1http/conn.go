@@ -141,7 +141,7 @@ func (c *Conn) readRows(ctx context.Context, x *sqlitesql.Table, q string, args 
 
 // GetRow returns the committed row (ROW-4: missing → false, nil).
 func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
-	x, err := c.table(table)
+	x, err := c.state.Table(table)
 	if err != nil {
 		return driver.Row{}, false, err
 	}
@@ -155,7 +155,7 @@ func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.
 // ScanRows returns committed rows selected by q (SCAN-1…SCAN-5), from the
 // scope index of the filter key with the fewest values.
 func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, err
 	}

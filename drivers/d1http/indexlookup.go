@@ -35,7 +35,7 @@ func (c *Conn) ScanRowsByIndex(ctx context.Context, partition string, q driver.I
 // indexQuery checks q (IXL-2) and returns the table, the index and the
 // JSON-encoded values.
 func (c *Conn) indexQuery(q driver.IndexQuery) (*sqlitesql.Table, driver.Index, string, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, driver.Index{}, "", err
 	}

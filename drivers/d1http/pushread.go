@@ -27,7 +27,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	groups := rowkeys.Groups(keys, sqlitesql.MaxGetIn)
 	xs := make([]*sqlitesql.Table, len(groups))
 	for gi, g := range groups {
-		x, err := c.table(g.Table)
+		x, err := c.state.Table(g.Table)
 		if err != nil {
 			return nil, driver.PushRead{}, err
 		}

@@ -150,7 +150,7 @@ func refusedQuery(ae *attemptErr, limits driver.QueryLimits) error {
 // (CodeUnknownTable, SCH-8) and returns them sorted and distinct, with
 // their application columns.
 func (c *Conn) queryTables(names []string) ([]string, []d1sql.D1QueryTable, error) {
-	declared, defs, err := querylang.DeclaredTables(names, c.table)
+	declared, defs, err := querylang.DeclaredTables(names, c.state.Table)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,9 +17,6 @@ type upserts = map[string]*d1sql.D1Upserts
 // schemaState is the ensured schema of a Conn with the SQL of its tables.
 type schemaState = schemaplan.Ensured[*sqlitesql.Table, upserts]
 
-// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*sqlitesql.Table, error) { return c.state.Table(name) }
-
 // tableUpserts returns the SQL of an ensured table and its multi-row
 // upsert texts, from one schema state; or CodeUnknownTable (SCH-8).
 func (c *Conn) tableUpserts(name string) (*sqlitesql.Table, *d1sql.D1Upserts, error) {

@@ -140,7 +140,7 @@ func (t *Tx) op(fn func() error) error {
 func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
 	err = t.op(func() error {
 		if s, ok := t.ov.row(table, id); ok {
-			if _, err := t.c.table(table); err != nil {
+			if _, err := t.c.state.Table(table); err != nil {
 				return err
 			}
 			row, found = s.copyRow(), !s.deleted
@@ -168,7 +168,7 @@ func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Ro
 		if err != nil {
 			return err
 		}
-		x, _ := t.c.table(q.Table)
+		x, _ := t.c.state.Table(q.Table)
 		rows = t.ov.merge(x, committed, q, func(r driver.Row) bool { return matchesFilter(x, r, q.Filter) })
 		return nil
 	})
@@ -241,7 +241,7 @@ func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any) {
 // DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
 func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 	return t.op(func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}

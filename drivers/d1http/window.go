@@ -26,7 +26,7 @@ import (
 // CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
 	const what = "d1http: read commit window"
-	key, empty, err := commitwindow.Key(q, c.table)
+	key, empty, err := commitwindow.Key(q, c.state.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filte
 	if err := c.check(); err != nil {
 		return act, err
 	}
-	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.state.Table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}

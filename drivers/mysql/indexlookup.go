@@ -43,7 +43,7 @@ func (t *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (rows []d
 }
 
 func (c *Conn) scanRowsByIndex(ctx context.Context, tx *sql.Tx, partition string, q driver.IndexQuery) ([]driver.Row, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func TestPlanClientPages(t *testing.T) {
 
 func TestPlanScans(t *testing.T) {
 	c := planStore(t)
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestPlanManyPartitions(t *testing.T) {
 	joins := map[string]string{"cs": "PRIMARY", "ch": "PRIMARY", "c": "PRIMARY", "_sync_partitions": "PRIMARY"}
 	expectPlan(t, "window of one tenant, one value", explain(t, c, windowSingleRound, tenant, tenant,
 		tenant, "todos", "project", "p1", 0, 1000, 0, math.MaxInt32, 564), joins, false)
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func manyValues(n int) []string {
 // order.
 func TestPlanIndexLookup(t *testing.T) {
 	c := planStore(t)
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}

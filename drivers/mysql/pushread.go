@@ -31,7 +31,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 				return err
 			}
 			for gi, g := range groups {
-				x, err := c.table(g.Table)
+				x, err := c.state.Table(g.Table)
 				if err != nil {
 					return err
 				}

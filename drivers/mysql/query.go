@@ -141,7 +141,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted by name and distinct.
 func (c *Conn) queryTables(tables []string) ([]queryTable, error) {
-	names, defs, err := querylang.DeclaredTables(tables, c.table)
+	names, defs, err := querylang.DeclaredTables(tables, c.state.Table)
 	if err != nil {
 		return nil, err
 	}

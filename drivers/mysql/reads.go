@@ -13,7 +13,7 @@ import (
 
 // getRow reads one row on tx (nil: committed data).
 func (c *Conn) getRow(ctx context.Context, tx *sql.Tx, partition, table, id string) (driver.Row, bool, error) {
-	x, err := c.table(table)
+	x, err := c.state.Table(table)
 	if err != nil {
 		return driver.Row{}, false, err
 	}
@@ -40,7 +40,7 @@ func (c *Conn) getRow(ctx context.Context, tx *sql.Tx, partition, table, id stri
 // the limit — the cost is bounded by values × limit, never by the table.
 // The other keys are IN predicates. Errors: CodeUnknownTable.
 func (c *Conn) scanRows(ctx context.Context, tx *sql.Tx, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, err
 	}

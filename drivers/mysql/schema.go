@@ -13,9 +13,6 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*table, error) { return c.state.Table(name) }
-
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7); an equal layout
 // costs one read, and CodeSchemaMigrationUnsupported is decided before any
 // DDL. A declared index over MySQL's key-length limit → CodeSchemaInvalid

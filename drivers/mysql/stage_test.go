@@ -351,7 +351,7 @@ func TestStageSplits(t *testing.T) {
 	for i := range 40 {
 		upsert("todos", todoRow(fmt.Sprint("s", i), "p", "o"))
 	}
-	x, _ := c.table("todos")
+	x, _ := c.state.Table("todos")
 	check("40 rows", 40-x.maxRows)
 	if _, _, err := tx.GetRow(ctx, "todos", "s0"); err != nil {
 		t.Fatal(err)

@@ -200,7 +200,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // docs/mysql.md; nothing staged).
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.opStaged(ctx, false, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 // row is a no-op (ROW-3).
 func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}

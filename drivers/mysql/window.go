@@ -38,7 +38,7 @@ const roundHeadroom = 64
 // LimitChanges (WIN-4). Deletes carry no Values and RowVersion 0 (WIN-6).
 // Errors: CodeUnknownTable, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	key, empty, err := commitwindow.Key(q, c.table)
+	key, empty, err := commitwindow.Key(q, c.state.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func (c *Conn) ListCommitMeta(ctx context.Context, partition string, beforeSeq i
 // CodeUnknownTable; a filter with no keys → CodeScanRequiresScope (V-6).
 func (c *Conn) ScopeActivity(ctx context.Context, partition, table string, filter driver.ScopeFilter, afterSeq, throughSeq int64) (driver.ScopeActivity, error) {
 	var act driver.ScopeActivity
-	key, done, err := adminview.ActivityKey(c.table, table, filter, afterSeq, throughSeq)
+	key, done, err := adminview.ActivityKey(c.state.Table, table, filter, afterSeq, throughSeq)
 	if err != nil || done {
 		return act, err
 	}

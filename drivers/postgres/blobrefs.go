@@ -31,7 +31,7 @@ var (
 // and vanishes with its rollback. Errors: CodeUnknownTable (SCH-8).
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
 	return t.op(ctx, func() error {
-		if _, err := t.c.table(table); err != nil {
+		if _, err := t.c.state.Table(table); err != nil {
 			return err
 		}
 		t.pending = append(t.pending, stmt{sqlBlobRefsClearRow, []any{t.partition, table, rowID}})

@@ -65,7 +65,7 @@ func (t *Tx) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) (rows []d
 // statement and its arguments: $1 partition, one parameter per non-nil
 // value, then the exclusive after-id and the limit.
 func (c *Conn) indexLookup(partition string, q driver.IndexQuery) (*table, string, []any, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, "", nil, err
 	}

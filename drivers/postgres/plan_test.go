@@ -66,7 +66,7 @@ func TestPlansUseIndexes(t *testing.T) {
 	if _, err := c.pool.Exec(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPlansManyPartitions(t *testing.T) {
 	if _, err := c.pool.Exec(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}

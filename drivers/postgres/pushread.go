@@ -24,7 +24,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	}
 	xs := make([]*table, len(keys))
 	for i, k := range keys {
-		x, err := c.table(k.Table)
+		x, err := c.state.Table(k.Table)
 		if err != nil {
 			return nil, driver.PushRead{}, err
 		}

@@ -100,7 +100,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted and distinct, with their application columns.
 func (c *Conn) queryTables(tables []string) ([]string, map[string][]string, error) {
-	names, defs, err := querylang.DeclaredTables(tables, c.table)
+	names, defs, err := querylang.DeclaredTables(tables, c.state.Table)
 	if err != nil {
 		return nil, nil, err
 	}

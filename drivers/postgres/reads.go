@@ -13,7 +13,7 @@ import (
 
 // GetRow returns the committed row (ROW-4: missing → false, nil).
 func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
-	x, err := c.table(table)
+	x, err := c.state.Table(table)
 	if err != nil {
 		return driver.Row{}, false, err
 	}
@@ -35,7 +35,7 @@ func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuer
 
 // scanQuery plans a scan: the table, its query and arguments, or none.
 func (c *Conn) scanQuery(partition string, q driver.ScanQuery) (*table, string, []any, bool, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, "", nil, false, err
 	}

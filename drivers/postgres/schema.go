@@ -13,9 +13,6 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*table, error) { return c.state.Table(name) }
-
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), decided by
 // schemaplan over the engine-neutral layout (storelayout), so every engine
 // accepts and rejects the same schema changes; an equal layout costs one

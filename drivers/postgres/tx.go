@@ -419,7 +419,7 @@ func (t *Tx) read(ctx context.Context, what, q string, args []any, fn func(pgx.R
 // GetRow reads a row, seeing the Tx's own writes (TX-3).
 func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
 	err = t.op(ctx, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}
@@ -474,7 +474,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // the Tx stays usable (SCH-10, TX-8). Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}
@@ -535,7 +535,7 @@ func (t *Tx) stageUpsert(x *table, id string, args []any) {
 // missing row is a no-op (ROW-3, BLOB-1).
 func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}

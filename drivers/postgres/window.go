@@ -24,7 +24,7 @@ import (
 // and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
 // CodeScanRequiresScope, CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	key, _, err := commitwindow.Key(q, c.table)
+	key, _, err := commitwindow.Key(q, c.state.Table)
 	if err != nil {
 		return nil, err
 	}

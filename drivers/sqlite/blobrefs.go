@@ -26,7 +26,7 @@ var (
 // rollback. Errors: CodeUnknownTable (SCH-8).
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
 	return t.op(ctx, func() error {
-		if _, err := t.c.table(table); err != nil {
+		if _, err := t.c.state.Table(table); err != nil {
 			return err
 		}
 		if err := t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID); err != nil {

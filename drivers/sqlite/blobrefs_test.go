@@ -33,7 +33,7 @@ func TestBlobRefsPlans(t *testing.T) {
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	todos, err := c.table("todos")
+	todos, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 //     write), c.readTx (several reads on one snapshot), c.reader() (one
 //     read), c.queryRow / c.query on any runner;
 //   - inside a Tx: t.op(ctx, fn) (finished/aborted checks) and t.st, the
-//     Tx's runner; c.table(name) for an ensured table's SQL (SCH-8).
+//     Tx's runner; c.state.Table(name) for an ensured table's SQL (SCH-8).
 type Conn struct {
 	w, r *sql.DB // writer (one connection), readers (query_only pool)
 	// wr, rd: the prepared statements of each. wr.Get must not be called

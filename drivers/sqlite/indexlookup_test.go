@@ -20,11 +20,11 @@ func TestIndexLookupPlans(t *testing.T) {
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	todos, err := c.table("todos")
+	todos, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
-	users, err := c.table("users")
+	users, err := c.state.Table("users")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestPlans(t *testing.T) {
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestPlansManyPartitions(t *testing.T) {
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	x, err := c.table("todos")
+	x, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			}
 			out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
 			for _, g := range rowkeys.Groups(keys, sqlitesql.MaxGetIn) {
-				x, err := c.table(g.Table)
+				x, err := c.state.Table(g.Table)
 				if err != nil {
 					return err
 				}

@@ -143,7 +143,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 // queryTables checks the declared tables against the ensured schema and
 // returns them sorted and distinct.
 func (c *Conn) queryTables(tables []string) ([]string, error) {
-	names, _, err := querylang.DeclaredTables(tables, c.table)
+	names, _, err := querylang.DeclaredTables(tables, c.state.Table)
 	return names, err
 }
 

@@ -11,7 +11,7 @@ import (
 
 // getRow reads one row through r (a reader, or a Tx for its own writes).
 func (c *Conn) getRow(ctx context.Context, r runner, partition, table, id string) (driver.Row, bool, error) {
-	x, err := c.table(table)
+	x, err := c.state.Table(table)
 	if err != nil {
 		return driver.Row{}, false, err
 	}
@@ -32,7 +32,7 @@ func (c *Conn) getRow(ctx context.Context, r runner, partition, table, id string
 
 // scanRows runs a scan through r (SCAN-1…SCAN-5).
 func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	x, err := c.table(q.Table)
+	x, err := c.state.Table(q.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
-// table returns the SQL of an ensured table, or CodeUnknownTable (SCH-8).
-func (c *Conn) table(name string) (*sqlitesql.Table, error) { return c.state.Table(name) }
-
 // EnsureSchema is driver.Conn.EnsureSchema (SCH-3…SCH-7), run in one
 // BEGIN IMMEDIATE transaction: SQLite DDL is transactional, so an
 // interrupted migration leaves nothing half-done and two processes

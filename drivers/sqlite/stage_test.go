@@ -106,7 +106,7 @@ FROM _sync_change_scopes WHERE partition = ? ORDER BY tbl, variable, value, seq,
 func TestStagedUpserts(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)
-	todos, err := c.table("todos")
+	todos, err := c.state.Table("todos")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestMultiRowStatementsPooled(t *testing.T) {
 	c, _ := openTest(t)
 	rows := []driver.Row{todoRow("a", "p", "o"), todoRow("b", "p", "o"), todoRow("c", "p", "o")}
 	pushRows(t, c, "P", rows...)
-	todos, _ := c.table("todos")
+	todos, _ := c.state.Table("todos")
 	qs := []string{todos.UpsertRows(3), sqlitesql.InsertChangeRows(3), sqlitesql.InsertChangeScopeRows(6)}
 	for _, q := range qs {
 		if c.wr.Peek(q) != nil {

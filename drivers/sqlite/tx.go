@@ -135,7 +135,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // writing it fails that later operation and aborts the Tx, which then
 // writes nothing (TX-6).
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
-	x, err := t.c.table(table)
+	x, err := t.c.state.Table(table)
 	if err != nil {
 		return t.op(ctx, func() error { return err })
 	}
@@ -154,7 +154,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 // DeleteRow removes the row; a missing row is a no-op (ROW-3).
 func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.table(table)
+		x, err := t.c.state.Table(table)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ import (
 // Values and RowVersion 0 (WIN-6). Errors: CodeUnknownTable,
 // CodeCursorExpired, CodeCursorAhead.
 func (c *Conn) ReadCommitWindow(ctx context.Context, partition string, q driver.WindowQuery) ([]driver.Commit, error) {
-	key, empty, err := commitwindow.Key(q, c.table)
+	key, empty, err := commitwindow.Key(q, c.state.Table)
 	if err != nil {
 		return nil, err
 	}
