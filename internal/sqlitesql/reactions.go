@@ -201,7 +201,13 @@ WHERE partition = ?1 AND key = ?2 AND status = 'dead_letter'`
 	// ?3 (strict), and returns the status of each deleted row (RX-9).
 	// Pending and leased rows (due_at_ms NOT NULL) are never candidates.
 	PruneReactions = `DELETE FROM _sync_reactions WHERE partition = ?1 AND key IN (
-	SELECT key FROM (
+	` + PruneCandidates + `)
+RETURNING status`
+
+	// PruneCandidates selects the keys of PruneReactions' candidates: at
+	// most ?4 terminal rows of partition ?1, oldest updated_at_ms first,
+	// completed before ?2 and dead letters before ?3 (strict) (RX-9).
+	PruneCandidates = `SELECT key FROM (
 		SELECT * FROM (SELECT key, updated_at_ms FROM _sync_reactions
 			WHERE partition = ?1 AND status = 'completed' AND due_at_ms IS NULL AND updated_at_ms < ?2
 			ORDER BY updated_at_ms, key LIMIT ?4)
@@ -209,8 +215,7 @@ WHERE partition = ?1 AND key = ?2 AND status = 'dead_letter'`
 		SELECT * FROM (SELECT key, updated_at_ms FROM _sync_reactions
 			WHERE partition = ?1 AND status = 'dead_letter' AND due_at_ms IS NULL AND updated_at_ms < ?3
 			ORDER BY updated_at_ms, key LIMIT ?4)
-	) ORDER BY updated_at_ms, key LIMIT ?4)
-RETURNING status`
+	) ORDER BY updated_at_ms, key LIMIT ?4`
 )
 
 // ReactionStatements lists every reaction statement, so a driver can

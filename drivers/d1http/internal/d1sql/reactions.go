@@ -53,15 +53,7 @@ ORDER BY created_at_ms, key LIMIT ?5`
 	// among them are the oldest ?4 - (completed deleted) dead letters:
 	// D1PruneDeadLetters deletes those.
 	D1PruneCompleted = `DELETE FROM _sync_reactions WHERE partition = ?1 AND status = 'completed' AND key IN (
-	SELECT key FROM (
-		SELECT * FROM (SELECT key, updated_at_ms FROM _sync_reactions
-			WHERE partition = ?1 AND status = 'completed' AND due_at_ms IS NULL AND updated_at_ms < ?2
-			ORDER BY updated_at_ms, key LIMIT ?4)
-		UNION ALL
-		SELECT * FROM (SELECT key, updated_at_ms FROM _sync_reactions
-			WHERE partition = ?1 AND status = 'dead_letter' AND due_at_ms IS NULL AND updated_at_ms < ?3
-			ORDER BY updated_at_ms, key LIMIT ?4)
-	) ORDER BY updated_at_ms, key LIMIT ?4)`
+	` + sqlitesql.PruneCandidates + `)`
 
 	// D1PruneNote: ?1 note id, ?2 now ms. Follows D1PruneCompleted: keeps
 	// its changes() in a note row of _sync_d1_tokens (state 'note',
