@@ -69,13 +69,9 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	const what = "mysql: list rows referencing a blob"
 	return blobrefs.ListRows(c.state.Tables(), limit, func(name string, x *table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.query(ctx, nil, x.blobRefsRows(), []any{partition, blobID, name, int64(n)}, what)
-		if err != nil {
-			return nil, err
-		}
-		refs, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.BlobRowRef, error) {
+		return sqlrows.Read(ctx, rows, err, func(r *sql.Rows) (driver.BlobRowRef, error) {
 			return blobrefs.Scan(r.Scan, x.def.Name, x.def.Scopes)
-		})
-		return refs, c.mapErr(ctx, err, what)
+		}, c.mapErr, what)
 	})
 }
 
@@ -87,9 +83,5 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 		return nil, err
 	}
 	rows, err := c.query(ctx, nil, blobRefsListIDs, []any{partition, afterBlobID, int64(limit)}, "mysql: list referenced blob ids")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.String)
-	return out, c.mapErr(ctx, err, "mysql: list referenced blob ids")
+	return sqlrows.Read(ctx, rows, err, sqlrows.String, c.mapErr, "mysql: list referenced blob ids")
 }

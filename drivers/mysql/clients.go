@@ -33,11 +33,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	rows, err := c.query(ctx, nil, listClientCursors, []any{partition, afterClientID, int64(limit)}, "mysql: list client cursors")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.ClientCursor)
-	return out, c.mapErr(ctx, err, "mysql: list client cursors")
+	return sqlrows.Read(ctx, rows, err, sqlrows.ClientCursor, c.mapErr, "mysql: list client cursors")
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
@@ -102,20 +98,12 @@ func (c *Conn) registryWrite(ctx context.Context, what string, clearClients bool
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
 	rows, err := c.query(ctx, nil, listRegistry, []any{afterPartition, int64(limit)}, "mysql: list partition registry")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.PartitionEntry)
-	return out, c.mapErr(ctx, err, "mysql: list partition registry")
+	return sqlrows.Read(ctx, rows, err, sqlrows.PartitionEntry, c.mapErr, "mysql: list partition registry")
 }
 
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
 	rows, err := c.query(ctx, nil, listPartitions, []any{afterPartition, int64(limit)}, "mysql: list partitions")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.String)
-	return out, c.mapErr(ctx, err, "mysql: list partitions")
+	return sqlrows.Read(ctx, rows, err, sqlrows.String, c.mapErr, "mysql: list partitions")
 }

@@ -30,9 +30,5 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 // commitHeads is the fanout Hub's HeadsFunc.
 func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driver.CommitWake, error) {
 	rows, err := c.query(ctx, nil, selectCommitHeads, []any{after, limit}, "mysql: read the partitions' heads")
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
-	return out, c.mapErr(ctx, err, "mysql: read the partitions' heads")
+	return sqlrows.Read(ctx, rows, err, sqlrows.CommitWake, c.mapErr, "mysql: read the partitions' heads")
 }

@@ -59,13 +59,9 @@ func (c *Conn) ListRowsReferencingBlob(ctx context.Context, partition, blobID st
 	const what = "sqlite: list rows referencing a blob"
 	return blobrefs.ListRows(c.state.Tables(), limit, func(name string, x *sqlitesql.Table, n int) ([]driver.BlobRowRef, error) {
 		rows, err := c.query(ctx, c.reader(), x.BlobRefsRowsSQL(), []any{partition, blobID, name, int64(n)})
-		if err != nil {
-			return nil, err
-		}
-		refs, err := sqlrows.Collect(rows, func(r *sql.Rows) (driver.BlobRowRef, error) {
+		return sqlrows.Read(ctx, rows, err, func(r *sql.Rows) (driver.BlobRowRef, error) {
 			return blobrefs.Scan(r.Scan, name, x.Def.Scopes)
-		})
-		return refs, c.mapErr(ctx, err, what)
+		}, c.mapErr, what)
 	})
 }
 
@@ -77,9 +73,5 @@ func (c *Conn) ListReferencedBlobIDs(ctx context.Context, partition, afterBlobID
 		return nil, err
 	}
 	rows, err := c.query(ctx, c.reader(), sqlitesql.BlobRefsListIDs, []any{partition, afterBlobID, int64(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.String)
-	return out, c.mapErr(ctx, err, "sqlite: list referenced blob ids")
+	return sqlrows.Read(ctx, rows, err, sqlrows.String, c.mapErr, "sqlite: list referenced blob ids")
 }

@@ -33,11 +33,7 @@ func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) 
 // CR-3): a walk of the clients' primary key that stops at the limit.
 func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID string, limit int) ([]driver.ClientCursor, error) {
 	rows, err := c.query(ctx, c.reader(), sqlitesql.ListClientCursors, []any{partition, afterClientID, int64(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.ClientCursor)
-	return out, c.mapErr(ctx, err, "sqlite: list client cursors")
+	return sqlrows.Read(ctx, rows, err, sqlrows.ClientCursor, c.mapErr, "sqlite: list client cursors")
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).

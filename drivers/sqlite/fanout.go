@@ -31,11 +31,7 @@ func (c *Conn) SubscribeCommits(ctx context.Context) (<-chan driver.CommitWake, 
 // commitHeads is the fanout Hub's HeadsFunc.
 func (c *Conn) commitHeads(ctx context.Context, after string, limit int) ([]driver.CommitWake, error) {
 	rows, err := c.query(ctx, c.reader(), sqlitesql.SelectCommitHeads, []any{after, int64(limit)})
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.CommitWake)
-	return out, c.mapErr(ctx, err, "sqlite: read the partitions' heads")
+	return sqlrows.Read(ctx, rows, err, sqlrows.CommitWake, c.mapErr, "sqlite: read the partitions' heads")
 }
 
 // hubs is the in-process half of fanout: the Hubs of every open Conn by

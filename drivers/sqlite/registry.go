@@ -56,20 +56,12 @@ func (c *Conn) registryWrite(ctx context.Context, what string, pre []string, q, 
 // afterPartition, ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) ([]driver.PartitionEntry, error) {
 	rows, err := c.query(ctx, c.reader(), sqlitesql.ListRegistry, []any{afterPartition, limit})
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.PartitionEntry)
-	return out, c.mapErr(ctx, err, "sqlite: list partition registry")
+	return sqlrows.Read(ctx, rows, err, sqlrows.PartitionEntry, c.mapErr, "sqlite: list partition registry")
 }
 
 // ListPartitions returns registered partition names > afterPartition,
 // ascending bytewise, at most limit (REG-3).
 func (c *Conn) ListPartitions(ctx context.Context, afterPartition string, limit int) ([]string, error) {
 	rows, err := c.query(ctx, c.reader(), sqlitesql.ListPartitions, []any{afterPartition, limit})
-	if err != nil {
-		return nil, err
-	}
-	out, err := sqlrows.Collect(rows, sqlrows.String)
-	return out, c.mapErr(ctx, err, "sqlite: list partitions")
+	return sqlrows.Read(ctx, rows, err, sqlrows.String, c.mapErr, "sqlite: list partitions")
 }

@@ -27,6 +27,18 @@ func Collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 	return out, rows.Err()
 }
 
+// Read is Collect of a query's answer, rows and err as the query
+// returned them: a query error (already mapped by the caller) is returned
+// as is; a scan or iteration error is mapped by mapErr(ctx, err, what),
+// the driver's Conn.mapErr (which maps nil to nil).
+func Read[T any](ctx context.Context, rows *sql.Rows, err error, scan func(*sql.Rows) (T, error), mapErr func(context.Context, error, string) error, what string) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out, err := Collect(rows, scan)
+	return out, mapErr(ctx, err, what)
+}
+
 // Decode reads every row of rows into dest and decodes it with decode,
 // then closes rows: a table's rows read with its select list (its
 // ScanDest and DecodeRow). A scan or iteration error is returned through
