@@ -286,11 +286,8 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 // PutPushResult stages r unless a result is stored or staged under the
 // key: the first writer wins (PR-3), in the batch too (ON CONFLICT DO NOTHING).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	text, err := driver.EncodePushResult(r)
-	if err != nil {
-		return err
-	}
-	return t.op(func() error {
+	op := func(_ context.Context, fn func() error) error { return t.op(fn) }
+	return txstate.PutPushResult(ctx, r, op, func(text []byte) error {
 		t.writes = append(t.writes, st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
 		key := [2]string{clientID, clientCommitID}
 		if _, ok := t.ov.results[key]; !ok {

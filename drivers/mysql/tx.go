@@ -336,11 +336,7 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 // PutPushResult stores r unless a result is already stored or staged
 // under the key: first writer wins, a later put is ignored (PR-3).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	text, err := driver.EncodePushResult(r)
-	if err != nil {
-		return err
-	}
-	return t.op(ctx, func() error {
+	return txstate.PutPushResult(ctx, r, t.op, func(text []byte) error {
 		_, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text)
 		return err
 	})

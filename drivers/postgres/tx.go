@@ -578,11 +578,7 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 // PutPushResult buffers r; the insert keeps a result already stored or
 // staged under the key: first writer wins (PR-3).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	text, err := driver.EncodePushResult(r)
-	if err != nil {
-		return err
-	}
-	return t.op(ctx, func() error {
+	return txstate.PutPushResult(ctx, r, t.op, func(text []byte) error {
 		t.pending = append(t.pending, stmt{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}})
 		return nil
 	})

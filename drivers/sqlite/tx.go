@@ -202,11 +202,7 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 // PutPushResult stores r unless a result is already stored or staged
 // under the key: first writer wins, a later put is ignored (PR-3).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	text, err := driver.EncodePushResult(r)
-	if err != nil {
-		return err
-	}
-	return t.op(ctx, func() error {
+	return txstate.PutPushResult(ctx, r, t.op, func(text []byte) error {
 		return t.st.exec(ctx, sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text))
 	})
 }

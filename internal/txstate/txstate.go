@@ -167,6 +167,18 @@ func IsAbort(ctx context.Context, err error, also ...driver.Code) bool {
 	}
 }
 
+// PutPushResult is the frame of a Tx's PutPushResult (PR-3): r encoded
+// (driver.EncodePushResult; its error is returned before the Tx is
+// touched), then put of the encoding as one operation of the Tx through
+// op (the driver's Tx.op, TX-5, TX-6), whose error is returned.
+func PutPushResult(ctx context.Context, r driver.PushResult, op func(context.Context, func() error) error, put func(text []byte) error) error {
+	text, err := driver.EncodePushResult(r)
+	if err != nil {
+		return err
+	}
+	return op(ctx, func() error { return put(text) })
+}
+
 // ErrBeginEnded is the error of a Tx whose Begin context ended, so that
 // database/sql rolled its engine transaction back (err: sql.ErrTxDone,
 // or what reported it): CodeUnavailable, retryable; nothing was written
