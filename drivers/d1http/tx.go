@@ -136,6 +136,10 @@ func (t *Tx) op(fn func() error) error {
 	})
 }
 
+// opCtx is op for the shared Tx frames (txstate), which pass a context:
+// the Tx's operations run under Begin's.
+func (t *Tx) opCtx(_ context.Context, fn func() error) error { return t.op(fn) }
+
 // GetRow reads a row, seeing the Tx's own writes (TX-3).
 func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
 	err = t.op(func() error {
@@ -263,31 +267,26 @@ func (t *Tx) afterRowWrite(x *sqlitesql.Table, id string, deleted bool) {
 // Begin + 1, + 1 per commit already appended in the Tx (SEQ-1…SEQ-3). The
 // guard on the stamp (and the commits' primary key) makes a seq another
 // Tx took fail the batch (SEQ-4); a rolled-back Tx consumes nothing (SEQ-2).
-func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
 	changes, err := sqlitesql.ChangesJSON(in.Changes)
 	if err != nil {
 		return 0, err
 	}
-	err = t.op(func() error {
+	return txstate.Value(ctx, t.opCtx, func() (int64, error) {
 		t.commits++
-		seq = t.baseMax + t.commits
+		seq := t.baseMax + t.commits
 		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
 		if len(in.Changes) > 0 {
 			t.writes = append(t.writes, st(sqlitesql.InsertChanges, t.partition, seq, changes), st(sqlitesql.InsertChangeScopes, t.partition, seq, changes))
 		}
-		return nil
+		return seq, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return seq, nil
 }
 
 // PutPushResult stages r unless a result is stored or staged under the
 // key: the first writer wins (PR-3), in the batch too (ON CONFLICT DO NOTHING).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	op := func(_ context.Context, fn func() error) error { return t.op(fn) }
-	return txstate.PutPushResult(ctx, r, op, func(text []byte) error {
+	return txstate.PutPushResult(ctx, r, t.opCtx, func(text []byte) error {
 		t.writes = append(t.writes, st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
 		key := [2]string{clientID, clientCommitID}
 		if _, ok := t.ov.results[key]; !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/internal/schemaplan"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
@@ -28,6 +29,9 @@ type Conn struct {
 	maria   bool   // MariaDB rather than MySQL
 	coll    string // the NO PAD binary collation of utf8mb4
 	version string // VERSION()
+	// Committed serves GetRow, ScanRows, GetPushResult and
+	// ScanRowsByIndex: the Conn's reads of committed data (the pool).
+	sqlrows.Committed[*sql.Tx]
 	// stmtBytes bounds the bound values of one multi-row write (bytes):
 	// half the server's max_allowed_packet (or the DSN's, if smaller), so
 	// a statement packet always fits. A single row larger than it is sent
@@ -106,6 +110,7 @@ func newConn(cfg *mysql.Config, version string, maxPacket int64, readOnly bool) 
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
 		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket), replica: readOnly}
 	c.fan.Heads = c.commitHeads
+	c.Committed = sqlrows.NewCommitted[*sql.Tx](nil, c.reads())
 	c.coll = "utf8mb4_0900_bin"
 	if c.maria {
 		c.coll = "utf8mb4_nopad_bin"

@@ -8,8 +8,14 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/commitwindow"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
+
+// reads are the Conn's reads on a transaction (nil: committed data).
+func (c *Conn) reads() sqlrows.Reads[*sql.Tx] {
+	return sqlrows.Reads[*sql.Tx]{Row: c.getRow, Rows: c.scanRows, PushResult: c.getPushResult, Index: c.scanRowsByIndex}
+}
 
 // getRow reads one row on tx (nil: committed data).
 func (c *Conn) getRow(ctx context.Context, tx *sql.Tx, partition, table, id string) (driver.Row, bool, error) {
@@ -177,21 +183,6 @@ func (c *Conn) getPushResult(ctx context.Context, tx *sql.Tx, partition, clientI
 		return driver.PushResult{}, false, err
 	}
 	return res, true, nil
-}
-
-// GetRow returns the committed row (ROW-4: missing → false, nil).
-func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
-	return c.getRow(ctx, nil, partition, table, id)
-}
-
-// ScanRows returns committed rows selected by q (SCAN-1…SCAN-5).
-func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	return c.scanRows(ctx, nil, partition, q)
-}
-
-// GetPushResult returns a committed push result (PR-2, PR-5).
-func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
-	return c.getPushResult(ctx, nil, partition, clientID, clientCommitID)
 }
 
 // readSeq runs a one-value sequence query; no row (or NULL) reads as 0.

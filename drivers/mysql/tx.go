@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -24,6 +25,9 @@ type Tx struct {
 	tx       *sql.Tx
 	token    []byte          // the Tx's entry in the partition's outcomes ring (outcome.go)
 	beginCtx context.Context // Begin's: when it ends, database/sql rolls the Tx back
+	// InTx serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
+	// the Conn's reads on tx, as operations of the Tx.
+	sqlrows.InTx[*sql.Tx]
 	// baseSeq is max_seq when the Tx began; seq the last one it allocated.
 	// Begin stored baseSeq + 1 (reservePartition); Commit writes max_seq
 	// only when seq differs from that.
@@ -101,6 +105,7 @@ func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
 	if err == nil {
 		if _, err = tx.ExecContext(ctx, savepoint); err == nil {
 			t := &Tx{c: c, partition: partition, sc: sc, tx: tx, token: token, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
+			t.InTx = sqlrows.NewInTx(t.op, tx, partition, c.reads())
 			if c.txs.Add(t) {
 				return t, nil
 			}
@@ -151,33 +156,6 @@ func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 		return nil, t.c.mapErr(ctx, err, "mysql: write")
 	}
 	return res, nil
-}
-
-// GetRow reads a row, seeing the Tx's own writes (TX-3).
-func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
-	err = t.op(ctx, func() error {
-		row, found, err = t.c.getRow(ctx, t.tx, t.partition, table, id)
-		return err
-	})
-	return row, found, err
-}
-
-// ScanRows scans rows, seeing the Tx's own writes (TX-3).
-func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
-	err = t.op(ctx, func() error {
-		rows, err = t.c.scanRows(ctx, t.tx, t.partition, q)
-		return err
-	})
-	return rows, err
-}
-
-// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
-func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
-	err = t.op(ctx, func() error {
-		r, found, err = t.c.getPushResult(ctx, t.tx, t.partition, clientID, clientCommitID)
-		return err
-	})
-	return r, found, err
 }
 
 // UpsertRow creates or fully replaces the row (ROW-1, ROW-2), replacing
@@ -293,9 +271,8 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			csRows = append(csRows, []any{nil, ch.Table, k, scopes[k], nil, i})
 		}
 	}
-	var seq int64
-	err := t.op(ctx, func() error {
-		seq = t.seq + 1
+	return txstate.Value(ctx, t.op, func() (int64, error) {
+		seq := t.seq + 1
 		for _, r := range chRows {
 			r[0], r[1] = t.partition, seq
 		}
@@ -318,19 +295,15 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			// another node is applied here before this Tx is aborted for
 			// it. A lost race: nothing of this Tx will be written (the
 			// error aborts it) and it may be run again (TX-9).
-			return driver.Errorf(driver.CodeWriteConflict,
+			return 0, driver.Errorf(driver.CodeWriteConflict,
 				"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		t.seq = seq
-		return nil
+		return seq, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return seq, nil
 }
 
 // PutPushResult stores r unless a result is already stored or staged

@@ -550,13 +550,13 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // buffers the commit, its changes and its change-scope entries (three
 // statements whatever the commit's size). The counter is written at
 // Commit, so a rollback or CommitRejected consumes nothing (SEQ-1…SEQ-3).
-func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
 	ins, err := changeStatements(in.Changes)
 	if err != nil {
 		return 0, err
 	}
-	err = t.op(ctx, func() error {
-		seq = t.baseSeq + int64(len(t.seqs)) + 1
+	return txstate.Value(ctx, t.op, func() (int64, error) {
+		seq := t.baseSeq + int64(len(t.seqs)) + 1
 		var token any // NULL on every commit but the Tx's first
 		if len(t.seqs) == 0 {
 			t.token = rand.Int64N(math.MaxInt64) + 1
@@ -567,12 +567,8 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64
 			t.pending = append(t.pending, stmt{s.sql, append([]any{t.partition, seq}, s.args...)})
 		}
 		t.seqs = append(t.seqs, seq)
-		return nil
+		return seq, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return seq, nil
 }
 
 // PutPushResult buffers r; the insert keeps a result already stored or

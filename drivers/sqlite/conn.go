@@ -12,6 +12,7 @@ import (
 	"github.com/syncstore/syncstore/driver/fanpoll"
 	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
 )
@@ -37,6 +38,9 @@ type Conn struct {
 	// while the caller's goroutine holds the writer's connection (a Tx):
 	// use wr.Peek there.
 	wr, rd *stmtcache.Cache
+	// Committed serves GetRow, ScanRows, GetPushResult and
+	// ScanRowsByIndex: the Conn's reads of committed data (the readers).
+	sqlrows.Committed[runner]
 	// state is the ensured schema; it serializes this Conn's EnsureSchema
 	// calls, other processes are serialized by the write transaction.
 	state   schemaplan.State[*sqlitesql.Table, struct{}]
@@ -64,6 +68,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
+	c.Committed = sqlrows.NewCommitted(c.reader(), c.reads())
 	c.joinFanout(t.fanKey())
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()

@@ -9,6 +9,12 @@ import (
 	"github.com/syncstore/syncstore/internal/sqlrows"
 )
 
+// reads are the Conn's reads through a runner (a reader, or a Tx for
+// its own writes).
+func (c *Conn) reads() sqlrows.Reads[runner] {
+	return sqlrows.Reads[runner]{Row: c.getRow, Rows: c.scanRows, PushResult: c.getPushResult, Index: c.scanRowsByIndex}
+}
+
 // getRow reads one row through r (a reader, or a Tx for its own writes).
 func (c *Conn) getRow(ctx context.Context, r runner, partition, table, id string) (driver.Row, bool, error) {
 	x, err := c.state.Table(table)
@@ -110,21 +116,6 @@ func (c *Conn) getPushResult(ctx context.Context, r runner, partition, clientID,
 		return driver.PushResult{}, false, err
 	}
 	return res, true, nil
-}
-
-// GetRow returns the committed row (ROW-4: missing → false, nil).
-func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
-	return c.getRow(ctx, c.reader(), partition, table, id)
-}
-
-// ScanRows returns committed rows selected by q (SCAN-1…SCAN-5).
-func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	return c.scanRows(ctx, c.reader(), partition, q)
-}
-
-// GetPushResult returns a committed push result (PR-2, PR-5).
-func (c *Conn) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
-	return c.getPushResult(ctx, c.reader(), partition, clientID, clientCommitID)
 }
 
 // partitionSeqs returns the partition's max_seq and horizon_seq (0, 0 for

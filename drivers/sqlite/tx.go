@@ -7,6 +7,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
+	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -18,6 +19,9 @@ type Tx struct {
 	partition string
 	st        *txStmts
 	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
+	// InTx serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
+	// the Conn's reads through st, as operations of the Tx.
+	sqlrows.InTx[runner]
 
 	// state is finished/aborted and the lock guarding the fields below.
 	// The Tx is aborted when an operation failed with an engine error or
@@ -54,6 +58,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		return nil, c.mapErr(ctx, err, "sqlite: begin")
 	}
 	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx), beginCtx: ctx}
+	t.InTx = sqlrows.NewInTx[runner](t.op, t.st, partition, c.reads())
 	if err := t.st.exec(ctx, sqlitesql.Savepoint); err != nil {
 		_ = sqlTx.Rollback()
 		return nil, err
@@ -93,33 +98,6 @@ func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 // schema_newer here means the store was migrated under the Tx.
 func isAbort(ctx context.Context, err error) bool {
 	return txstate.IsAbort(ctx, err, driver.CodeSchemaNewer)
-}
-
-// GetRow reads a row, seeing the Tx's own writes (TX-3).
-func (t *Tx) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
-	err = t.op(ctx, func() error {
-		row, found, err = t.c.getRow(ctx, t.st, t.partition, table, id)
-		return err
-	})
-	return row, found, err
-}
-
-// ScanRows scans rows, seeing the Tx's own writes (TX-3).
-func (t *Tx) ScanRows(ctx context.Context, q driver.ScanQuery) (rows []driver.Row, err error) {
-	err = t.op(ctx, func() error {
-		rows, err = t.c.scanRows(ctx, t.st, t.partition, q)
-		return err
-	})
-	return rows, err
-}
-
-// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
-func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
-	err = t.op(ctx, func() error {
-		r, found, err = t.c.getPushResult(ctx, t.st, t.partition, clientID, clientCommitID)
-		return err
-	})
-	return r, found, err
 }
 
 // UpsertRow creates or fully replaces the row (ROW-1, ROW-2). A collision
@@ -172,31 +150,27 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // statements up to 64 changes and 128 entries (multi-row inserts, the
 // values bound: sqlitesql.InsertChangeRows). The changes are encoded
 // before the first write.
-func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (seq int64, err error) {
+func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
 	changes, err := sqlitesql.NewChangeArgs(in.Changes)
 	if err != nil {
 		return 0, err
 	}
-	err = t.op(ctx, func() error {
+	return txstate.Value(ctx, t.op, func() (seq int64, err error) {
 		if err := t.c.queryRow(ctx, t.st, sqlitesql.NextSeq, []any{t.partition}, &seq); err != nil {
-			return err
+			return 0, err
 		}
 		if err := t.st.exec(ctx, sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
-			return err
+			return 0, err
 		}
 		if err := t.execChunks(ctx, seq, changes.Changes, 7, sqlitesql.MaxChangeRows, sqlitesql.InsertChangeRows); err != nil {
-			return err
+			return 0, err
 		}
 		if err := t.execChunks(ctx, seq, changes.Scopes, 4, sqlitesql.MaxChangeScopeRows, sqlitesql.InsertChangeScopeRows); err != nil {
-			return err
+			return 0, err
 		}
 		t.lastSeq = seq
-		return nil
+		return seq, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return seq, nil
 }
 
 // PutPushResult stores r unless a result is already stored or staged

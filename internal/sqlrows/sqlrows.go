@@ -9,6 +9,7 @@ import (
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/txstate"
 )
 
 // Collect reads every row of rows with scan, then closes rows. On a scan
@@ -171,4 +172,100 @@ func CommitWake(rows *sql.Rows) (driver.CommitWake, error) {
 	}
 	w.Partition = string(p)
 	return w, nil
+}
+
+// Reads are a database/sql driver's reads through a runner R (what they
+// take to read committed data, or inside a Tx's engine transaction): the
+// row of ROW-4, the scan of SCAN-1…SCAN-5, the push result of PR-2, the
+// index lookup of IXL-1.
+type Reads[R any] struct {
+	Row        func(ctx context.Context, r R, partition, table, id string) (driver.Row, bool, error)
+	Rows       func(ctx context.Context, r R, partition string, q driver.ScanQuery) ([]driver.Row, error)
+	PushResult func(ctx context.Context, r R, partition, clientID, clientCommitID string) (driver.PushResult, bool, error)
+	Index      func(ctx context.Context, r R, partition string, q driver.IndexQuery) ([]driver.Row, error)
+}
+
+// Committed is the committed-data read half of a database/sql driver's
+// Conn (mysql, sqlite), embedded in it: GetRow, ScanRows, GetPushResult
+// and ScanRowsByIndex run its Reads through the runner of committed data.
+type Committed[R any] struct {
+	runner R
+	reads  Reads[R]
+}
+
+// NewCommitted returns the Committed that reads through runner.
+func NewCommitted[R any](runner R, reads Reads[R]) Committed[R] {
+	return Committed[R]{runner: runner, reads: reads}
+}
+
+// GetRow returns the committed row (ROW-4: missing → false, nil).
+func (x Committed[R]) GetRow(ctx context.Context, partition, table, id string) (driver.Row, bool, error) {
+	return x.reads.Row(ctx, x.runner, partition, table, id)
+}
+
+// ScanRows returns committed rows selected by q (SCAN-1…SCAN-5).
+func (x Committed[R]) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
+	return x.reads.Rows(ctx, x.runner, partition, q)
+}
+
+// GetPushResult returns a committed push result (PR-2, PR-5).
+func (x Committed[R]) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	return x.reads.PushResult(ctx, x.runner, partition, clientID, clientCommitID)
+}
+
+// ScanRowsByIndex returns the committed rows of partition whose index
+// columns equal q.Values position by position (nil matches NULL), with id
+// > q.AfterRowID, ascending bytewise by id, at most q.Limit (IXL-1).
+// Errors, in IXL-2's order: CodeUnknownTable (SCH-8), CodeIndexNotFound,
+// CodeIndexValueCountMismatch, CodeInvalidValue. q.Limit is trusted:
+// sync.Store refuses one outside 1…1,000 before the driver runs (V-5).
+func (x Committed[R]) ScanRowsByIndex(ctx context.Context, partition string, q driver.IndexQuery) ([]driver.Row, error) {
+	return x.reads.Index(ctx, x.runner, partition, q)
+}
+
+// InTx is the read half of a database/sql driver's Tx (mysql, sqlite),
+// embedded in it: GetRow, ScanRows, GetPushResult and ScanRowsByIndex
+// each run its Reads through the Tx's runner as one operation of the Tx
+// (its op: TX-5, TX-6; staged upserts are written first), so they see
+// the Tx's own writes (TX-3, IXL-3).
+type InTx[R any] struct {
+	op        func(context.Context, func() error) error
+	runner    R
+	partition string
+	reads     Reads[R]
+}
+
+// NewInTx returns the InTx of a Tx on partition whose operations run
+// through op and read through runner.
+func NewInTx[R any](op func(context.Context, func() error) error, runner R, partition string, reads Reads[R]) InTx[R] {
+	return InTx[R]{op: op, runner: runner, partition: partition, reads: reads}
+}
+
+// GetRow reads a row, seeing the Tx's own writes (TX-3).
+func (x InTx[R]) GetRow(ctx context.Context, table, id string) (row driver.Row, found bool, err error) {
+	err = x.op(ctx, func() error {
+		row, found, err = x.reads.Row(ctx, x.runner, x.partition, table, id)
+		return err
+	})
+	return row, found, err
+}
+
+// ScanRows scans rows, seeing the Tx's own writes (TX-3).
+func (x InTx[R]) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, error) {
+	return txstate.Value(ctx, x.op, func() ([]driver.Row, error) { return x.reads.Rows(ctx, x.runner, x.partition, q) })
+}
+
+// GetPushResult reads a push result, seeing one staged in the Tx (TX-3).
+func (x InTx[R]) GetPushResult(ctx context.Context, clientID, clientCommitID string) (r driver.PushResult, found bool, err error) {
+	err = x.op(ctx, func() error {
+		r, found, err = x.reads.PushResult(ctx, x.runner, x.partition, clientID, clientCommitID)
+		return err
+	})
+	return r, found, err
+}
+
+// ScanRowsByIndex is the Conn's ScanRowsByIndex inside the Tx: it sees the
+// Tx's own writes (IXL-3, TX-3).
+func (x InTx[R]) ScanRowsByIndex(ctx context.Context, q driver.IndexQuery) ([]driver.Row, error) {
+	return txstate.Value(ctx, x.op, func() ([]driver.Row, error) { return x.reads.Index(ctx, x.runner, x.partition, q) })
 }

@@ -167,6 +167,22 @@ func IsAbort(ctx context.Context, err error, also ...driver.Code) bool {
 	}
 }
 
+// Value runs fn as one operation of a Tx through op (the driver's Tx.op:
+// TX-5, TX-6) and returns what fn computed: the zero T and the error when
+// the operation failed.
+func Value[T any](ctx context.Context, op func(context.Context, func() error) error, fn func() (T, error)) (T, error) {
+	var v T
+	err := op(ctx, func() (err error) {
+		v, err = fn()
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // PutPushResult is the frame of a Tx's PutPushResult (PR-3): r encoded
 // (driver.EncodePushResult; its error is returned before the Tx is
 // touched), then put of the encoding as one operation of the Tx through
