@@ -21,15 +21,12 @@ var (
 // SetBlobRefs stages the replacement of the row's blob set; empty clears
 // it (BLOB-1). Errors: CodeUnknownTable.
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
-	return t.op(func() error {
-		if _, err := t.c.state.Table(table); err != nil {
-			return err
-		}
+	clear := func() error {
 		t.writes = append(t.writes, st(sqlitesql.BlobRefsClearRow, t.partition, table, rowID))
-		if len(blobIDs) == 0 {
-			return nil
-		}
-		list, err := storelayout.JSONList(blobIDs)
+		return nil
+	}
+	return blobrefs.Set(ctx, t.opCtx, t.c.state.Table, table, blobIDs, clear, func(ids []string) error {
+		list, err := storelayout.JSONList(ids)
 		if err != nil {
 			return err
 		}

@@ -29,14 +29,9 @@ var (
 // counts once. It lands with the Tx's commit and vanishes with its
 // rollback. Errors: CodeUnknownTable (SCH-8).
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
-	return t.op(ctx, func() error {
-		if _, err := t.c.state.Table(table); err != nil {
-			return err
-		}
-		if _, err := t.exec(ctx, blobRefsClearRow, t.partition, table, rowID); err != nil {
-			return err
-		}
-		ids := dedupe(blobIDs)
+	clear := func() error { return t.clearBlobRefs(ctx, table, rowID) }
+	return blobrefs.Set(ctx, t.op, t.c.state.Table, table, blobIDs, clear, func(ids []string) error {
+		ids = dedupe(ids)
 		for len(ids) > 0 {
 			part := ids[:min(len(ids), batchRows)]
 			ids = ids[len(part):]

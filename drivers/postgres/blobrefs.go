@@ -30,14 +30,12 @@ var (
 // counts once. Buffered (no round trip); it lands with the Tx's commit
 // and vanishes with its rollback. Errors: CodeUnknownTable (SCH-8).
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
-	return t.op(ctx, func() error {
-		if _, err := t.c.state.Table(table); err != nil {
-			return err
-		}
+	clear := func() error {
 		t.pending = append(t.pending, stmt{sqlBlobRefsClearRow, []any{t.partition, table, rowID}})
-		if len(blobIDs) > 0 {
-			t.pending = append(t.pending, stmt{sqlBlobRefsInsert, []any{t.partition, table, rowID, blobIDs}})
-		}
+		return nil
+	}
+	return blobrefs.Set(ctx, t.op, t.c.state.Table, table, blobIDs, clear, func(ids []string) error {
+		t.pending = append(t.pending, stmt{sqlBlobRefsInsert, []any{t.partition, table, rowID, ids}})
 		return nil
 	})
 }

@@ -25,17 +25,9 @@ var (
 // counts once. It lands with the Tx's commit and vanishes with its
 // rollback. Errors: CodeUnknownTable (SCH-8).
 func (t *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []string) error {
-	return t.op(ctx, func() error {
-		if _, err := t.c.state.Table(table); err != nil {
-			return err
-		}
-		if err := t.st.exec(ctx, sqlitesql.BlobRefsClearRow, t.partition, table, rowID); err != nil {
-			return err
-		}
-		if len(blobIDs) == 0 {
-			return nil
-		}
-		list, err := storelayout.JSONList(blobIDs)
+	clear := func() error { return t.clearBlobRefs(ctx, table, rowID) }
+	return blobrefs.Set(ctx, t.op, t.c.state.Table, table, blobIDs, clear, func(ids []string) error {
+		list, err := storelayout.JSONList(ids)
 		if err != nil {
 			return err
 		}

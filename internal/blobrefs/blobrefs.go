@@ -5,6 +5,7 @@
 package blobrefs
 
 import (
+	"context"
 	"slices"
 
 	"github.com/syncstore/syncstore/driver"
@@ -33,6 +34,24 @@ func ListRows[X any](tables map[string]X, limit int, rows func(name string, x X,
 		out = append(out, refs...)
 	}
 	return out, nil
+}
+
+// Set is SetBlobRefs (BLOB-1) as one operation of the Tx through op (the
+// driver's Tx.op): table must be an ensured table (lookup, the Conn's
+// table lookup: CodeUnknownTable, SCH-8); then the row's set is cleared
+// (clear) and, unless blobIDs is empty, blobIDs are inserted (insert,
+// which counts a repeated id once). Errors are returned as is.
+func Set[X any](ctx context.Context, op func(context.Context, func() error) error, lookup func(string) (X, error), table string, blobIDs []string,
+	clear func() error, insert func(ids []string) error) error {
+	return op(ctx, func() error {
+		if _, err := lookup(table); err != nil {
+			return err
+		}
+		if err := clear(); err != nil || len(blobIDs) == 0 {
+			return err
+		}
+		return insert(blobIDs)
+	})
 }
 
 // Scan reads one listed row with scan (a database/sql or pgx Scan): the
