@@ -155,11 +155,7 @@ func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.
 // ScanRows returns committed rows selected by q (SCAN-1…SCAN-5), from the
 // scope index of the filter key with the fewest values.
 func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	x, err := c.state.Table(q.Table)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := x.ScanSQL(partition, q)
+	x, plan, err := sqlitesql.PlanScan(c.state.Table, partition, q)
 	if err != nil || plan.None {
 		return nil, err
 	}

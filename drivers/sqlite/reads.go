@@ -38,11 +38,7 @@ func (c *Conn) getRow(ctx context.Context, r runner, partition, table, id string
 
 // scanRows runs a scan through r (SCAN-1…SCAN-5).
 func (c *Conn) scanRows(ctx context.Context, r runner, partition string, q driver.ScanQuery) ([]driver.Row, error) {
-	x, err := c.state.Table(q.Table)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := x.ScanSQL(partition, q)
+	x, plan, err := sqlitesql.PlanScan(c.state.Table, partition, q)
 	if err != nil || plan.None {
 		return nil, err
 	}

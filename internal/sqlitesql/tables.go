@@ -244,6 +244,17 @@ type ScanPlan struct {
 	Args  []any
 }
 
+// PlanScan looks the scanned table up (lookup, the Conn's table lookup:
+// CodeUnknownTable, SCH-8) and plans the scan (ScanSQL).
+func PlanScan(lookup func(string) (*Table, error), partition string, q driver.ScanQuery) (*Table, ScanPlan, error) {
+	x, err := lookup(q.Table)
+	if err != nil {
+		return nil, ScanPlan{}, err
+	}
+	plan, err := x.ScanSQL(partition, q)
+	return x, plan, err
+}
+
 // ScanSQL plans a scan: candidates come from the scope index of the
 // driving filter key (the one with the fewest values), the other keys are
 // column predicates, rows with id > AfterRowID ascending, at most Limit.
