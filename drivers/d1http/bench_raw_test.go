@@ -168,3 +168,12 @@ func newD1RawLoop(b *testing.B) conformance.RawLoop {
 		Reader: func(context.Context) (driver.Conn, error) { return c, nil },
 	}
 }
+
+// bit binds a boolean as 1 or 0: D1 refuses JSON booleans as parameters
+// (the miniflare lane answers them with an engine error).
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -159,17 +159,14 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 // ListReactions lists reactions newest first (createdAt desc, key desc),
 // each status read from its list index, at most q.Limit (RX-8).
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	types, err := sqlitesql.EncodeTypes(q.Types)
+	args, err := sqlitesql.ListArgs(partition, q)
 	if err != nil {
 		return nil, err
 	}
-	f := rxorder.StatusFlags(q.Statuses)
-	afterKey, afterAt := sqlitesql.ListCursor(q)
-	if afterAt != nil {
-		afterAt = num(q.AfterCreatedAtMs)
+	if q.AfterKey != "" {
+		args[len(args)-1] = num(q.AfterCreatedAtMs) // exact beyond 2^53 in JSON (VAL-1)
 	}
-	rows, err := c.rows(ctx, "d1http: list reactions", d1sql.D1ListReactions, partition, bit(f[0]), bit(f[1]), bit(f[2]), bit(f[3]), types, q.Limit,
-		afterKey, afterAt)
+	rows, err := c.rows(ctx, "d1http: list reactions", d1sql.D1ListReactions, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -231,15 +228,6 @@ func (c *Conn) writeChanged(ctx context.Context, what string, s stmt) (bool, err
 		return a.n == 1, nil
 	}
 	return a.res[0].Meta.Changes == 1, nil
-}
-
-// bit binds a boolean as 1 or 0: D1 refuses JSON booleans as parameters
-// (the miniflare lane answers them with an engine error).
-func bit(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // decodeReactions decodes rows of d1sql.D1ReactionColumns.

@@ -107,13 +107,11 @@ func (c *Conn) RetryReaction(ctx context.Context, partition, key string, nowMs i
 // ListReactions lists reactions newest first, per status from the list
 // index, merged (RX-8). It reads committed data through the readers.
 func (c *Conn) ListReactions(ctx context.Context, partition string, q driver.ReactionListQuery) ([]driver.Reaction, error) {
-	types, err := sqlitesql.EncodeTypes(q.Types)
+	args, err := sqlitesql.ListArgs(partition, q)
 	if err != nil {
 		return nil, err
 	}
-	f := rxorder.StatusFlags(q.Statuses)
-	afterKey, afterAt := sqlitesql.ListCursor(q)
-	rows, err := c.query(ctx, c.reader(), sqlitesql.ListReactions, []any{partition, f[0], f[1], f[2], f[3], types, q.Limit, afterKey, afterAt})
+	rows, err := c.query(ctx, c.reader(), sqlitesql.ListReactions, args)
 	if err != nil {
 		return nil, err
 	}

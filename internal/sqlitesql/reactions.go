@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rxorder"
 )
 
 // The reactions capability (docs/contract.md RX-1…RX-10) in the SQLite dialect.
@@ -276,14 +277,29 @@ func EncodeTypes(types []string) (any, error) {
 	return string(b), nil
 }
 
-// ListCursor returns ListReactions' ?8 and ?9: the cursor's key and
-// createdAt, both nil (SQL NULL: from the newest, a bound above every row —
-// a BLOB sorts after every TEXT key) without a cursor.
-func ListCursor(q driver.ReactionListQuery) (key, createdAt any) {
-	if q.AfterKey == "" {
-		return nil, nil
+// ListArgs returns ListReactions' ?1…?9 for q in partition: the status
+// flags as 1/0 (rxorder.StatusFlags), the types' JSON array (EncodeTypes),
+// the limit, and the cursor's key and createdAt (int64), both nil (SQL
+// NULL: from the newest, a bound above every row — a BLOB sorts after
+// every TEXT key) without a cursor.
+func ListArgs(partition string, q driver.ReactionListQuery) ([]any, error) {
+	types, err := EncodeTypes(q.Types)
+	if err != nil {
+		return nil, err
 	}
-	return q.AfterKey, q.AfterCreatedAtMs
+	args := []any{partition}
+	for _, on := range rxorder.StatusFlags(q.Statuses) {
+		flag := int64(0)
+		if on {
+			flag = 1
+		}
+		args = append(args, flag)
+	}
+	args = append(args, types, q.Limit)
+	if q.AfterKey == "" {
+		return append(args, nil, nil), nil
+	}
+	return append(args, q.AfterKey, q.AfterCreatedAtMs), nil
 }
 
 // Format2InsertReaction writes a reaction as a format-2 store holds it
