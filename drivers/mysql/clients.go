@@ -5,26 +5,17 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record (CR-1).
 func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
-	rec := driver.ClientRecord{ClientID: clientID}
-	var subs []byte
-	err := c.queryRow(ctx, nil, selectClient, []any{partition, clientID},
-		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
-	if err == sql.ErrNoRows {
-		return driver.ClientRecord{}, false, nil
-	}
-	if err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	return rec, true, nil
+	noRow := func(err error) bool { return err == sql.ErrNoRows }
+	return adminview.ClientRecord(clientID, func(dest ...any) error {
+		return c.queryRow(ctx, nil, selectClient, []any{partition, clientID}, dest...)
+	}, noRow)
 }
 
 // ListClientCursors returns the cursors of the client records with

@@ -7,25 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
 // GetClientRecord returns the client's record and true, or false (CR-1).
 func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
-	rec := driver.ClientRecord{ClientID: clientID}
-	var subs string
-	err := c.queryRow(ctx, c.pool, sqlSelectClient, []any{partition, clientID},
-		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return driver.ClientRecord{}, false, nil
-	}
-	if err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	return rec, true, nil
+	noRow := func(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+	return adminview.ClientRecord(clientID, func(dest ...any) error {
+		return c.queryRow(ctx, c.pool, sqlSelectClient, []any{partition, clientID}, dest...)
+	}, noRow)
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).

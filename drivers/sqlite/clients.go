@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/adminview"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
@@ -12,20 +13,10 @@ import (
 
 // GetClientRecord returns the client's record (CR-1).
 func (c *Conn) GetClientRecord(ctx context.Context, partition, clientID string) (driver.ClientRecord, bool, error) {
-	rec := driver.ClientRecord{ClientID: clientID}
-	var subs string
-	err := c.queryRow(ctx, c.reader(), sqlitesql.SelectClient, []any{partition, clientID},
-		&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
-	if err == sql.ErrNoRows {
-		return driver.ClientRecord{}, false, nil
-	}
-	if err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(subs); err != nil {
-		return driver.ClientRecord{}, false, err
-	}
-	return rec, true, nil
+	noRow := func(err error) bool { return err == sql.ErrNoRows }
+	return adminview.ClientRecord(clientID, func(dest ...any) error {
+		return c.queryRow(ctx, c.reader(), sqlitesql.SelectClient, []any{partition, clientID}, dest...)
+	}, noRow)
 }
 
 // ListClientCursors returns the cursors of the client records with

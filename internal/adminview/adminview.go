@@ -1,8 +1,8 @@
 // Package adminview is the engine-free part of the admin capability
 // (ADM-1) every driver shares: ListCommitMeta's bound and ScopeActivity's
 // choice of index key and its count, and the reading of the listings'
-// rows for the drivers that get rows (database/sql and pgx). The SQL
-// stays in each driver.
+// rows (and of one client record, CR-1) for the drivers that get rows
+// (database/sql and pgx). The SQL stays in each driver.
 package adminview
 
 import (
@@ -116,6 +116,27 @@ func (t *Text) Scan(src any) error {
 		return fmt.Errorf("adminview: a %T is not text", src)
 	}
 	return nil
+}
+
+// ClientRecord reads one client record (CR-1) with scan, a single-row
+// read of (actor id, wire version, cursor, updated at, subscriptions
+// JSON): false, nil when noRow reports scan's error as "no such row";
+// scan's other errors as is; undecodable subscriptions fail with
+// storelayout.DecodeSubscriptions' error.
+func ClientRecord(clientID string, scan func(dest ...any) error, noRow func(error) bool) (driver.ClientRecord, bool, error) {
+	rec := driver.ClientRecord{ClientID: clientID}
+	var subs Text
+	err := scan(&rec.ActorID, &rec.WireVersion, &rec.Cursor, &rec.UpdatedAtMs, &subs)
+	if noRow(err) {
+		return driver.ClientRecord{}, false, nil
+	}
+	if err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	if rec.Subscriptions, err = storelayout.DecodeSubscriptions(string(subs)); err != nil {
+		return driver.ClientRecord{}, false, err
+	}
+	return rec, true, nil
 }
 
 // ClientRecords reads the rows of a client-record listing (ADM-2; columns
