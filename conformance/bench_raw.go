@@ -197,27 +197,40 @@ const RawLoopCommits = 5000
 // W2's window read and W3's scan of project p7 find every matching change
 // and row, the first and last rows and the last commit (metadata, changes,
 // values) read back equal to what W1 writes, and so does its push result.
+//
+// W1x10-push (skipped with -short) is the same loop at 10 × RawLoopCommits
+// on one fresh store, so W1's tenths at size (RunBenchmarks' W1x10-push)
+// can be told from the engine's own: select it with
+// -bench 'RawLoop/W1x10-push$'.
 func RunRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop) {
-	b.Run("W1-push", func(b *testing.B) {
-		const commits = RawLoopCommits
-		ctx := b.Context()
-		var sum w1Sum
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			r := prepare(b)
-			b.StartTimer()
-			res, err := timeCommits("raw loop", commits, func(c int) (int64, error) { return r.Commit(ctx, W1Commit(c)) })
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum.add(res)
-			if err := checkRawLoop(ctx, r, commits); err != nil {
-				b.Fatal(err)
-			}
+	b.Run("W1-push", func(b *testing.B) { runRawLoop(b, prepare, RawLoopCommits) })
+	b.Run("W1x10-push", func(b *testing.B) {
+		if testing.Short() {
+			b.Skip("10 × RawLoopCommits commits; skipped with -short")
 		}
-		sum.report(b, b.N*commits)
+		runRawLoop(b, prepare, 10*RawLoopCommits)
 	})
+}
+
+// runRawLoop is one sub-benchmark of RunRawLoop: commits commits per run.
+func runRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop, commits int) {
+	ctx := b.Context()
+	var sum w1Sum
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r := prepare(b)
+		b.StartTimer()
+		res, err := timeCommits("raw loop", commits, func(c int) (int64, error) { return r.Commit(ctx, W1Commit(c)) })
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum.add(res)
+		if err := checkRawLoop(ctx, r, commits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sum.report(b, b.N*commits)
 }
 
 // w1Sum adds up the W1 results of a benchmark's b.N runs.

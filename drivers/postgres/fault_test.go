@@ -327,6 +327,52 @@ func TestTxUsesOneConnection(t *testing.T) {
 	}
 }
 
+// TestDeferredCommitRetriesDeadIdleConnections is
+// TestBeginRetriesDeadIdleConnections for a deferred Tx: the Conn knows
+// the partition from a first push, so the second push sends nothing until
+// Commit, whose pipeline meets a connection that died while idle. Nothing
+// of it ran (the backend was gone before it was sent; the commit is not
+// in the log), so Commit sends it again on another connection and the
+// push lands on its first attempt, once.
+func TestDeferredCommitRetriesDeadIdleConnections(t *testing.T) {
+	c, dsn := openTest(t)
+	ctx := t.Context()
+	if _, err := pushTodos(ctx, c, "p", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	n := int(c.pool.Config().MaxConns)
+	held := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		pc, err := c.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, pc)
+	}
+	pids := make([]uint32, 0, n)
+	for _, pc := range held {
+		pids = append(pids, pc.Conn().PgConn().PID())
+		pc.Release()
+	}
+	for _, pid := range pids {
+		terminate(t, dsn, pid)
+	}
+	tx, err := c.Begin(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tx.(*Tx).deferred {
+		t.Fatal("the second push's Tx is not deferred: the test does not reach Commit's retry")
+	}
+	_ = tx.Rollback(ctx)
+	if _, err := pushTodos(ctx, c, "p", 3, 3); err != nil {
+		t.Fatalf("the first deferred push after %d idle connections were terminated: %v", n, err)
+	}
+	if got, err := c.MaxCommitSeq(ctx, "p"); err != nil || got != 2 {
+		t.Fatalf("MaxCommitSeq = %d, %v; want 2 (each push once)", got, err)
+	}
+}
+
 // TestBeginRetriesDeadIdleConnections: every idle connection of the pool
 // is terminated by the server while it sits in the pool (an operator, a
 // failover, a proxy's idle timeout). Begin sends nothing that can commit,

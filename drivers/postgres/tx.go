@@ -702,23 +702,48 @@ func (t *Tx) commitWith(ctx context.Context, last int64, extra []stmt) error {
 // When the answer is lost, the outcome is settled as commitWith's, by the
 // transaction's id if it arrived, else by the Tx's first commit
 // (settleByCommit). The Tx has appended at least one commit.
+//
+// A pool connection that died while idle (the server restarted or ended
+// its backend less than the pool's health-check period ago) fails the
+// pipeline before it answers anything. The Tx is then known to have
+// written nothing (nothing was sent, or settleByCommit found no commit
+// once the backend was gone), and it read nothing from the engine (it is
+// deferred), so the same pipeline is sent again on another connection:
+// one attempt per connection the pool can hold, plus one, as Begin does
+// (beginLive), while ctx lasts.
 func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error {
-	if err := t.acquire(ctx); err != nil {
-		return err
-	}
+	stmts := append(t.pending, extra...)
+	t.pending = nil
 	t.deferred = false
+	for attempt := int32(0); ; attempt++ {
+		again, err := t.sendDeferred(ctx, last, stmts)
+		if !again || ctx.Err() != nil || attempt >= t.c.pool.Config().MaxConns {
+			return err
+		}
+		t.pc.Release() // closed: the pool drops it
+		t.pc = nil
+	}
+}
+
+// sendDeferred is one attempt of commitDeferred. again reports that it
+// failed on a connection that is now closed, before any answer, and wrote
+// nothing.
+func (t *Tx) sendDeferred(ctx context.Context, last int64, stmts []stmt) (again bool, err error) {
+	if err := t.acquire(ctx); err != nil {
+		return false, err
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(sqlGuardSeq, t.partition, t.baseSeq, last)
-	for _, s := range append(t.pending, extra...) {
+	for _, s := range stmts {
 		b.Queue(s.sql, s.args...)
 	}
-	t.pending = nil
 	b.Queue("COMMIT")
 	br := t.pc.SendBatch(ctx, b)
 	gotXid, guardFailed := false, false
 	var tag pgconn.CommandTag
-	_, err := br.Exec()
+	_, err = br.Exec()
+	answered := err == nil
 	if err == nil {
 		var one int
 		if err = br.QueryRow().Scan(&t.xid, &one); err == nil {
@@ -740,19 +765,20 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 	switch {
 	case tag.String() == "COMMIT": // the server said it committed; only what followed may be lost
 		t.locked, t.endSeq, t.ended = true, last, true
-		return nil
+		return false, nil
 	case err == nil:
-		return driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
+		return false, driver.Errorf(driver.CodeUnavailable, "postgres: the server rolled the transaction back; nothing was written (TX-6)")
 	case guardFailed:
 		t.conflict = true
-		return errSeqConflict()
+		return false, errSeqConflict()
 	}
+	deadBefore := !answered && t.pc.Conn().IsClosed()
 	var pe *pgconn.PgError
 	if (errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR") || pgconn.SafeToRetry(err) {
 		if gotXid {
 			t.locked = true // the guard held: the max seq is baseSeq until the rollback
 		}
-		return err // see commitWith
+		return deadBefore && pgconn.SafeToRetry(err), err // see commitWith
 	}
 	if gotXid {
 		err = t.c.settleCommit(ctx, t.xid, t.pid, err)
@@ -761,10 +787,12 @@ func (t *Tx) commitDeferred(ctx context.Context, last int64, extra []stmt) error
 		err = t.c.settleByCommit(ctx, t.pid, t.partition, first, t.token, err)
 	}
 	if err != nil {
-		return err
+		// CodeUnavailable from settleByCommit: the backend is gone and
+		// the commit is not in the log.
+		return deadBefore && !gotXid && driver.CodeOf(err) == driver.CodeUnavailable, err
 	}
 	t.endSeq, t.ended = last, true
-	return nil
+	return false, nil
 }
 
 // finish runs fn (which ends the engine transaction on success) once and
