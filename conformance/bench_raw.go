@@ -197,22 +197,27 @@ const RawLoopCommits = 5000
 // W2's window read and W3's scan of project p7 find every matching change
 // and row, the first and last rows and the last commit (metadata, changes,
 // values) read back equal to what W1 writes, and so does its push result.
-//
-// W1x10-push (skipped with -short) is the same loop at 10 × RawLoopCommits
-// on one fresh store, so W1's tenths at size (RunBenchmarks' W1x10-push)
-// can be told from the engine's own: select it with
-// -bench 'RawLoop/W1x10-push$'.
 func RunRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop) {
 	b.Run("W1-push", func(b *testing.B) { runRawLoop(b, prepare, RawLoopCommits) })
-	b.Run("W1x10-push", func(b *testing.B) {
-		if testing.Short() {
-			b.Skip("10 × RawLoopCommits commits; skipped with -short")
-		}
-		runRawLoop(b, prepare, 10*RawLoopCommits)
-	})
 }
 
-// runRawLoop is one sub-benchmark of RunRawLoop: commits commits per run.
+// RunRawLoopScaled is RunRawLoop at factor × RawLoopCommits commits on
+// one fresh store, as sub-benchmark "W1x<factor>-push", so that W1's
+// tenths at size (RunBenchmarks' W1x10-push, the CLI's -bench-scale) can
+// be told from the engine's own. A driver calls it from a benchmark
+// whose name does not contain "RawLoop" (the standard command's
+// -bench 'RawLoop|Workloads/W1-push$' would select it), for example
+//
+//	func BenchmarkRawScaled(b *testing.B) { conformance.RunRawLoopScaled(b, newRawLoop, 10) }
+//
+// run with -bench 'RawScaled|Workloads/W1x10-push$'. factor < 1 means 1.
+func RunRawLoopScaled(b *testing.B, prepare func(b *testing.B) RawLoop, factor int) {
+	factor = max(factor, 1)
+	b.Run("W1x"+strconv.Itoa(factor)+"-push", func(b *testing.B) { runRawLoop(b, prepare, factor*RawLoopCommits) })
+}
+
+// runRawLoop is the body of RunRawLoop and RunRawLoopScaled: commits
+// commits per run, each run on a fresh store.
 func runRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop, commits int) {
 	ctx := b.Context()
 	var sum w1Sum

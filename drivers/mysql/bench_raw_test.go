@@ -41,6 +41,12 @@ func BenchmarkRawLoop(b *testing.B) {
 	conformance.RunRawLoop(b, newMyRawLoop)
 }
 
+// BenchmarkRawScaled is the raw loop at 10 × its commits on one store,
+// beside RunBenchmarks' W1x10-push (-bench 'RawScaled|Workloads/W1x10-push$').
+func BenchmarkRawScaled(b *testing.B) {
+	conformance.RunRawLoopScaled(b, newMyRawLoop, 10)
+}
+
 // The raw loop's statements.
 const (
 	myRawSeq = `INSERT INTO _sync_partitions (p, max_seq) VALUES (?, LAST_INSERT_ID(1))

@@ -56,6 +56,12 @@ func BenchmarkRawLoop(b *testing.B) {
 	conformance.RunRawLoop(b, newPGRawLoop)
 }
 
+// BenchmarkRawScaled is the raw loop at 10 × its commits on one store,
+// beside RunBenchmarks' W1x10-push (-bench 'RawScaled|Workloads/W1x10-push$').
+func BenchmarkRawScaled(b *testing.B) {
+	conformance.RunRawLoopScaled(b, newPGRawLoop, 10)
+}
+
 // The raw loop's statements. $1 is always the partition.
 const (
 	pgRawSeq = `INSERT INTO _sync_partitions (partition, max_seq, horizon_seq) VALUES ($1, 1, 0)

@@ -40,6 +40,12 @@ func BenchmarkRawLoop(b *testing.B) {
 	conformance.RunRawLoop(b, newRawLoop)
 }
 
+// BenchmarkRawScaled is the raw loop at 10 × its commits on one store,
+// beside RunBenchmarks' W1x10-push (-bench 'RawScaled|Workloads/W1x10-push$').
+func BenchmarkRawScaled(b *testing.B) {
+	conformance.RunRawLoopScaled(b, newRawLoop, 10)
+}
+
 // rawLoop holds one connection and the prepared statements of a commit.
 type rawLoop struct {
 	conn                                *sql.Conn
