@@ -54,19 +54,7 @@ var infraDDL = []string{
 	actor_id ` + textC + ` NOT NULL,
 	created_at_ms bigint NOT NULL,
 	PRIMARY KEY (partition, seq))`,
-	// _sync_commits_seq_at serves HZ-3 (CommitSeqBefore: the max seq
-	// created before a time) by a backward index-only scan from the
-	// partition's head. It leads with (partition, seq), as the primary
-	// key does, so every index the planner may pick for a window
-	// candidate's commit (partition = cs.partition AND seq = cs.seq)
-	// finds it in one probe. The former _sync_commits_by_time
-	// (partition, created_at_ms, seq) matched that probe too, with seq
-	// checked on every entry of the partition's range: with many
-	// partitions the planner costs both alike and took it, so each
-	// candidate of a large partition walked the partition's whole range
-	// (TestPlansManyPartitions). Stores made before drop it here.
-	`CREATE INDEX IF NOT EXISTS _sync_commits_seq_at ON _sync_commits (partition, seq) INCLUDE (created_at_ms)`,
-	`DROP INDEX IF EXISTS _sync_commits_by_time`,
+	`CREATE INDEX IF NOT EXISTS _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
 	`CREATE TABLE IF NOT EXISTS _sync_changes (
 	partition ` + textC + ` NOT NULL,
 	seq bigint NOT NULL,
