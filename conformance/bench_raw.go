@@ -210,9 +210,13 @@ func RunRawLoop(b *testing.B, prepare func(b *testing.B) RawLoop) {
 //
 //	func BenchmarkRawScaled(b *testing.B) { conformance.RunRawLoopScaled(b, newRawLoop, 10) }
 //
-// run with -bench 'RawScaled|Workloads/W1x10-push$'. factor < 1 means 1.
+// run with -bench 'RawScaled|Workloads/W1x10-push$'. factor < 1 means 1;
+// factor > 1 is skipped with -short, as W1x10-push is.
 func RunRawLoopScaled(b *testing.B, prepare func(b *testing.B) RawLoop, factor int) {
 	factor = max(factor, 1)
+	if testing.Short() && factor > 1 {
+		b.Skipf("the raw loop at %d × %d commits; skipped with -short", factor, RawLoopCommits)
+	}
 	b.Run("W1x"+strconv.Itoa(factor)+"-push", func(b *testing.B) { runRawLoop(b, prepare, factor*RawLoopCommits) })
 }
 

@@ -14,7 +14,7 @@ import (
 // through the shared conformance code (conformance.RunBenchmarks) against
 // the D1 double, one fresh database per workload run, so W1 here is the
 // same work, checks and metrics as on every other driver (the older
-// BenchmarkWorkloads in bench_test.go is a shorter W1–W3 that also
+// BenchmarkQuickW1W3 in bench_test.go is a shorter W1–W3 that also
 // counts requests per push):
 //
 //	go test ./drivers/d1http -run '^$' -bench 'SuiteWorkloads' -benchtime 1x -count 3

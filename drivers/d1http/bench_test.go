@@ -9,16 +9,16 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// BenchmarkWorkloads runs docs/performance.md's W1–W3 against the D1 double (one
+// BenchmarkQuickW1W3 runs docs/performance.md's W1–W3 against the D1 double (one
 // benchmark iteration = the whole run; commits set by -benchtime=Nx,
 // default 1 → 1,000 commits):
 //
-//	go test ./drivers/d1http -run '^$' -bench Workloads -benchtime=1x
+//	go test ./drivers/d1http -run '^$' -bench QuickW1W3 -benchtime=1x
 //
 // It reports W1 commits/s, requests per push commit, W2 changes/s and
 // W3 rows/s. The double runs in-process over loopback HTTP, so the rates
 // measure the driver's work and request count, not D1's latency.
-func BenchmarkWorkloads(b *testing.B) {
+func BenchmarkQuickW1W3(b *testing.B) {
 	for range b.N {
 		runWorkloads(b, 1000)
 	}

@@ -20,6 +20,14 @@ import (
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
+// committedReads and txReads are sqlrows' read halves, embedded in Conn
+// and Tx under unexported names: their methods serve driver.Conn and
+// driver.Tx, the fields stay private to the package.
+type (
+	committedReads = sqlrows.Committed[*sql.Tx]
+	txReads        = sqlrows.InTx[*sql.Tx]
+)
+
 // Conn is an open MySQL/MariaDB store (driver.Conn): a database/sql pool
 // whose connections are all configured alike (see the package doc). It is
 // safe for concurrent use and also implements driver.EngineVersioner.
@@ -29,9 +37,9 @@ type Conn struct {
 	maria   bool   // MariaDB rather than MySQL
 	coll    string // the NO PAD binary collation of utf8mb4
 	version string // VERSION()
-	// Committed serves GetRow, ScanRows, GetPushResult and
+	// committedReads serves GetRow, ScanRows, GetPushResult and
 	// ScanRowsByIndex: the Conn's reads of committed data (the pool).
-	sqlrows.Committed[*sql.Tx]
+	committedReads
 	// stmtBytes bounds the bound values of one multi-row write (bytes):
 	// half the server's max_allowed_packet (or the DSN's, if smaller), so
 	// a statement packet always fits. A single row larger than it is sent
@@ -110,7 +118,7 @@ func newConn(cfg *mysql.Config, version string, maxPacket int64, readOnly bool) 
 	c := &Conn{version: version, maria: strings.Contains(strings.ToLower(version), "mariadb"),
 		stmtBytes: int(max(maxPacket/2, minStmtBytes)), maxPacket: int(maxPacket), replica: readOnly}
 	c.fan.Heads = c.commitHeads
-	c.Committed = sqlrows.NewCommitted[*sql.Tx](nil, c.reads())
+	c.committedReads = sqlrows.NewCommitted[*sql.Tx](nil, c.reads())
 	c.coll = "utf8mb4_0900_bin"
 	if c.maria {
 		c.coll = "utf8mb4_nopad_bin"

@@ -25,9 +25,9 @@ type Tx struct {
 	tx       *sql.Tx
 	token    []byte          // the Tx's entry in the partition's outcomes ring (outcome.go)
 	beginCtx context.Context // Begin's: when it ends, database/sql rolls the Tx back
-	// InTx serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
+	// txReads serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
 	// the Conn's reads on tx, as operations of the Tx.
-	sqlrows.InTx[*sql.Tx]
+	txReads
 	// baseSeq is max_seq when the Tx began; seq the last one it allocated.
 	// Begin stored baseSeq + 1 (reservePartition); Commit writes max_seq
 	// only when seq differs from that.
@@ -105,7 +105,7 @@ func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
 	if err == nil {
 		if _, err = tx.ExecContext(ctx, savepoint); err == nil {
 			t := &Tx{c: c, partition: partition, sc: sc, tx: tx, token: token, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
-			t.InTx = sqlrows.NewInTx(t.op, tx, partition, c.reads())
+			t.txReads = sqlrows.NewInTx(t.op, tx, partition, c.reads())
 			if c.txs.Add(t) {
 				return t, nil
 			}

@@ -17,6 +17,14 @@ import (
 	"github.com/syncstore/syncstore/internal/txset"
 )
 
+// committedReads and txReads are sqlrows' read halves, embedded in Conn
+// and Tx under unexported names: their methods serve driver.Conn and
+// driver.Tx, the fields stay private to the package.
+type (
+	committedReads = sqlrows.Committed[runner]
+	txReads        = sqlrows.InTx[runner]
+)
+
 // Conn is an open SQLite store (driver.Conn). It is safe for concurrent
 // use; see the package doc for how reads and writes are routed. It also
 // implements driver.EngineVersioner.
@@ -38,9 +46,9 @@ type Conn struct {
 	// while the caller's goroutine holds the writer's connection (a Tx):
 	// use wr.Peek there.
 	wr, rd *stmtcache.Cache
-	// Committed serves GetRow, ScanRows, GetPushResult and
+	// committedReads serves GetRow, ScanRows, GetPushResult and
 	// ScanRowsByIndex: the Conn's reads of committed data (the readers).
-	sqlrows.Committed[runner]
+	committedReads
 	// state is the ensured schema; it serializes this Conn's EnsureSchema
 	// calls, other processes are serialized by the write transaction.
 	state   schemaplan.State[*sqlitesql.Table, struct{}]
@@ -68,7 +76,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
-	c.Committed = sqlrows.NewCommitted(c.reader(), c.reads())
+	c.committedReads = sqlrows.NewCommitted(c.reader(), c.reads())
 	c.joinFanout(t.fanKey())
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()

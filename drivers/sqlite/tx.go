@@ -19,9 +19,9 @@ type Tx struct {
 	partition string
 	st        *txStmts
 	beginCtx  context.Context // Begin's: when it ends, database/sql rolls the Tx back
-	// InTx serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
+	// txReads serves GetRow, ScanRows, GetPushResult and ScanRowsByIndex:
 	// the Conn's reads through st, as operations of the Tx.
-	sqlrows.InTx[runner]
+	txReads
 
 	// state is finished/aborted and the lock guarding the fields below.
 	// The Tx is aborted when an operation failed with an engine error or
@@ -58,7 +58,7 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		return nil, c.mapErr(ctx, err, "sqlite: begin")
 	}
 	t := &Tx{c: c, partition: partition, st: newTxStmts(c, c.wr, sqlTx), beginCtx: ctx}
-	t.InTx = sqlrows.NewInTx[runner](t.op, t.st, partition, c.reads())
+	t.txReads = sqlrows.NewInTx[runner](t.op, t.st, partition, c.reads())
 	if err := t.st.exec(ctx, sqlitesql.Savepoint); err != nil {
 		_ = sqlTx.Rollback()
 		return nil, err
