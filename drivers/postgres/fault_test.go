@@ -340,23 +340,7 @@ func TestDeferredCommitRetriesDeadIdleConnections(t *testing.T) {
 	if _, err := pushTodos(ctx, c, "p", 0, 3); err != nil {
 		t.Fatal(err)
 	}
-	n := int(c.pool.Config().MaxConns)
-	held := make([]*pgxpool.Conn, 0, n)
-	for range n {
-		pc, err := c.pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, pc)
-	}
-	pids := make([]uint32, 0, n)
-	for _, pc := range held {
-		pids = append(pids, pc.Conn().PgConn().PID())
-		pc.Release()
-	}
-	for _, pid := range pids {
-		terminate(t, dsn, pid)
-	}
+	n := terminateIdlePool(t, c, dsn)
 	tx, err := c.Begin(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
@@ -373,6 +357,28 @@ func TestDeferredCommitRetriesDeadIdleConnections(t *testing.T) {
 	}
 }
 
+// terminateIdlePool fills c's pool with live connections, parks them
+// idle and has the server end every one (an operator, a failover, a
+// proxy's idle timeout); it returns how many.
+func terminateIdlePool(t *testing.T, c *Conn, dsn string) int {
+	t.Helper()
+	n := int(c.pool.Config().MaxConns)
+	held := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		pc, err := c.pool.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, pc)
+	}
+	for _, pc := range held {
+		pid := pc.Conn().PgConn().PID()
+		pc.Release()
+		terminate(t, dsn, pid)
+	}
+	return n
+}
+
 // TestBeginRetriesDeadIdleConnections: every idle connection of the pool
 // is terminated by the server while it sits in the pool (an operator, a
 // failover, a proxy's idle timeout). Begin sends nothing that can commit,
@@ -382,23 +388,7 @@ func TestDeferredCommitRetriesDeadIdleConnections(t *testing.T) {
 func TestBeginRetriesDeadIdleConnections(t *testing.T) {
 	c, dsn := openTest(t)
 	ctx := t.Context()
-	n := int(c.pool.Config().MaxConns)
-	held := make([]*pgxpool.Conn, 0, n)
-	for range n { // fill the pool with live connections, then park them idle
-		pc, err := c.pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, pc)
-	}
-	pids := make([]uint32, 0, n)
-	for _, pc := range held {
-		pids = append(pids, pc.Conn().PgConn().PID())
-		pc.Release()
-	}
-	for _, pid := range pids {
-		terminate(t, dsn, pid)
-	}
+	n := terminateIdlePool(t, c, dsn)
 	// Pinging an idle connection before use would hide the dead ones from
 	// Begin; the pool pings only connections idle for a second or more.
 	if _, err := pushTodos(ctx, c, "p", 0, 3); err != nil {
