@@ -106,7 +106,7 @@ func (c *Conn) HorizonSeq(ctx context.Context, partition string) (int64, error) 
 }
 
 // CommitSeqBefore returns the largest retained seq created strictly
-// before atMs, else 0 (HZ-3); served by _sync_commits_by_time.
+// before atMs, else 0 (HZ-3); served by _sync_commits_before.
 func (c *Conn) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error) {
 	var seq *int64
 	if err := c.queryRow(ctx, c.pool, sqlCommitSeqBefore, []any{partition, atMs}, &seq); err != nil {

@@ -21,7 +21,7 @@ func upgradeFormat(ctx context.Context, tx pgx.Tx, format string) error {
 	for _, up := range []struct {
 		from, to string
 		stmts    []string
-	}{{"1", "2", upgradeFormat1}, {"2", "3", upgradeFormat2}, {"3", "4", upgradeFormat3}} {
+	}{{"1", "2", upgradeFormat1}, {"2", "3", upgradeFormat2}, {"3", "4", upgradeFormat3}, {"4", "5", upgradeFormat4}} {
 		if format != up.from {
 			continue
 		}

@@ -5,8 +5,10 @@ package postgres
 // _sync_push_results.recorded_at_ms (retention.go upgrades a format-1
 // store when it is opened); format 3 the reaction record's version,
 // source client ids and completion time (sql_reactions.go's
-// upgradeFormat2).
-const formatVersion = "4"
+// upgradeFormat2); format 4 the commits' tx_token (upgradeFormat3); format
+// 5 HZ-3's index on an expression of the partition, _sync_commits_before,
+// in place of _sync_commits_by_time (upgradeFormat4).
+const formatVersion = "5"
 
 // infraFormat is the format of the layout infraDDL creates: a new store
 // is recorded as format 2 and upgraded on the same open, by the same
@@ -54,7 +56,6 @@ var infraDDL = []string{
 	actor_id ` + textC + ` NOT NULL,
 	created_at_ms bigint NOT NULL,
 	PRIMARY KEY (partition, seq))`,
-	`CREATE INDEX IF NOT EXISTS _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
 	`CREATE TABLE IF NOT EXISTS _sync_changes (
 	partition ` + textC + ` NOT NULL,
 	seq bigint NOT NULL,
@@ -96,6 +97,10 @@ var infraDDL = []string{
 	epoch_required boolean NOT NULL,
 	updated_at_ms bigint NOT NULL)`,
 }
+
+// sqlExistingIndexes returns which of the index names in $1 (text[])
+// exist in the store's schema (the search path), as text[].
+const sqlExistingIndexes = `SELECT coalesce(array_agg(n), '{}') FROM unnest($1::text[]) AS n WHERE to_regclass(quote_ident(n)) IS NOT NULL`
 
 // Meta statements.
 const (
@@ -161,7 +166,10 @@ FROM unnest($3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::t
 	sqlInsertChangeScopes = `INSERT INTO _sync_change_scopes (partition, tbl, variable, value, seq, idx)
 SELECT $1, u.tbl, u.variable, u.value, $2, u.idx
 FROM unnest($3::text[], $4::text[], $5::text[], $6::integer[]) AS u(tbl, variable, value, idx)`
-	sqlCommitSeqBefore = `SELECT max(seq) FROM _sync_commits WHERE partition = $1 AND created_at_ms < $2`
+	// sqlCommitSeqBefore (HZ-3) names the partition by the expression
+	// _sync_commits_before leads with (upgradeFormat4), so that index
+	// serves it and no other statement can take it.
+	sqlCommitSeqBefore = `SELECT max(seq) FROM _sync_commits WHERE (partition || '') = $1 AND created_at_ms < $2`
 	// sqlPruneChangeScopes deletes the change-scope entries of the pruned
 	// changes by their full primary key (HZ-2: cost follows what is pruned).
 	sqlPruneChangeScopes = `DELETE FROM _sync_change_scopes AS cs

@@ -80,6 +80,30 @@ var upgradeFormat3 = []string{
 	`UPDATE _sync_meta SET value = '4' WHERE key = 'format' AND value = '3'`,
 }
 
+// upgradeFormat4 takes a format-4 store to format 5: HZ-3's index leads
+// with an expression of the partition (the partition with the empty
+// string appended), not the bare column. Any index on _sync_commits that
+// leads with the bare partition column is one a window read may take to
+// fetch a candidate's commit (sqlWindow's probe on partition and seq):
+// with many small partitions the planner took the former
+// (partition, created_at_ms, seq) and walked the partition's range with
+// seq as a filter, per candidate — harmless for a small tenant, a walk of
+// a large partition's whole log per candidate under a generic plan. Only
+// sqlCommitSeqBefore names the expression, so only it can use the new
+// index (TestPlansManyPartitions, TestPlansRetention, TestUpgradeFormat4).
+//
+// The index is built inside the upgrade's transaction, so writes to the
+// log wait for the build once (docs/performance.md measures it). The old
+// index is dropped after the transaction by dropRetiredIndexes.
+var upgradeFormat4 = []string{
+	`CREATE INDEX IF NOT EXISTS _sync_commits_before ON _sync_commits ((partition || ''), created_at_ms, seq)`,
+	`UPDATE _sync_meta SET value = '5' WHERE key = 'format' AND value = '4'`,
+}
+
+// retiredIndexes are indexes of earlier formats that this format no
+// longer creates or reads; dropRetiredIndexes removes them.
+var retiredIndexes = []string{"_sync_commits_by_time"}
+
 // reactionColumns is the select list of every statement returning
 // reactions (scanReaction reads it in this order).
 const reactionColumns = `key, type, payload, status, attempts, max_attempts, source_commit_seq, created_at_ms,
