@@ -14,6 +14,16 @@ package postgres
 // cursor lies in [horizon_seq, max_seq] (a one-time filter on p), so a
 // failing cursor costs one primary-key lookup.
 //
+// The candidates are walked per value, as b walks them: a LATERAL over
+// unnest($4) whose sub-query is fenced by OFFSET 0, so the planner cannot
+// flatten it into one range over the variable with the value as a filter.
+// Without statistics (a store never analyzed: autovacuum off) it did —
+// value = ANY($4) became a filter on a walk of every value's entries from
+// the first value on, about 1 s per 500-change page at 500,000 commits
+// against 50 ms now (docs/performance.md); TestPlansWindowUnanalyzed pins
+// it. $4 holds distinct values (the driver dedupes them), so no candidate
+// is read twice.
+//
 // Each candidate's change and commit are fetched by primary key through a
 // LATERAL … LIMIT 1 sub-query, which the planner cannot flatten into a
 // hash join over the whole log: the plan stays index lookups per
@@ -47,7 +57,12 @@ SELECT p.max_seq, p.horizon_seq, w.bound, w.seq, w.idx, w.row_id, w.op, w.scopes
 FROM p LEFT JOIN LATERAL (
 	SELECT (SELECT bound FROM b) AS bound, cs.seq, cs.idx, ch.row_id, ch.op, ch.scopes, ch.vals, ch.row_version,
 		c.client_id, c.client_commit_id, c.actor_id, c.created_at_ms
-	FROM _sync_change_scopes AS cs
+	FROM unnest($4::text[]) AS wv(value)
+	CROSS JOIN LATERAL (
+		SELECT cs.partition, cs.seq, cs.idx FROM _sync_change_scopes AS cs
+		WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = wv.value
+			AND cs.seq > $5 AND cs.seq <= (SELECT COALESCE(bound, $6) FROM b)
+		OFFSET 0) AS cs
 	CROSS JOIN LATERAL (
 		SELECT row_id, op, scopes, vals, row_version FROM _sync_changes
 		WHERE partition = cs.partition AND seq = cs.seq AND idx = cs.idx LIMIT 1) AS ch
@@ -55,7 +70,5 @@ FROM p LEFT JOIN LATERAL (
 		SELECT client_id, client_commit_id, actor_id, created_at_ms FROM _sync_commits
 		WHERE partition = cs.partition AND seq = cs.seq LIMIT 1) AS c
 	WHERE p.horizon_seq <= $8::bigint AND p.max_seq >= $8::bigint
-		AND cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY($4::text[])
-		AND cs.seq > $5 AND cs.seq <= (SELECT COALESCE(bound, $6) FROM b)
 	OFFSET 0) AS w ON true
 ORDER BY w.seq, w.idx`
