@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,7 +22,20 @@ func explain(t *testing.T, pool *pgxpool.Pool, mode, q string, args ...any) stri
 			return err
 		}
 		defer func() { _, _ = c.Exec(context.Background(), "RESET plan_cache_mode") }()
-		rows, err := c.Query(t.Context(), "EXPLAIN "+q, args...)
+		// EXPLAIN of the statement itself plans it with its parameters'
+		// values, a custom plan whatever plan_cache_mode says; only a
+		// prepared statement's EXECUTE follows the mode.
+		if _, err := c.Exec(t.Context(), "PREPARE _sync_plan_probe AS "+q); err != nil {
+			return err
+		}
+		defer func() { _, _ = c.Exec(context.Background(), "DEALLOCATE _sync_plan_probe") }()
+		// A utility statement takes no bind parameters: the test's own
+		// arguments are written as literals.
+		ps := make([]string, len(args))
+		for i, a := range args {
+			ps[i] = planLiteral(t, a)
+		}
+		rows, err := c.Query(t.Context(), "EXPLAIN EXECUTE _sync_plan_probe("+strings.Join(ps, ", ")+")")
 		if err != nil {
 			return err
 		}
@@ -32,6 +46,31 @@ func explain(t *testing.T, pool *pgxpool.Pool, mode, q string, args ...any) stri
 		t.Fatalf("EXPLAIN: %v", err)
 	}
 	return strings.Join(plan, "\n")
+}
+
+// planLiteral writes one of the plan tests' arguments as a SQL literal.
+func planLiteral(t *testing.T, a any) string {
+	t.Helper()
+	str := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+	switch v := a.(type) {
+	case string:
+		return str(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case int:
+		return strconv.Itoa(v)
+	case []string:
+		if v == nil {
+			return "NULL"
+		}
+		q := make([]string, len(v))
+		for i, x := range v {
+			q[i] = str(x)
+		}
+		return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
+	}
+	t.Fatalf("planLiteral: no literal for %T", a)
+	return ""
 }
 
 // TestPlansUseIndexes pins the plans of the hot reads on a loaded store
