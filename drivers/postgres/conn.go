@@ -84,7 +84,10 @@ func newPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 // openers never race on CREATE TABLE, checks the stored format and
 // upgrades an older one (retention.go).
 func (c *Conn) initInfra(ctx context.Context) error {
-	var retired []string
+	var (
+		schema  string
+		retired []string
+	)
 	err := c.inTx(ctx, "postgres: initialize the store", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKeyInfra); err != nil {
 			return err
@@ -98,14 +101,14 @@ func (c *Conn) initInfra(ctx context.Context) error {
 		b.Queue(sqlInsertMetaIfAbsent, metaFormat, infraFormat)
 		var format string
 		b.Queue(sqlSelectMeta, metaFormat).QueryRow(func(r pgx.Row) error { return r.Scan(&format) })
-		b.Queue(sqlExistingIndexes, retiredIndexes).QueryRow(func(r pgx.Row) error { return r.Scan(&retired) })
+		b.Queue(sqlExistingIndexes, retiredIndexes).QueryRow(func(r pgx.Row) error { return r.Scan(&schema, &retired) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		return upgradeFormat(ctx, tx, format)
 	})
 	if err == nil {
-		c.dropRetiredIndexes(ctx, retired)
+		c.dropRetiredIndexes(ctx, schema, retired)
 	}
 	return err
 }
@@ -115,22 +118,24 @@ func (c *Conn) initInfra(ctx context.Context) error {
 var retiredDropTimeout = 5 * time.Second
 
 // dropRetiredIndexes drops the indexes of earlier formats still present
-// (retiredIndexes), each with DROP INDEX CONCURRENTLY: it waits for the
+// (retiredIndexes) in the store's schema, each with DROP INDEX CONCURRENTLY: it waits for the
 // transactions that may use the index but never blocks reads or writes of
 // the table, as a plain DROP INDEX's ACCESS EXCLUSIVE lock would. It is
 // best effort and bounded by retiredDropTimeout: an index left (a
 // cancelled drop leaves it invalid, which no plan uses) is dropped by a
 // later Open. Older binaries cannot recreate it: they refuse a store of a
 // newer format.
-func (c *Conn) dropRetiredIndexes(ctx context.Context, names []string) {
+func (c *Conn) dropRetiredIndexes(ctx context.Context, schema string, names []string) {
 	if len(names) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, retiredDropTimeout)
 	defer cancel()
 	for _, n := range names {
-		// n comes from retiredIndexes, never from input; quoted all the same.
-		if _, err := c.pool.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+quote(n), pgx.QueryExecModeSimpleProtocol); err != nil {
+		// n comes from retiredIndexes, never from input; quoted all the
+		// same, and qualified: the drop runs on another connection of the
+		// pool, and only the store's own schema is looked in.
+		if _, err := c.pool.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+quote(schema)+"."+quote(n), pgx.QueryExecModeSimpleProtocol); err != nil {
 			return
 		}
 	}

@@ -283,3 +283,42 @@ func TestUpgradeFormat4(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeDropsOnlyItsOwnSchema: the retired index is looked for and
+// dropped in the store's own schema. A store in s1 opened with
+// search_path s1, public must leave alone the _sync_commits_by_time of a
+// format-4 store in public, which still serves that store's HZ-3 (an
+// unqualified name resolved along the search path and dropped it).
+func TestUpgradeDropsOnlyItsOwnSchema(t *testing.T) {
+	c, dsn := openTest(t)
+	if _, err := pushTodos(t.Context(), c, "p", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	admin := adminConn(t, dsn)
+	for _, q := range []string{`DROP INDEX _sync_commits_before`,
+		`CREATE INDEX _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
+		`UPDATE _sync_meta SET value = '4' WHERE key = 'format'`,
+		`CREATE SCHEMA s1`} {
+		if _, err := admin.Exec(t.Context(), q); err != nil {
+			t.Fatalf("fixture: %v", err)
+		}
+	}
+	if !strings.HasPrefix(dsn, "postgres://") {
+		t.Skip("the test DSN is not a URL")
+	}
+	c1, err := Driver{}.Open(t.Context(), dsn+"&search_path=s1,public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c1.Close()
+	var s1Format, publicFormat string
+	var publicByTime bool
+	if err := admin.QueryRow(t.Context(), `SELECT (SELECT value FROM s1._sync_meta WHERE key = 'format'),
+		(SELECT value FROM public._sync_meta WHERE key = 'format'), to_regclass('public._sync_commits_by_time') IS NOT NULL`).Scan(&s1Format, &publicFormat, &publicByTime); err != nil {
+		t.Fatal(err)
+	}
+	if s1Format != formatVersion || publicFormat != "4" || !publicByTime {
+		t.Fatalf("s1's store at format %s, public's at %s with _sync_commits_by_time %v; want %s, 4, true", s1Format, publicFormat, publicByTime, formatVersion)
+	}
+}

@@ -98,9 +98,14 @@ var infraDDL = []string{
 	updated_at_ms bigint NOT NULL)`,
 }
 
-// sqlExistingIndexes returns which of the index names in $1 (text[])
-// exist in the store's schema (the search path), as text[].
-const sqlExistingIndexes = `SELECT coalesce(array_agg(n), '{}') FROM unnest($1::text[]) AS n WHERE to_regclass(quote_ident(n)) IS NOT NULL`
+// sqlExistingIndexes returns the store's schema (current_schema(), where
+// infraDDL created its tables) and which of the index names in $1
+// (text[]) exist in it, as text[]. Only that schema is looked in: an
+// unqualified name would resolve along the whole search path, to another
+// store's index in a later schema.
+const sqlExistingIndexes = `SELECT current_schema(), coalesce(array_agg(n), '{}') FROM unnest($1::text[]) AS n
+WHERE EXISTS (SELECT 1 FROM pg_class AS r JOIN pg_namespace AS ns ON ns.oid = r.relnamespace
+	WHERE r.relname = n AND r.relkind = 'i' AND ns.nspname = current_schema())`
 
 // Meta statements.
 const (
