@@ -251,7 +251,7 @@ func TestUpgradeFormat4(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the Open never waited on the reader's transaction")
 		}
-		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE query LIKE 'DROP INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'DROP INDEX CONCURRENTLY%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
