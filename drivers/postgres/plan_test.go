@@ -195,7 +195,8 @@ func checkWindowBounded(t *testing.T, what, plan string) {
 
 // TestPlansWindowUnanalyzed: on a store never analyzed (autovacuum off,
 // or a bulk load it has not reached yet) of 20,000 commits, the window
-// read still walks each value's own range of the change-scope index,
+// read (and the admin scope activity, which reads the same index) still
+// walks each value's own range of the change-scope index,
 // custom and generic plans, for one value and a list. With the
 // candidates' walk written as one range over the variable with
 // value = ANY($4), the planner made the value a filter on a walk of
@@ -226,6 +227,10 @@ FROM generate_series(1, 20000) AS s, generate_series(0, 9) AS i, (VALUES ('proje
 			plan := explain(t, c.pool, mode, sqlWindow, "p", "todos", "project", ck.values, int64(10000), int64(20000), int64(500), int64(10000))
 			t.Logf("%s (%s):\n%s", ck.name, mode, plan)
 			checkWindowBounded(t, ck.name+" ("+mode+")", plan)
+			// ADM-1's scope activity walks the same index the same way.
+			plan = explain(t, c.pool, mode, sqlAdminScopeActivity, "p", "todos", "project", ck.values, int64(10000), int64(20000))
+			t.Logf("scope activity, %s (%s):\n%s", ck.name, mode, plan)
+			checkWindowBounded(t, "scope activity, "+ck.name+" ("+mode+")", plan)
 		}
 	}
 }

@@ -26,9 +26,14 @@ FROM _sync_commits AS c WHERE c.partition = $1 AND c.seq < $2 ORDER BY c.seq DES
 	// values (text[]), $5 afterSeq (exclusive), $6 throughSeq → seq and
 	// scopes of each change of the table whose variable has one of the
 	// values, from the change-scope index; the change by primary key.
-	sqlAdminScopeActivity = `SELECT cs.seq, ch.scopes FROM _sync_change_scopes AS cs
+	// Each value's range is walked on its own, as sqlWindow walks them
+	// (a LATERAL fenced by OFFSET 0: the value stays in the index
+	// condition without statistics); $4 holds distinct values.
+	sqlAdminScopeActivity = `SELECT cs.seq, ch.scopes FROM unnest($4::text[]) AS v(value)
+CROSS JOIN LATERAL (SELECT x.partition, x.seq, x.idx FROM _sync_change_scopes AS x
+	WHERE x.partition = $1 AND x.tbl = $2 AND x.variable = $3 AND x.value = v.value
+		AND x.seq > $5 AND x.seq <= $6
+	OFFSET 0) AS cs
 CROSS JOIN LATERAL (SELECT c.scopes FROM _sync_changes AS c
-	WHERE c.partition = cs.partition AND c.seq = cs.seq AND c.idx = cs.idx LIMIT 1) AS ch
-WHERE cs.partition = $1 AND cs.tbl = $2 AND cs.variable = $3 AND cs.value = ANY($4::text[])
-	AND cs.seq > $5 AND cs.seq <= $6`
+	WHERE c.partition = cs.partition AND c.seq = cs.seq AND c.idx = cs.idx LIMIT 1) AS ch`
 )
