@@ -234,7 +234,10 @@ func TestUpgradeFormat4(t *testing.T) {
 		t.Fatalf("reader: %d commits, %v", n, err)
 	}
 	saved := retiredDropTimeout
-	retiredDropTimeout = time.Second
+	// A read blocked behind the drop would wait until the drop is
+	// cancelled, 4 s; an unblocked one takes milliseconds, so its 2 s
+	// deadline tells the two apart even on a loaded machine.
+	retiredDropTimeout = 4 * time.Second
 	defer func() { retiredDropTimeout = saved }()
 	opened := make(chan error, 1)
 	go func() {
@@ -256,7 +259,7 @@ func TestUpgradeFormat4(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := other.QueryRow(rctx, `SELECT count(*) FROM _sync_commits WHERE partition = 'p'`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("a read of the log while the old index is dropped: %d commits, %v", n, err)
