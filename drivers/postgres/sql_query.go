@@ -9,11 +9,11 @@ package postgres
 // rule as the CREATE TABLE IF NOT EXISTS of the other infrastructure.
 var sumBoolDDL = []string{
 	`DO $sync$ BEGIN
-	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = '_sync_sum_bool' AND pronamespace = current_schema()::regnamespace) THEN
+	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = '_sync_sum_bool' AND pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())) THEN
 		CREATE FUNCTION _sync_sum_bool(acc bigint, x boolean) RETURNS bigint
 		LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT CASE WHEN x IS NULL THEN acc ELSE coalesce(acc, 0) + x::int END';
 	END IF;
-	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'sum' AND prokind = 'a' AND pronamespace = current_schema()::regnamespace
+	IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'sum' AND prokind = 'a' AND pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
 			AND proargtypes = '16'::oidvector) THEN
 		CREATE AGGREGATE sum(boolean) (SFUNC = _sync_sum_bool, STYPE = bigint);
 	END IF;
