@@ -193,16 +193,17 @@ func checkWindowBounded(t *testing.T, what, plan string) {
 	}
 }
 
-// TestPlansWindowUnanalyzed: on a store never analyzed (autovacuum off,
+// TestPlansUnanalyzed: on a store never analyzed (autovacuum off,
 // or a bulk load it has not reached yet) of 20,000 commits, the window
 // read (and the admin scope activity, which reads the same index) still
-// walks each value's own range of the change-scope index,
+// walks each value's own range of the change-scope index, and HZ-3 uses
+// _sync_commits_before,
 // custom and generic plans, for one value and a list. With the
 // candidates' walk written as one range over the variable with
 // value = ANY($4), the planner made the value a filter on a walk of
 // every value's entries from the first value on (docs/performance.md: a
 // 500-change page at 500,000 commits took about 1 s, against 50 ms).
-func TestPlansWindowUnanalyzed(t *testing.T) {
+func TestPlansUnanalyzed(t *testing.T) {
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for _, q := range []string{
@@ -231,6 +232,13 @@ FROM generate_series(1, 20000) AS s, generate_series(0, 9) AS i, (VALUES ('proje
 			plan = explain(t, c.pool, mode, sqlAdminScopeActivity, "p", "todos", "project", ck.values, int64(10000), int64(20000))
 			t.Logf("scope activity, %s (%s):\n%s", ck.name, mode, plan)
 			checkWindowBounded(t, "scope activity, "+ck.name+" ("+mode+")", plan)
+		}
+	}
+	// HZ-3 keeps its index without statistics too.
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explain(t, c.pool, mode, sqlCommitSeqBefore, "p", int64(100))
+		if !strings.Contains(plan, "_sync_commits_before") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("HZ-3 (%s): want _sync_commits_before, no sequential scan:\n%s", mode, plan)
 		}
 	}
 }

@@ -20,7 +20,7 @@ package postgres
 // Without statistics (a store never analyzed: autovacuum off) it did —
 // value = ANY($4) became a filter on a walk of every value's entries from
 // the first value on, about 1 s per 500-change page at 500,000 commits
-// against 50 ms now (docs/performance.md); TestPlansWindowUnanalyzed pins
+// against 50 ms now (docs/performance.md); TestPlansUnanalyzed pins
 // it. $4 holds distinct values (the driver dedupes them), so no candidate
 // is read twice.
 //
