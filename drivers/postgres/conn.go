@@ -118,13 +118,14 @@ func (c *Conn) initInfra(ctx context.Context) error {
 var retiredDropTimeout = 5 * time.Second
 
 // dropRetiredIndexes drops the indexes of earlier formats still present
-// (retiredIndexes) in the store's schema, each with DROP INDEX CONCURRENTLY: it waits for the
-// transactions that may use the index but never blocks reads or writes of
-// the table, as a plain DROP INDEX's ACCESS EXCLUSIVE lock would. It is
-// best effort and bounded by retiredDropTimeout: an index left (a
-// cancelled drop leaves it invalid, which no plan uses) is dropped by a
-// later Open. Older binaries cannot recreate it: they refuse a store of a
-// newer format.
+// in the store's schema (retiredIndexes), each with DROP INDEX
+// CONCURRENTLY: it waits for the transactions that may use the index but
+// never blocks reads or writes of the table, as a plain DROP INDEX's
+// ACCESS EXCLUSIVE lock would. It is best effort and bounded by
+// retiredDropTimeout: an index left (a cancelled drop leaves it invalid,
+// which no plan uses, though writes still maintain it) is dropped by a
+// later Open. Older releases refuse a store of a newer format, so they
+// never keep it (docs/retention.md says what their refused Open costs).
 func (c *Conn) dropRetiredIndexes(ctx context.Context, schema string, names []string) {
 	if len(names) == 0 {
 		return
