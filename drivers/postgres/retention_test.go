@@ -189,6 +189,30 @@ func TestUpgradeFormat3(t *testing.T) {
 	}
 }
 
+// format4Store makes a store of storage format 4 (HZ-3 served by
+// _sync_commits_by_time, no _sync_commits_before) holding commits commits
+// in partition "p", runs the extra statements on it, and returns its DSN
+// and an admin connection.
+func format4Store(t *testing.T, commits int, extra ...string) (string, *pgx.Conn) {
+	t.Helper()
+	c, dsn := openTest(t)
+	for i := range commits {
+		if _, err := pushTodos(t.Context(), c, "p", i*10, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.Close()
+	admin := adminConn(t, dsn)
+	for _, q := range append([]string{`DROP INDEX _sync_commits_before`,
+		`CREATE INDEX _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
+		`UPDATE _sync_meta SET value = '4' WHERE key = 'format'`}, extra...) {
+		if _, err := admin.Exec(t.Context(), q); err != nil {
+			t.Fatalf("format-4 fixture: %v\n%s", err, q)
+		}
+	}
+	return dsn, admin
+}
+
 // TestUpgradeFormat4: a format-4 store (HZ-3 served by
 // _sync_commits_by_time, which led with the bare partition) opens as
 // format 5 with _sync_commits_before built and the old index dropped,
@@ -197,23 +221,8 @@ func TestUpgradeFormat3(t *testing.T) {
 // within retiredDropTimeout, another session reads the log meanwhile
 // without waiting, and the index is dropped by the next Open.
 func TestUpgradeFormat4(t *testing.T) {
-	c, dsn := openTest(t)
 	ctx := t.Context()
-	for i := range 3 {
-		if _, err := pushTodos(ctx, c, "p", i*10, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = c.Close()
-	admin := adminConn(t, dsn)
-	for _, q := range []string{`DROP INDEX _sync_commits_before`,
-		`CREATE INDEX _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
-		`UPDATE _sync_commits SET created_at_ms = seq * 1000 WHERE partition = 'p'`,
-		`UPDATE _sync_meta SET value = '4' WHERE key = 'format'`} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatalf("format-4 fixture: %v", err)
-		}
-	}
+	dsn, admin := format4Store(t, 3, `UPDATE _sync_commits SET created_at_ms = seq * 1000 WHERE partition = 'p'`)
 	indexes := func() (before, byTime bool) {
 		t.Helper()
 		if err := admin.QueryRow(ctx, `SELECT to_regclass('_sync_commits_before') IS NOT NULL, to_regclass('_sync_commits_by_time') IS NOT NULL`).Scan(&before, &byTime); err != nil {
@@ -293,20 +302,7 @@ func TestUpgradeFormat4(t *testing.T) {
 // format-4 store in public, which still serves that store's HZ-3 (an
 // unqualified name resolved along the search path and dropped it).
 func TestUpgradeDropsOnlyItsOwnSchema(t *testing.T) {
-	c, dsn := openTest(t)
-	if _, err := pushTodos(t.Context(), c, "p", 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Close()
-	admin := adminConn(t, dsn)
-	for _, q := range []string{`DROP INDEX _sync_commits_before`,
-		`CREATE INDEX _sync_commits_by_time ON _sync_commits (partition, created_at_ms, seq)`,
-		`UPDATE _sync_meta SET value = '4' WHERE key = 'format'`,
-		`CREATE SCHEMA s1`} {
-		if _, err := admin.Exec(t.Context(), q); err != nil {
-			t.Fatalf("fixture: %v", err)
-		}
-	}
+	dsn, admin := format4Store(t, 1, `CREATE SCHEMA s1`)
 	if !strings.HasPrefix(dsn, "postgres://") {
 		t.Skip("the test DSN is not a URL")
 	}
