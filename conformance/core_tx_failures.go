@@ -158,6 +158,36 @@ func init() {
 			txExpectFinished(t, conn, tx, "CommitRejected", base)
 			expectEqual(t, "TX-8/SEQ-2: seq of the next commit", int64(2), push(t, conn, "p1", tTodos, todo("next", txProject, "o")))
 		}},
+		// Catches: a driver that keeps a Tx's writes for Commit (to save
+		// round trips) and, when a read of the Tx makes it write them
+		// early (TX-3), has no way back for CommitRejected: writes sent
+		// after the only savepoint it took, or without one.
+		Case{Name: "TX-8/discards-writes-a-read-saw", Run: func(t T, h Harness) {
+			ctx := t.Context()
+			conn := openStore(t, h)
+			base := todo("base", txProject, "o")
+			push(t, conn, "p1", tTodos, base)
+			tx := begin(t, conn, "p1")
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			changed := txRetitled(base, "changed")
+			must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, changed))
+			staged := todo("staged", txProject, "o")
+			expectEqual(t, "TX-8: seq staged before the read", int64(2), stage(t, tx, tTodos, staged))
+			must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "other", prApplied(2, "other")))
+			got, found, err := tx.GetRow(ctx, tTodos, staged.ID)
+			must(t, "TX-3: GetRow of a row the Tx wrote", err)
+			expectEqual(t, "TX-3: the Tx reads the row it wrote", true, found)
+			expectEqual(t, "TX-3: the row the Tx wrote", staged, got)
+			_, found, err = tx.GetPushResult(ctx, "c1", "other")
+			must(t, "TX-3: GetPushResult of a result the Tx put", err)
+			expectEqual(t, "TX-3: the Tx reads the result it put", true, found)
+			must(t, "UpsertRow after the read", tx.UpsertRow(ctx, tTodos, todo("late", txProject, "o")))
+			rejected := prFull(driver.PushRejected, 0)
+			must(t, "TX-8: CommitRejected", tx.CommitRejected(ctx, "c1", "k", rejected))
+			txExpectUnchanged(t, conn, "p1", "TX-8", "other", base, "staged", "late")
+			prExpectStored(t, conn, "p1", "k", "TX-8", rejected)
+			expectEqual(t, "TX-8/SEQ-2: seq of the next commit", int64(2), push(t, conn, "p1", tTodos, todo("next", txProject, "o")))
+		}},
 		// Catches: CommitRejected that overwrites an existing result.
 		Case{Name: "TX-8/first-writer-wins", Run: func(t T, h Harness) {
 			conn := openStore(t, h)

@@ -39,6 +39,9 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 		if len(reactions) == 0 {
 			return nil
 		}
+		if err := t.savepointFirst(ctx); err != nil { // TX-8 discards these too
+			return err
+		}
 		multi := len(reactions) > enqueueBatchRows
 		if multi {
 			if _, err := t.tx.ExecContext(ctx, "SAVEPOINT syncstore_rx"); err != nil {

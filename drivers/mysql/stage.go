@@ -3,7 +3,9 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"slices"
 
+	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
@@ -13,15 +15,26 @@ import (
 // upserts of one table, its changes and its change-scope entries are
 // written with one multi-row INSERT each, every value bound, split by
 // batchRows rows, maxPlaceholders and Conn.stmtBytes.
+//
+// Writes that cannot fail on a constraint — upserts of a table without a
+// declared unique index, a commit's log (AppendCommit) and the push
+// result (PutPushResult) — are not sent when made: the Tx keeps them, in
+// order, and writes them before its next operation that reaches the
+// engine (a read, any other write) or at Commit. A Tx whose writes all
+// wait for Commit (a push's) therefore never needs the TX-8 savepoint,
+// which is taken before the first write sent ahead of Commit
+// (savepointFirst): W1's commit makes 8 round trips, as the raw loop
+// does, instead of 9 (issue 17).
 
 // stage adds a row of x (args: x.insertArgs, size: their argBytes) to the upserts staged in
-// the Tx, writing the staged ones first when they are of another table
-// or the row would not fit their statement. x has no declared unique
-// index, so its multi-row INSERT … ON DUPLICATE KEY UPDATE replaces only
-// on the primary key (SCH-10) and cannot fail on a constraint; args bind
-// no NULL to a non-nullable column. The caller holds the Tx's lock (t.state). An ended ctx
-// (or Begin's, which rolls the engine transaction back) fails the call
-// and aborts the Tx, as a statement run under it would (TX-6).
+// the Tx; staged rows of another table, or ones the row would not fit
+// beside, become a deferred statement first (no round trip). x has no
+// declared unique index, so its multi-row INSERT … ON DUPLICATE KEY
+// UPDATE replaces only on the primary key (SCH-10) and cannot fail on a
+// constraint; args bind no NULL to a non-nullable column. The caller
+// holds the Tx's lock (t.state). An ended ctx (or Begin's, which rolls
+// the engine transaction back) fails the call and aborts the Tx, as a
+// statement run under it would (TX-6).
 func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 	if err := ctx.Err(); err != nil {
 		return t.c.mapErr(ctx, err, "mysql: upsert row")
@@ -30,9 +43,7 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 		return txstate.ErrBeginEnded("mysql", sql.ErrTxDone)
 	}
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
-		if err := t.flushStaged(ctx); err != nil {
-			return err
-		}
+		t.deferStaged()
 	}
 	t.stageTable = x
 	t.stageArgs = append(t.stageArgs, args...)
@@ -41,15 +52,62 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 	return nil
 }
 
-// flushStaged writes the staged upserts in one statement. Any failure
-// aborts the Tx (the rows cannot collide on a constraint, so it is the
-// engine's or the context's), which then writes nothing (TX-6). The
+// deferredStmt is a write the Tx keeps until its next operation that
+// reaches the engine, or its Commit (flushStaged).
+type deferredStmt struct {
+	q    string
+	args []any
+	// log: a statement of a commit's log, whose constraint violation
+	// means the reserved seq was taken (AppendCommit).
+	log bool
+}
+
+// deferStmt keeps a write for later, after the staged upserts (which
+// become a deferred statement first, so the order of the Tx's writes is
+// kept). args is the statement's own. The caller holds the Tx's lock.
+func (t *Tx) deferStmt(q string, args []any, log bool) {
+	t.deferStaged()
+	t.deferred = append(t.deferred, deferredStmt{q: q, args: args, log: log})
+}
+
+// deferStaged turns the staged upserts into a deferred statement.
+func (t *Tx) deferStaged() {
+	if t.stageRows == 0 {
+		return
+	}
+	t.deferred = append(t.deferred, deferredStmt{q: t.stageTable.upsertRows[t.stageRows], args: slices.Clone(t.stageArgs)})
+	t.dropUpserts()
+}
+
+// flushStaged writes the deferred statements, then the staged upserts,
+// in the order the Tx made them: one statement each. Any failure aborts
+// the Tx (none of them can fail on a constraint, so it is the engine's
+// or the context's), which then writes nothing (TX-6); a commit's log
+// colliding on its seq is a lost race (CodeWriteConflict, TX-9). Ahead
+// of Commit the first of them takes the TX-8 savepoint (t.exec). The
 // caller holds the Tx's lock (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
-	if t.stageRows == 0 {
+	t.deferStaged()
+	if len(t.deferred) == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, t.stageTable.upsertRows[t.stageRows], t.stageArgs...)
+	var err error
+	for _, d := range t.deferred {
+		if _, err = t.exec(ctx, d.q, d.args...); err != nil {
+			if d.log && driver.CodeOf(err) == driver.CodeConstraintViolation {
+				// The seq this Tx reserved is taken: impossible on one
+				// server (the partition row's lock serializes Begin), but
+				// on a Galera node a concurrent commit of the partition
+				// certified on another node is applied here before this Tx
+				// is aborted for it. A lost race: nothing of this Tx will
+				// be written (the error aborts it) and it may be run again
+				// (TX-9).
+				err = driver.Errorf(driver.CodeWriteConflict,
+					"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
+			}
+			break
+		}
+	}
 	t.dropStaged()
 	if err != nil {
 		t.state.Abort()
@@ -57,29 +115,51 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 	return err
 }
 
-// dropStaged forgets the staged upserts (the Tx discards them).
+// dropStaged forgets the staged upserts and the deferred statements (the
+// Tx discards them).
 func (t *Tx) dropStaged() {
+	t.dropUpserts()
+	clear(t.deferred) // no references kept to the rows' values
+	t.deferred = t.deferred[:0]
+}
+
+// dropUpserts forgets the staged upserts.
+func (t *Tx) dropUpserts() {
 	t.stageTable, t.stageRows, t.stageBytes = nil, 0, 0
 	clear(t.stageArgs) // no references kept to the rows' values
 	t.stageArgs = t.stageArgs[:0]
 }
 
-// insertBatches writes tuples (each one row of stmt, all of one width)
-// with the multi-row statements stmt[n] (batchLen).
-func (t *Tx) insertBatches(ctx context.Context, stmt *[batchRows + 1]string, tuples [][]any) error {
-	var args []any
+// savepointFirst takes the TX-8 savepoint CommitRejected rolls back to,
+// unless it is taken or the Tx is finishing (Commit and CommitRejected
+// write nothing CommitRejected would have to discard). Every statement
+// that writes ahead of Commit runs after it (t.exec, EnqueueReactions,
+// As). The caller holds the Tx's lock.
+func (t *Tx) savepointFirst(ctx context.Context) error {
+	if t.saved || t.finishing {
+		return nil
+	}
+	if _, err := t.c.exec(ctx, t.tx, savepoint); err != nil {
+		t.state.Abort() // the engine's or the context's: the Tx may be gone (TX-6)
+		return t.c.mapErr(ctx, err, "mysql: savepoint")
+	}
+	t.saved = true
+	return nil
+}
+
+// deferBatches keeps tuples (each one row of stmt, all of one width) as
+// the multi-row statements stmt[n] (batchLen) for the Tx's next write
+// (deferStmt); log as deferStmt's.
+func (t *Tx) deferBatches(stmt *[batchRows + 1]string, tuples [][]any, log bool) {
 	for len(tuples) > 0 {
 		n := batchLen(tuples, batchRows, t.c.stmtBytes)
-		args = args[:0]
+		args := make([]any, 0, n*len(tuples[0]))
 		for _, tu := range tuples[:n] {
 			args = append(args, tu...)
 		}
-		if _, err := t.exec(ctx, stmt[n], args...); err != nil {
-			return err
-		}
+		t.deferStmt(stmt[n], args, log)
 		tuples = tuples[n:]
 	}
-	return nil
 }
 
 // batchLen returns how many of tuples (at least 1 when there are any) the

@@ -43,11 +43,17 @@ type Tx struct {
 
 	// Staged upserts (stage.go): rows of one table, not yet written,
 	// written as one multi-row statement before any other operation of
-	// the Tx runs.
+	// the Tx that reaches the engine runs, or at Commit.
 	stageTable *table
 	stageArgs  []any // x.insertArgs of each row
 	stageRows  int
 	stageBytes int // argBytes of stageArgs
+	// deferred: writes kept for later (stage.go), written before the
+	// staged upserts, which came after them.
+	deferred []deferredStmt
+	// saved: the TX-8 savepoint is taken (savepointFirst); finishing:
+	// Commit or CommitRejected runs, and needs none.
+	saved, finishing bool
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -56,7 +62,10 @@ var _ driver.Tx = (*Tx)(nil)
 // TRANSACTION, then one INSERT … ON DUPLICATE KEY UPDATE that locks the
 // partition's row (creating it for a new partition), reserves the Tx's
 // first seq and records the Tx's outcome token (reservePartition,
-// outcome.go), then a SAVEPOINT for CommitRejected (TX-8). It waits while
+// outcome.go): 2 round trips. The SAVEPOINT CommitRejected rolls back to
+// (TX-8) is taken later, before the first statement that writes ahead of
+// Commit (stage.go), so a Tx whose writes wait for Commit never sends
+// it. It waits while
 // another Tx of the partition holds the row — lock-wait timeouts and
 // deadlocks are retried — until ctx ends (CodeUnavailable). If ctx ends
 // later, the Tx is rolled back and fails (TX-6).
@@ -103,14 +112,12 @@ func (c *Conn) begin(ctx context.Context, partition string) (*Tx, error) {
 		err = driver.Errorf(driver.CodeInternal, "mysql: begin: the engine returned no reserved seq")
 	}
 	if err == nil {
-		if _, err = tx.ExecContext(ctx, savepoint); err == nil {
-			t := &Tx{c: c, partition: partition, sc: sc, tx: tx, token: token, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
-			t.txReads = sqlrows.NewInTx(t.op, tx, partition, c.reads())
-			if c.txs.Add(t) {
-				return t, nil
-			}
-			err = errClosed() // Close ran meanwhile (ERR-4)
+		t := &Tx{c: c, partition: partition, sc: sc, tx: tx, token: token, beginCtx: ctx, baseSeq: first - 1, seq: first - 1}
+		t.txReads = sqlrows.NewInTx(t.op, tx, partition, c.reads())
+		if c.txs.Add(t) {
+			return t, nil
 		}
+		err = errClosed() // Close ran meanwhile (ERR-4)
 	}
 	_ = tx.Rollback()
 	c.endTx(tx)
@@ -129,7 +136,8 @@ func (t *Tx) op(ctx context.Context, fn func() error) error {
 	return t.opStaged(ctx, true, fn)
 }
 
-// opStaged is op; flush=false leaves staged upserts staged (UpsertRow).
+// opStaged is op; flush=false leaves the staged and deferred writes
+// where they are (UpsertRow, AppendCommit, PutPushResult).
 func (t *Tx) opStaged(ctx context.Context, flush bool, fn func() error) error {
 	// A Conn closed under the Tx rolled it back (ERR-4): t.c.check.
 	return t.state.Do(ctx, txstate.Engine{Closed: t.c.check, IsAbort: isAbort}, func() error {
@@ -149,8 +157,12 @@ func isAbort(ctx context.Context, err error) bool {
 	return txstate.IsAbort(ctx, err, driver.CodeWriteConflict)
 }
 
-// exec runs one statement of the Tx; errors are mapped.
+// exec runs one writing statement of the Tx, after the TX-8 savepoint
+// when it runs ahead of Commit (savepointFirst); errors are mapped.
 func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if err := t.savepointFirst(ctx); err != nil {
+		return nil, err
+	}
 	res, err := t.c.exec(ctx, t.tx, q, args...)
 	if err != nil {
 		return nil, t.c.mapErr(ctx, err, "mysql: write")
@@ -164,9 +176,9 @@ func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 // A row of a table without a declared unique index (the primary key is
 // its only unique key, so ON DUPLICATE KEY can fire on nothing else) is
 // staged and written with the next rows of the same table in one INSERT
-// … ON DUPLICATE KEY UPDATE before any other operation of the Tx
-// (stage.go): it cannot fail on a constraint, and every later read of
-// the Tx sees it (TX-3). An engine failure while writing it fails that
+// … ON DUPLICATE KEY UPDATE before any other operation of the Tx that
+// reaches the engine, or at Commit (stage.go): it cannot fail on a
+// constraint, and every later read of the Tx sees it (TX-3). An engine failure while writing it fails that
 // later operation and aborts the Tx, which then writes nothing (TX-6). A
 // row binding NULL to a non-nullable column is written at once.
 //
@@ -232,8 +244,13 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 // consecutive: SEQ-1…SEQ-3) and records the commit, its changes and one
 // change-scope entry per (change, variable): three statements up to
 // batchRows changes and entries (multi-row INSERTs, every value bound,
-// split by size: stage.go). Values are encoded before the first write.
-// A rollback consumes nothing (SEQ-2).
+// split by size), kept with the staged upserts and written before the
+// Tx's next operation that reaches the engine, or at Commit (stage.go),
+// so AppendCommit itself makes no round trip. Values are encoded and
+// sized here. A rollback consumes nothing (SEQ-2). On a Galera node the
+// seq may have been taken by a commit certified on another node: the
+// write that finds it (a later operation, or Commit) fails with
+// CodeWriteConflict and the Tx writes nothing (TX-9).
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
 	chRows := make([][]any, 0, len(in.Changes))
 	var csRows [][]any
@@ -271,7 +288,7 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 			csRows = append(csRows, []any{nil, ch.Table, k, scopes[k], nil, i})
 		}
 	}
-	return txstate.Value(ctx, t.op, func() (int64, error) {
+	return txstate.Value(ctx, t.opKeep, func() (int64, error) {
 		seq := t.seq + 1
 		for _, r := range chRows {
 			r[0], r[1] = t.partition, seq
@@ -279,45 +296,33 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		for _, r := range csRows {
 			r[0], r[4] = t.partition, seq
 		}
-		err := func() error {
-			if _, err := t.exec(ctx, insertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs); err != nil {
-				return err
-			}
-			if err := t.insertBatches(ctx, &insertChangesSQL, chRows); err != nil {
-				return err
-			}
-			return t.insertBatches(ctx, &insertChangeScopesSQL, csRows)
-		}()
-		if driver.CodeOf(err) == driver.CodeConstraintViolation {
-			// The seq this Tx reserved is taken: impossible on one server
-			// (the partition row's lock serializes Begin), but on a Galera
-			// node a concurrent commit of the partition certified on
-			// another node is applied here before this Tx is aborted for
-			// it. A lost race: nothing of this Tx will be written (the
-			// error aborts it) and it may be run again (TX-9).
-			return 0, driver.Errorf(driver.CodeWriteConflict,
-				"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
-		}
-		if err != nil {
-			return 0, err
-		}
+		t.deferStmt(insertCommit, []any{t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, in.CreatedAtMs}, true)
+		t.deferBatches(&insertChangesSQL, chRows, true)
+		t.deferBatches(&insertChangeScopesSQL, csRows, true)
 		t.seq = seq
 		return seq, nil
 	})
 }
 
+// opKeep is opStaged leaving the staged and deferred writes in place.
+func (t *Tx) opKeep(ctx context.Context, fn func() error) error {
+	return t.opStaged(ctx, false, fn)
+}
+
 // PutPushResult stores r unless a result is already stored or staged
-// under the key: first writer wins, a later put is ignored (PR-3).
+// under the key: first writer wins, a later put is ignored (PR-3). The
+// statement is kept with the Tx's other deferred writes (stage.go).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
-	return txstate.PutPushResult(ctx, r, t.op, func(text []byte) error {
-		_, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text)
-		return err
+	return txstate.PutPushResult(ctx, r, t.opKeep, func(text []byte) error {
+		t.deferStmt(insertPushResult, []any{t.partition, clientID, clientCommitID, text}, false)
+		return nil
 	})
 }
 
-// CommitRejected rolls back to the savepoint taken at Begin (discarding
-// every write of the Tx, staged or run, also after a failed statement,
-// while InnoDB keeps the partition's row lock), puts back the max_seq
+// CommitRejected drops the Tx's staged and deferred writes and, when a
+// write was sent ahead of it, rolls back to the savepoint taken before
+// that write (discarding every write of the Tx, also after a failed
+// statement, while InnoDB keeps the partition's row lock), puts back the max_seq
 // Begin reserved (SEQ-2), stores r as PutPushResult does and commits
 // (TX-8). Its outcome is reported as Commit's (TX-10).
 func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
@@ -327,8 +332,10 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if encErr != nil {
 			return encErr
 		}
-		if _, err := t.tx.ExecContext(ctx, rollbackToSavepoint); err != nil {
-			return err
+		if t.saved {
+			if _, err := t.tx.ExecContext(ctx, rollbackToSavepoint); err != nil {
+				return err
+			}
 		}
 		t.seq = t.baseSeq
 		if _, err := t.exec(ctx, setMaxSeq, t.baseSeq, t.partition); err != nil {
@@ -339,7 +346,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 	})
 }
 
-// Commit writes the staged upserts and commits: every write of the Tx
+// Commit writes the staged and deferred writes and commits: every write of the Tx
 // becomes visible at once (TX-2). max_seq holds the seq Begin reserved;
 // it is written again only when the Tx appended no commit (back to the
 // base: SEQ-2) or several (SEQ-3). It returns when the server answers or
@@ -379,6 +386,7 @@ func (t *Tx) finish(ctx context.Context, prepare func() error) error {
 	if err := t.state.End(txstate.Engine{Closed: t.c.check}, rollback, ctx); err != nil {
 		return err
 	}
+	t.finishing = true
 	if err := prepare(); err != nil {
 		rollback()
 		if errors.Is(err, sql.ErrTxDone) {
