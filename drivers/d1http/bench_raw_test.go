@@ -66,6 +66,42 @@ func BenchmarkRawScaled(b *testing.B) {
 	conformance.RunRawLoopScaled(b, newD1RawLoop, 10)
 }
 
+// BenchmarkMiniflareRawLoop is BenchmarkRawLoop on D1's real engine: the
+// miniflare lane (workerd's SQLite behind a Worker serving D1's HTTP
+// API, .ci/start-miniflare.sh), beside BenchmarkMiniflareWorkloads'
+// W1. The double answers a statement with Go's SQLite and prepares every
+// statement of every request again; workerd is D1's own code. Skipped
+// unless SYNCSTORE_TEST_D1_MINIFLARE names the lane:
+//
+//	export SYNCSTORE_TEST_D1_MINIFLARE="$(.ci/start-miniflare.sh)"
+//	go test ./drivers/d1http -run '^$' -bench 'Miniflare(RawLoop|Workloads/W1-push)$' -benchtime 1x -count 5
+func BenchmarkMiniflareRawLoop(b *testing.B) {
+	base := miniflareBase(b)
+	conformance.RunRawLoop(b, func(b *testing.B) conformance.RawLoop { return d1RawLoop(b, provisioned(b, base)) })
+}
+
+// BenchmarkMiniflareWorkloads is BenchmarkSuiteWorkloads on the
+// miniflare lane (see BenchmarkMiniflareRawLoop).
+func BenchmarkMiniflareWorkloads(b *testing.B) {
+	h, err := conformance.HarnessFor("d1http", Driver{}, miniflareBase(b), expectedCaps, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conformance.RunBenchmarks(b, h)
+}
+
+// provisioned opens a database of its own beside base with the suite's
+// schema; closed and dropped by b.Cleanup.
+func provisioned(b *testing.B, base string) *Conn {
+	b.Helper()
+	dsn, drop, err := Driver{}.Provision(context.Background(), base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = drop(context.Background()) })
+	return openProvisioned(b, dsn)
+}
+
 // The raw loop's statements. ?1 is always the partition.
 const (
 	d1RawSeq = `INSERT INTO _sync_partitions (partition, max_seq, horizon_seq) VALUES (?1, 1, 0)
@@ -101,7 +137,12 @@ ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 func newD1RawLoop(b *testing.B) conformance.RawLoop {
 	b.Helper()
 	srv, _ := newDouble(b)
-	c := openOn(b, srv, "") // a fresh database, TestSchema ensured; closed at the end of b
+	return d1RawLoop(b, openOn(b, srv, "")) // a fresh database, TestSchema ensured; closed at the end of b
+}
+
+// d1RawLoop is the raw loop on c's database (TestSchema ensured).
+func d1RawLoop(b *testing.B, c *Conn) conformance.RawLoop {
+	b.Helper()
 	var rows, changes, vals []byte
 	commit := func(ctx context.Context, cm conformance.BenchCommit) (int64, error) {
 		p := conformance.BenchPartition

@@ -19,7 +19,7 @@ const MiniflareEnv = "SYNCSTORE_TEST_D1_MINIFLARE"
 // drivers/d1http/miniflare), skipping the test when MiniflareEnv is unset
 // and failing it when the lane does not answer and
 // SYNCSTORE_TEST_REQUIRE_DB=1 (CI) — otherwise skipping it too.
-func miniflareBase(t *testing.T) string {
+func miniflareBase(t testing.TB) string {
 	t.Helper()
 	endpoint := os.Getenv(MiniflareEnv)
 	if endpoint == "" {
