@@ -64,6 +64,7 @@ func pushRows(t testing.TB, c *Conn, partition string, rows ...driver.Row) int64
 // planRow is one row of EXPLAIN.
 type planRow struct {
 	table, typ, key, extra string
+	possible               string // possible_keys
 }
 
 func (p planRow) String() string {
@@ -100,6 +101,8 @@ func explain(t testing.TB, c *Conn, q string, args ...any) []planRow {
 				r.key = vals[i].String
 			case "extra":
 				r.extra = vals[i].String
+			case "possible_keys":
+				r.possible = vals[i].String
 			}
 		}
 		out = append(out, r)

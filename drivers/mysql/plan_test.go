@@ -161,6 +161,38 @@ func TestPlanScans(t *testing.T) {
 	}
 }
 
+// TestPlanPushRead pins BeginPush's reads (pushread.go): the rows by
+// primary key, and the primary key the only index the optimizer weighs —
+// MariaDB optimizes a prepared statement at every execution, and weighing
+// the table's scope indexes (which lead with the partition too) cost
+// more than reading the rows.
+func TestPlanPushRead(t *testing.T) {
+	c := planStore(t)
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []any{"r0001", "r0002", "absent"}
+	for _, tc := range []struct {
+		name  string
+		q     string
+		args  []any
+		alias string
+	}{
+		{"the result and the rows", pushReadSQL(x, len(ids)), append([]any{"p", "c", "k", "p"}, ids...), "t"},
+		{"the rows of a further table", pushReadRowsSQL(x, len(ids)), append([]any{"p"}, ids...), "todos"},
+	} {
+		what := "push read, " + tc.name
+		plan := explain(t, c, tc.q, tc.args...)
+		expectPlan(t, what, plan, map[string]string{tc.alias: "PRIMARY"}, true)
+		for _, r := range plan {
+			if r.table == tc.alias && r.possible != "PRIMARY" {
+				t.Errorf("%s: the optimizer weighs %q for %s, want the primary key alone", what, r.possible, r.table)
+			}
+		}
+	}
+}
+
 // TestPlanManyPartitions is the plan half of W8 (issue 17,
 // docs/performance.md): on a store of 1,000 small partitions besides
 // planStore's, analyzed, a window read and a scan of one small partition
