@@ -1,0 +1,200 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// Review of c5028fa (deferred writes, lazy TX-8 savepoint).
+
+// reviewState is everything of partition p a Tx could have left behind.
+func reviewState(t *testing.T, c *Conn, p string) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	for _, q := range []string{
+		"SELECT COUNT(*) FROM todos WHERE _sync_partition = ?",
+		"SELECT COUNT(*) FROM users WHERE _sync_partition = ?",
+		"SELECT COUNT(*) FROM kinds WHERE _sync_partition = ?",
+		"SELECT COUNT(*) FROM _sync_commits WHERE p = ?",
+		"SELECT COUNT(*) FROM _sync_changes WHERE p = ?",
+		"SELECT COUNT(*) FROM _sync_change_scopes WHERE p = ?",
+		"SELECT COUNT(*) FROM _sync_push_results WHERE p = ?",
+		"SELECT COUNT(*) FROM _sync_reactions WHERE p = ?",
+		"SELECT COUNT(*) FROM _sync_blob_refs WHERE p = ?",
+		"SELECT COALESCE(MAX(max_seq), -1) FROM _sync_partitions WHERE p = ?",
+		"SELECT COALESCE(SUM(title = 'changed'), 0) FROM todos WHERE _sync_partition = ?",
+	} {
+		var n int64
+		if err := c.db.QueryRowContext(ctx, q, p).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		fmt.Fprintf(&b, "%s=%d\n", q[strings.Index(q, "FROM")+5:strings.Index(q, " WHERE")], n)
+	}
+	var host int
+	if err := c.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM review_host").Scan(&host); err == nil {
+		fmt.Fprintf(&b, "review_host=%d\n", host)
+	}
+	return b.String()
+}
+
+func reviewChange(table string, r driver.Row) driver.Change {
+	return driver.Change{Table: table, RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: r.ServerVersion}
+}
+
+// TestReviewRejectAfterEarlyWrite: for every operation that sends the
+// Tx's kept writes (or writes of its own) ahead of Commit, a Tx that
+// stages rows, appends commits, puts a result, runs that operation, keeps
+// writing, then CommitRejected, leaves exactly what was there before plus
+// the rejected result (TX-8, SEQ-2), and the next commit takes seq 2.
+func TestReviewRejectAfterEarlyWrite(t *testing.T) {
+	type step func(ctx context.Context, t *testing.T, tx *Tx)
+	cases := map[string]step{
+		"none": func(ctx context.Context, t *testing.T, tx *Tx) {},
+		"GetRow": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if _, found, err := tx.GetRow(ctx, "todos", "s1"); err != nil || !found {
+				t.Fatalf("GetRow: %v %v", found, err)
+			}
+		},
+		"ScanRows": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if _, err := tx.ScanRows(ctx, driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 10}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"GetPushResult": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if _, found, err := tx.GetPushResult(ctx, "c1", "other"); err != nil || !found {
+				t.Fatalf("GetPushResult: %v %v", found, err)
+			}
+		},
+		"DeleteRow": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if err := tx.DeleteRow(ctx, "todos", "base"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"SetBlobRefs": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if err := tx.SetBlobRefs(ctx, "todos", "s1", []string{"b1", "b2"}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"EnqueueReactions": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if err := tx.EnqueueReactions(ctx, 2, []driver.ReactionInput{{Key: "rk", Type: "x", Payload: "{}", MaxAttempts: 1, CreatedAtMs: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"EnqueueReactionsMulti": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if err := tx.EnqueueReactions(ctx, 2, rxInputs("m", enqueueBatchRows+5, 1)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"UniqueUpsert": func(ctx context.Context, t *testing.T, tx *Tx) {
+			if err := tx.UpsertRow(ctx, "users", driver.Row{ID: "u9", ServerVersion: 1, Scopes: driver.Scopes{"org": "o"},
+				Values: driver.Values{"id": "u9", "org": "o", "email": "u9@example.com"}}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"UniqueCollision": func(ctx context.Context, t *testing.T, tx *Tx) {
+			err := tx.UpsertRow(ctx, "users", driver.Row{ID: "u8", ServerVersion: 1, Scopes: driver.Scopes{"org": "o"},
+				Values: driver.Values{"id": "u8", "org": "o", "email": "u1@example.com"}})
+			if driver.CodeOf(err) != driver.CodeConstraintViolation {
+				t.Fatalf("collision: %v", err)
+			}
+		},
+		"AsHostWrite": func(ctx context.Context, t *testing.T, tx *Tx) {
+			var h *sql.Tx
+			if !tx.As(&h) {
+				t.Fatal("As gave no handle")
+			}
+			if _, err := h.ExecContext(ctx, "INSERT INTO review_host (k) VALUES ('x')"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"AsOnly": func(ctx context.Context, t *testing.T, tx *Tx) {
+			var h *sql.Tx
+			if !tx.As(&h) {
+				t.Fatal("As gave no handle")
+			}
+		},
+	}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := openStore(t)
+			ctx := context.Background()
+			if _, err := c.db.ExecContext(ctx, "CREATE TABLE review_host (k VARCHAR(64) PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+				t.Fatal(err)
+			}
+			base := todoRow("base", "p0", "o0")
+			pushRows(t, c, "p", base)
+			// a users row for the collision case
+			tx0, err := c.Begin(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx0.UpsertRow(ctx, "users", driver.Row{ID: "u1", ServerVersion: 1, Scopes: driver.Scopes{"org": "o"},
+				Values: driver.Values{"id": "u1", "org": "o", "email": "u1@example.com"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx0.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := reviewState(t, c, "p")
+
+			dtx, err := c.Begin(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := dtx.(*Tx)
+			defer func() { _ = tx.Rollback(ctx) }()
+			changed := todoRow("base", "p0", "o0")
+			changed.Values["title"] = "changed"
+			s1 := todoRow("s1", "p1", "o1")
+			for _, r := range []driver.Row{changed, s1} {
+				if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.UpsertRow(ctx, "kinds", kindsRow("k1", "g", "s", 1, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
+				Changes: []driver.Change{reviewChange("todos", changed), reviewChange("todos", s1)}}); err != nil || seq != 2 {
+				t.Fatalf("AppendCommit: %d %v", seq, err)
+			}
+			if err := tx.PutPushResult(ctx, "c1", "other", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1}); err != nil {
+				t.Fatal(err)
+			}
+			run(ctx, t, tx)
+			s2 := todoRow("s2", "p2", "o2")
+			if err := tx.UpsertRow(ctx, "todos", s2); err != nil {
+				t.Fatal(err)
+			}
+			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "b", CreatedAtMs: 1,
+				Changes: []driver.Change{reviewChange("todos", s2)}}); err != nil || seq != 3 {
+				t.Fatalf("AppendCommit 2: %d %v", seq, err)
+			}
+			if err := tx.PutPushResult(ctx, "c1", "other2", driver.PushResult{Status: driver.PushApplied, CommitSeq: 3, RecordedAtMs: 1}); err != nil {
+				t.Fatal(err)
+			}
+			rej := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 5}
+			if err := tx.CommitRejected(ctx, "c1", "k", rej); err != nil {
+				t.Fatalf("CommitRejected: %v", err)
+			}
+			after := reviewState(t, c, "p")
+			want := strings.Replace(before, "_sync_push_results=0", "_sync_push_results=1", 1)
+			if after != want {
+				t.Errorf("TX-8: after CommitRejected\n%s\nwant\n%s", after, want)
+			}
+			got, found, err := c.GetPushResult(ctx, "p", "c1", "k")
+			if err != nil || !found || got.Status != driver.PushRejected {
+				t.Errorf("TX-8: rejected result: %+v %v %v", got, found, err)
+			}
+			if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
+				t.Errorf("SEQ-2: next seq %d, want 2", seq)
+			}
+		})
+	}
+}
