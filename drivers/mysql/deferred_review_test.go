@@ -198,3 +198,144 @@ func TestReviewRejectAfterEarlyWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewSeqTakenAtCommit: the seq the Tx reserved is taken behind its
+// back (as a Galera node applying another node's commit would): the kept
+// commit log collides at Commit (or at a read that sends it). The error
+// must be write_conflict, never constraint_violation, nothing of the Tx
+// may land, and the partition must take the next Tx.
+func TestReviewSeqTakenAtCommit(t *testing.T) {
+	for _, viaRead := range []bool{false, true} {
+		t.Run(fmt.Sprint("viaRead=", viaRead), func(t *testing.T) {
+			c := openStore(t)
+			ctx := context.Background()
+			pushRows(t, c, "p", todoRow("base", "p0", "o0"))
+			dtx, err := c.Begin(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := dtx.(*Tx)
+			defer func() { _ = tx.Rollback(ctx) }()
+			s1 := todoRow("s1", "p1", "o1")
+			if err := tx.UpsertRow(ctx, "todos", s1); err != nil {
+				t.Fatal(err)
+			}
+			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
+				Changes: []driver.Change{reviewChange("todos", s1)}}); err != nil || seq != 2 {
+				t.Fatalf("AppendCommit: %d %v", seq, err)
+			}
+			if err := tx.PutPushResult(ctx, "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1}); err != nil {
+				t.Fatal(err)
+			}
+			// Another writer takes seq 2 (autocommit, no partition lock).
+			if _, err := c.db.ExecContext(ctx, "INSERT INTO _sync_commits (p, seq, client_id, client_commit_id, actor_id, created_at_ms) VALUES ('p', 2, 'x', 'x', '', 1)"); err != nil {
+				t.Fatal(err)
+			}
+			before := reviewState(t, c, "p")
+			if viaRead {
+				_, _, err = tx.GetRow(ctx, "todos", "s1")
+				if code := driver.CodeOf(err); code != driver.CodeWriteConflict {
+					t.Errorf("TX-9: read that sent the log: %v (code %q), want write_conflict", err, code)
+				}
+			}
+			err = tx.Commit(ctx)
+			if err == nil {
+				t.Fatal("Commit succeeded on a taken seq")
+			}
+			if code := driver.CodeOf(err); code == driver.CodeConstraintViolation || (!viaRead && code != driver.CodeWriteConflict) {
+				t.Errorf("TX-9: Commit: %v (code %q), want write_conflict", err, code)
+			}
+			t.Logf("Commit: %v", err)
+			if after := reviewState(t, c, "p"); after != before {
+				t.Errorf("TX-9: nothing written:\n%s\nwant\n%s", after, before)
+			}
+			if _, err := c.db.ExecContext(ctx, "DELETE FROM _sync_commits WHERE p = 'p' AND seq = 2"); err != nil {
+				t.Fatal(err)
+			}
+			if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
+				t.Errorf("SEQ-2: next seq %d, want 2", seq)
+			}
+		})
+	}
+}
+
+// TestReviewEndedContextOnKeptWrite: AppendCommit / PutPushResult called
+// with an ended context (their own, or Begin's). stage documents "An ended
+// ctx (or Begin's ...) fails the call and aborts the Tx, as a statement
+// run under it would (TX-6)"; before c5028fa AppendCommit and PutPushResult
+// ran a statement under ctx and so failed and aborted the Tx.
+func TestReviewEndedContextOnKeptWrite(t *testing.T) {
+	for _, which := range []string{"AppendCommit", "PutPushResult", "UpsertRow"} {
+		t.Run(which, func(t *testing.T) {
+			c := openStore(t)
+			ctx := context.Background()
+			pushRows(t, c, "p", todoRow("base", "p0", "o0"))
+			dtx, err := c.Begin(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := dtx.(*Tx)
+			defer func() { _ = tx.Rollback(ctx) }()
+			ended, cancel := context.WithCancel(ctx)
+			cancel()
+			s1 := todoRow("s1", "p1", "o1")
+			opCtx := func(w string) context.Context {
+				if w == which {
+					return ended
+				}
+				return ctx
+			}
+			errs := map[string]error{}
+			errs["UpsertRow"] = tx.UpsertRow(opCtx("UpsertRow"), "todos", s1)
+			_, errs["AppendCommit"] = tx.AppendCommit(opCtx("AppendCommit"), driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
+				Changes: []driver.Change{reviewChange("todos", s1)}})
+			errs["PutPushResult"] = tx.PutPushResult(opCtx("PutPushResult"), "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1})
+			cerr := tx.Commit(ctx)
+			t.Logf("%s with an ended context: %v; Commit: %v", which, errs[which], cerr)
+			if errs[which] == nil {
+				t.Errorf("TX-6: %s with an ended context succeeded", which)
+			}
+			if cerr == nil {
+				t.Errorf("TX-6: Commit succeeded after %s ran with an ended context", which)
+			}
+		})
+	}
+}
+
+// TestReviewBeginContextEnded: Begin's context ends after the Tx's writes
+// were kept: AppendCommit/PutPushResult, Commit, and what is left.
+func TestReviewBeginContextEnded(t *testing.T) {
+	c := openStore(t)
+	ctx := context.Background()
+	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
+	before := reviewState(t, c, "p")
+	bctx, cancel := context.WithCancel(ctx)
+	dtx, err := c.Begin(bctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := dtx.(*Tx)
+	defer func() { _ = tx.Rollback(ctx) }()
+	s1 := todoRow("s1", "p1", "o1")
+	if err := tx.UpsertRow(ctx, "todos", s1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, aerr := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
+		Changes: []driver.Change{reviewChange("todos", s1)}})
+	perr := tx.PutPushResult(ctx, "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1})
+	cerr := tx.Commit(ctx)
+	t.Logf("AppendCommit: %v; PutPushResult: %v; Commit: %v", aerr, perr, cerr)
+	if cerr == nil {
+		t.Fatal("TX-6: Commit succeeded after Begin's context ended")
+	}
+	if code := driver.CodeOf(cerr); code != driver.CodeUnavailable {
+		t.Errorf("TX-6: Commit: code %q, want unavailable", code)
+	}
+	if after := reviewState(t, c, "p"); after != before {
+		t.Errorf("TX-6: nothing written:\n%s\nwant\n%s", after, before)
+	}
+	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
+		t.Errorf("SEQ-2: next seq %d, want 2", seq)
+	}
+}

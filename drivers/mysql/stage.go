@@ -36,11 +36,8 @@ import (
 // the engine transaction back) fails the call and aborts the Tx, as a
 // statement run under it would (TX-6).
 func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
-	if err := ctx.Err(); err != nil {
-		return t.c.mapErr(ctx, err, "mysql: upsert row")
-	}
-	if t.beginCtx.Err() != nil {
-		return txstate.ErrBeginEnded("mysql", sql.ErrTxDone)
+	if err := t.live(ctx, "mysql: upsert row"); err != nil {
+		return err
 	}
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
 		t.deferStaged()
@@ -49,6 +46,19 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 	t.stageArgs = append(t.stageArgs, args...)
 	t.stageRows++
 	t.stageBytes += size
+	return nil
+}
+
+// live fails a write the Tx keeps instead of sending (stage, AppendCommit,
+// PutPushResult) when ctx or Begin's has ended, as a statement run under
+// it would: the error aborts the Tx (TX-6), so the kept write never lands.
+func (t *Tx) live(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return t.c.mapErr(ctx, err, what)
+	}
+	if t.beginCtx.Err() != nil {
+		return txstate.ErrBeginEnded("mysql", sql.ErrTxDone)
+	}
 	return nil
 }
 

@@ -289,6 +289,9 @@ func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, er
 		}
 	}
 	return txstate.Value(ctx, t.opKeep, func() (int64, error) {
+		if err := t.live(ctx, "mysql: append commit"); err != nil {
+			return 0, err
+		}
 		seq := t.seq + 1
 		for _, r := range chRows {
 			r[0], r[1] = t.partition, seq
@@ -314,6 +317,9 @@ func (t *Tx) opKeep(ctx context.Context, fn func() error) error {
 // statement is kept with the Tx's other deferred writes (stage.go).
 func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
 	return txstate.PutPushResult(ctx, r, t.opKeep, func(text []byte) error {
+		if err := t.live(ctx, "mysql: put push result"); err != nil {
+			return err
+		}
 		t.deferStmt(insertPushResult, []any{t.partition, clientID, clientCommitID, text}, false)
 		return nil
 	})
