@@ -263,7 +263,8 @@ func TestReviewSeqTakenAtCommit(t *testing.T) {
 // with an ended context (their own, or Begin's). stage documents "An ended
 // ctx (or Begin's ...) fails the call and aborts the Tx, as a statement
 // run under it would (TX-6)"; before c5028fa AppendCommit and PutPushResult
-// ran a statement under ctx and so failed and aborted the Tx.
+// ran a statement under ctx and so failed and aborted the Tx; the postgres
+// driver, which keeps them too, fails them in its op (TX-6).
 func TestReviewEndedContextOnKeptWrite(t *testing.T) {
 	for _, which := range []string{"AppendCommit", "PutPushResult", "UpsertRow"} {
 		t.Run(which, func(t *testing.T) {
@@ -326,6 +327,9 @@ func TestReviewBeginContextEnded(t *testing.T) {
 	perr := tx.PutPushResult(ctx, "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1})
 	cerr := tx.Commit(ctx)
 	t.Logf("AppendCommit: %v; PutPushResult: %v; Commit: %v", aerr, perr, cerr)
+	if aerr == nil || perr == nil {
+		t.Errorf("TX-6: AppendCommit/PutPushResult after Begin's context ended succeeded (%v, %v), as UpsertRow does not", aerr, perr)
+	}
 	if cerr == nil {
 		t.Fatal("TX-6: Commit succeeded after Begin's context ended")
 	}
@@ -334,6 +338,112 @@ func TestReviewBeginContextEnded(t *testing.T) {
 	}
 	if after := reviewState(t, c, "p"); after != before {
 		t.Errorf("TX-6: nothing written:\n%s\nwant\n%s", after, before)
+	}
+	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
+		t.Errorf("SEQ-2: next seq %d, want 2", seq)
+	}
+}
+
+// TestReviewKeptWritesOrder: upserts of two tables interleaved with
+// several commits (SEQ-3), a row upserted again after the commit that
+// logged it, a result put twice (PR-3), everything split into many
+// statements by a small stmtBytes, with a read in the middle: Commit lands
+// all of it, in the order made, and max_seq is the last seq.
+func TestReviewKeptWritesOrder(t *testing.T) {
+	c := openStore(t)
+	c.stmtBytes = 1500
+	ctx := context.Background()
+	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
+	dtx, err := c.Begin(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := dtx.(*Tx)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var last driver.Row
+	for round := range 3 {
+		var changes []driver.Change
+		for i := range 40 {
+			r := todoRow(fmt.Sprintf("r%02d", i), fmt.Sprint("p", i%3), "o")
+			r.Values["title"] = fmt.Sprintf("round %d %s", round, strings.Repeat("x", i*10))
+			if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.UpsertRow(ctx, "kinds", kindsRow(fmt.Sprintf("k%02d", i), "g", fmt.Sprint(round), 1, nil)); err != nil {
+				t.Fatal(err)
+			}
+			changes = append(changes, reviewChange("todos", r))
+			last = r
+		}
+		seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: fmt.Sprint("cc", round), CreatedAtMs: 1, Changes: changes})
+		if err != nil || seq != int64(2+round) {
+			t.Fatalf("AppendCommit %d: %d %v", round, seq, err)
+		}
+		if err := tx.PutPushResult(ctx, "c1", "k", driver.PushResult{Status: driver.PushApplied, CommitSeq: seq, RecordedAtMs: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if round == 1 {
+			got, found, err := tx.GetPushResult(ctx, "c1", "k")
+			if err != nil || !found || got.CommitSeq != 2 {
+				t.Errorf("TX-3/PR-3: GetPushResult in the Tx: %+v %v %v", got, found, err)
+			}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := c.GetRow(ctx, "p", "todos", last.ID)
+	if err != nil || !found || got.Values["title"] != last.Values["title"] {
+		t.Errorf("ROW-2: last write wins: %v %v %v", got.Values["title"], found, err)
+	}
+	k, _, _ := c.GetRow(ctx, "p", "kinds", "k05")
+	if k.Values["s"] != "2" {
+		t.Errorf("kinds k05 s = %v, want 2", k.Values["s"])
+	}
+	pr, _, _ := c.GetPushResult(ctx, "p", "c1", "k")
+	if pr.CommitSeq != 2 {
+		t.Errorf("PR-3: first writer wins: %d", pr.CommitSeq)
+	}
+	var maxSeq, commits, changes int64
+	_ = c.db.QueryRowContext(ctx, "SELECT max_seq FROM _sync_partitions WHERE p = 'p'").Scan(&maxSeq)
+	_ = c.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM _sync_commits WHERE p = 'p'").Scan(&commits)
+	_ = c.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM _sync_changes WHERE p = 'p'").Scan(&changes)
+	if maxSeq != 4 || commits != 4 || changes != 1+120 {
+		t.Errorf("SEQ-3: max_seq %d commits %d changes %d, want 4 4 121", maxSeq, commits, changes)
+	}
+	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 5 {
+		t.Errorf("SEQ-1: next seq %d, want 5", seq)
+	}
+}
+
+// TestReviewLogValueTooLong: a change-scope value longer than its column
+// (sync refuses it, V-2; the driver alone does not): the kept log fails at
+// Commit. Nothing may land, the error is typed, the partition goes on.
+func TestReviewLogValueTooLong(t *testing.T) {
+	c := openStore(t)
+	ctx := context.Background()
+	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
+	before := reviewState(t, c, "p")
+	dtx, err := c.Begin(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := dtx.(*Tx)
+	defer func() { _ = tx.Rollback(ctx) }()
+	r := todoRow("s1", "p1", "o1")
+	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+		t.Fatal(err)
+	}
+	ch := reviewChange("todos", r)
+	ch.Scopes = driver.Scopes{"project": strings.Repeat("v", 1100), "owner": "o1"}
+	_, aerr := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1, Changes: []driver.Change{ch}})
+	cerr := tx.Commit(ctx)
+	t.Logf("AppendCommit: %v; Commit: %v", aerr, cerr)
+	if aerr == nil && cerr == nil {
+		t.Fatal("a change-scope value over its column landed")
+	}
+	if after := reviewState(t, c, "p"); after != before {
+		t.Errorf("nothing written:\n%s\nwant\n%s", after, before)
 	}
 	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
 		t.Errorf("SEQ-2: next seq %d, want 2", seq)
