@@ -27,14 +27,18 @@
 //     serialize, Tx of different partitions never wait for each other
 //     (TX-1). The commit counter lives in that row, so a rollback
 //     consumes no number (SEQ-2).
-//   - A push commit is 9 round trips (no pipelining in the client): the
-//     upserts of a table without a unique index are staged and written
-//     as one multi-row statement before the Tx's next operation; a
-//     commit's changes and change-scope entries are one multi-row INSERT
-//     each, every value bound (stage.go, docs/mysql.md).
-//   - A SAVEPOINT taken at Begin lets CommitRejected discard the staged
-//     writes without releasing the partition (TX-8); InnoDB rolls back a
-//     failed statement (a unique collision) alone, so the Tx stays usable.
+//   - A push commit is 8 round trips (no pipelining in the client): the
+//     upserts of a table without a unique index are staged as one
+//     multi-row statement; they, a commit's log (its row, its changes and
+//     change-scope entries, one multi-row INSERT each, every value bound)
+//     and the push result are kept and written before the Tx's next
+//     operation that reaches the engine, or at Commit (stage.go,
+//     docs/mysql.md).
+//   - A SAVEPOINT taken before the first write sent ahead of Commit lets
+//     CommitRejected discard the Tx's writes without releasing the
+//     partition (TX-8); a Tx whose writes all wait for Commit needs none.
+//     InnoDB rolls back a failed statement (a unique collision) alone,
+//     so the Tx stays usable.
 //   - Upserts replace only on the primary key (SCH-10): on a table with a
 //     declared unique index a row is UPDATEd by primary key, else
 //     INSERTed, and error 1062 maps to CodeConstraintViolation; INSERT …
