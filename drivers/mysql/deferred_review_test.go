@@ -449,3 +449,45 @@ func TestReviewLogValueTooLong(t *testing.T) {
 		t.Errorf("SEQ-2: next seq %d, want 2", seq)
 	}
 }
+
+// TestReviewCallerBufferAfterAppendCommit: a host reuses the []byte it
+// passed to UpsertRow once the commit that logs the row is appended. The
+// row and its logged change must agree (WIN-2: the log carries the row's
+// values). Before c5028fa AppendCommit sent the staged row, so a buffer
+// reused after it could not reach the row; now the row waits for Commit.
+func TestReviewCallerBufferAfterAppendCommit(t *testing.T) {
+	c := openStore(t)
+	ctx := context.Background()
+	dtx, err := c.Begin(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := dtx.(*Tx)
+	defer func() { _ = tx.Rollback(ctx) }()
+	buf := []byte("original")
+	r := kindsRow("k1", "g", "s", 1, buf)
+	if err := tx.UpsertRow(ctx, "kinds", r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
+		Changes: []driver.Change{reviewChange("kinds", r)}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "CLOBBER!") // the host's buffer, reused after the calls returned
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.GetRow(ctx, "p", "kinds", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ReadCommitWindow(ctx, "p", driver.WindowQuery{Table: "kinds", Filter: driver.ScopeFilter{"grp": {"g"}}, ThroughSeq: 1, LimitChanges: 10})
+	if err != nil || len(page) != 1 || len(page[0].Changes) != 1 {
+		t.Fatalf("ReadCommitWindow: %v %v", page, err)
+	}
+	row, logged := string(got.Values["x"].([]byte)), string(page[0].Changes[0].Values["x"].([]byte))
+	t.Logf("row x=%q, logged x=%q", row, logged)
+	if row != logged {
+		t.Errorf("the row (%q) and its logged change (%q) disagree", row, logged)
+	}
+}

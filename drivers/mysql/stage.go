@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"slices"
@@ -41,6 +42,13 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
 	}
 	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
 		t.deferStaged()
+	}
+	for i, a := range args {
+		if b, ok := a.([]byte); ok {
+			// The row waits for Commit, past the caller's AppendCommit that
+			// logs its values: it must not see the caller's buffer change.
+			args[i] = bytes.Clone(b)
+		}
 	}
 	t.stageTable = x
 	t.stageArgs = append(t.stageArgs, args...)
