@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"maps"
 	gosync "sync"
 	"time"
 
@@ -157,6 +158,40 @@ func init() {
 			prExpectStored(t, conn, "p1", "k", "TX-8", rejected)
 			txExpectFinished(t, conn, tx, "CommitRejected", base)
 			expectEqual(t, "TX-8/SEQ-2: seq of the next commit", int64(2), push(t, conn, "p1", tTodos, todo("next", txProject, "o")))
+		}},
+		// Catches: a driver that keeps a staged row's []byte or Values map
+		// until Commit instead of what they held at the call, so a host
+		// reusing its buffer after AppendCommit changes the row but not
+		// its logged change.
+		Case{Name: "TX-12/caller-reuses-its-values", Run: func(t T, h Harness) {
+			ctx := t.Context()
+			conn := openStore(t, h)
+			buf := []byte("original")
+			row := driver.Row{ID: "k1", ServerVersion: 1, Scopes: driver.Scopes{"grp": "g"},
+				Values: driver.Values{"id": "k1", "grp": "g", "s": "kept", "i": int64(1), "f": nil, "b": nil, "j": nil, "x": buf}}
+			want := row
+			want.Values = maps.Clone(row.Values)
+			want.Values["x"] = []byte("original")
+			tx := begin(t, conn, "p1")
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			must(t, "UpsertRow", tx.UpsertRow(ctx, tKinds, row))
+			_, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "k", ActorID: "a1", CreatedAtMs: 1700000000000,
+				Changes: []driver.Change{upsertChange(tKinds, row)}})
+			must(t, "AppendCommit", err)
+			copy(buf, "CLOBBER!")
+			row.Values["s"], row.Values["i"] = "changed", int64(2)
+			commit(t, tx)
+			got, found, err := conn.GetRow(ctx, "p1", tKinds, "k1")
+			must(t, "GetRow", err)
+			expectEqual(t, "TX-12: the row is found", true, found)
+			expectEqual(t, "TX-12: the stored row holds the values of the call", want, got)
+			cs, err := conn.ReadCommitWindow(ctx, "p1", driver.WindowQuery{Table: tKinds,
+				Filter: driver.ScopeFilter{"grp": {"g"}}, ThroughSeq: seqThroughAll, LimitChanges: 10})
+			must(t, "ReadCommitWindow", err)
+			if len(cs) != 1 || len(cs[0].Changes) != 1 {
+				t.Fatalf("TX-12: the window holds %d commits, want 1 with 1 change: %+v", len(cs), cs)
+			}
+			expectEqual(t, "TX-12: the logged change holds the values of the call", want.Values, cs[0].Changes[0].Values)
 		}},
 		// Catches: a driver that keeps a Tx's writes for Commit (to save
 		// round trips) and, when a read of the Tx makes it write them

@@ -6,6 +6,7 @@
 package rowcodec
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 
@@ -110,7 +111,9 @@ func SetKeys(row *driver.Row, t driver.Table) {
 
 // Args returns the arguments of an upsert of row in partition: the
 // partition, the row's version, then each column of cols as Bind returns
-// it (the first error of Bind).
+// it (the first error of Bind). A []byte argument is a copy, so a driver
+// may keep the arguments past the call (a staged upsert) while the
+// caller reuses its buffer (TX-12); nil stays nil, empty stays empty.
 func Args(partition string, row driver.Row, cols []driver.Column, boolAsInt bool) ([]any, error) {
 	args := make([]any, 0, 2+len(cols))
 	args = append(args, partition, row.ServerVersion)
@@ -118,6 +121,9 @@ func Args(partition string, row driver.Row, cols []driver.Column, boolAsInt bool
 		v, err := Bind(c.Name, c.Type, row.Values[c.Name], boolAsInt)
 		if err != nil {
 			return nil, err
+		}
+		if b, ok := v.([]byte); ok {
+			v = bytes.Clone(b)
 		}
 		args = append(args, v)
 	}
