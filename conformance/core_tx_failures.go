@@ -143,15 +143,7 @@ func init() {
 		// result, or leaves the Tx usable.
 		Case{Name: "TX-8/discards-staged-writes-and-stores-result", Run: func(t T, h Harness) {
 			ctx := t.Context()
-			conn := openStore(t, h)
-			base := todo("base", txProject, "o")
-			push(t, conn, "p1", tTodos, base)
-			tx := begin(t, conn, "p1")
-			defer func() { _ = tx.Rollback(context.Background()) }()
-			changed := txRetitled(base, "changed")
-			must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, changed))
-			expectEqual(t, "TX-8: seq staged before the rejection", int64(2), stage(t, tx, tTodos, todo("staged", txProject, "o")))
-			must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "other", prApplied(2, "other")))
+			conn, tx, base, _ := txToReject(t, h)
 			rejected := prFull(driver.PushRejected, 0)
 			must(t, "TX-8: CommitRejected", tx.CommitRejected(ctx, "c1", "k", rejected))
 			txExpectUnchanged(t, conn, "p1", "TX-8", "other", base, "staged")
@@ -159,56 +151,13 @@ func init() {
 			txExpectFinished(t, conn, tx, "CommitRejected", base)
 			expectEqual(t, "TX-8/SEQ-2: seq of the next commit", int64(2), push(t, conn, "p1", tTodos, todo("next", txProject, "o")))
 		}},
-		// Catches: a driver that keeps a staged row's []byte or Values map
-		// until Commit instead of what they held at the call, so a host
-		// reusing its buffer after AppendCommit changes the row but not
-		// its logged change.
-		Case{Name: "TX-12/caller-reuses-its-values", Run: func(t T, h Harness) {
-			ctx := t.Context()
-			conn := openStore(t, h)
-			buf := []byte("original")
-			row := driver.Row{ID: "k1", ServerVersion: 1, Scopes: driver.Scopes{"grp": "g"},
-				Values: driver.Values{"id": "k1", "grp": "g", "s": "kept", "i": int64(1), "f": nil, "b": nil, "j": nil, "x": buf}}
-			want := row
-			want.Values = maps.Clone(row.Values)
-			want.Values["x"] = []byte("original")
-			tx := begin(t, conn, "p1")
-			defer func() { _ = tx.Rollback(context.Background()) }()
-			must(t, "UpsertRow", tx.UpsertRow(ctx, tKinds, row))
-			_, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "k", ActorID: "a1", CreatedAtMs: 1700000000000,
-				Changes: []driver.Change{upsertChange(tKinds, row)}})
-			must(t, "AppendCommit", err)
-			copy(buf, "CLOBBER!")
-			row.Values["s"], row.Values["i"] = "changed", int64(2)
-			commit(t, tx)
-			got, found, err := conn.GetRow(ctx, "p1", tKinds, "k1")
-			must(t, "GetRow", err)
-			expectEqual(t, "TX-12: the row is found", true, found)
-			expectEqual(t, "TX-12: the stored row holds the values of the call", want, got)
-			cs, err := conn.ReadCommitWindow(ctx, "p1", driver.WindowQuery{Table: tKinds,
-				Filter: driver.ScopeFilter{"grp": {"g"}}, ThroughSeq: seqThroughAll, LimitChanges: 10})
-			must(t, "ReadCommitWindow", err)
-			if len(cs) != 1 || len(cs[0].Changes) != 1 {
-				t.Fatalf("TX-12: the window holds %d commits, want 1 with 1 change: %+v", len(cs), cs)
-			}
-			expectEqual(t, "TX-12: the logged change holds the values of the call", want.Values, cs[0].Changes[0].Values)
-		}},
 		// Catches: a driver that keeps a Tx's writes for Commit (to save
 		// round trips) and, when a read of the Tx makes it write them
 		// early (TX-3), has no way back for CommitRejected: writes sent
 		// after the only savepoint it took, or without one.
 		Case{Name: "TX-8/discards-writes-a-read-saw", Run: func(t T, h Harness) {
 			ctx := t.Context()
-			conn := openStore(t, h)
-			base := todo("base", txProject, "o")
-			push(t, conn, "p1", tTodos, base)
-			tx := begin(t, conn, "p1")
-			defer func() { _ = tx.Rollback(context.Background()) }()
-			changed := txRetitled(base, "changed")
-			must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, changed))
-			staged := todo("staged", txProject, "o")
-			expectEqual(t, "TX-8: seq staged before the read", int64(2), stage(t, tx, tTodos, staged))
-			must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "other", prApplied(2, "other")))
+			conn, tx, base, staged := txToReject(t, h)
 			got, found, err := tx.GetRow(ctx, tTodos, staged.ID)
 			must(t, "TX-3: GetRow of a row the Tx wrote", err)
 			expectEqual(t, "TX-3: the Tx reads the row it wrote", true, found)
@@ -260,7 +209,60 @@ func init() {
 		// Catches: CommitRejected implemented as Rollback + a separate write,
 		// letting a waiting Tx of the partition in between.
 		Case{Name: "TX-8/no-tx-slips-in-between", Run: txRejectedNoSlip},
+		// Catches: a driver that keeps a staged row's []byte or Values map
+		// until Commit instead of what they held at the call, so a host
+		// reusing its buffer after AppendCommit changes the row but not
+		// its logged change.
+		Case{Name: "TX-12/caller-reuses-its-values", Run: func(t T, h Harness) {
+			ctx := t.Context()
+			conn := openStore(t, h)
+			buf := []byte("original")
+			row := driver.Row{ID: "k1", ServerVersion: 1, Scopes: driver.Scopes{"grp": "g"},
+				Values: driver.Values{"id": "k1", "grp": "g", "s": "kept", "i": int64(1), "f": nil, "b": nil, "j": nil, "x": buf}}
+			want := row
+			want.Values = maps.Clone(row.Values)
+			want.Values["x"] = []byte("original")
+			tx := begin(t, conn, "p1")
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			must(t, "UpsertRow", tx.UpsertRow(ctx, tKinds, row))
+			_, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "k", ActorID: "a1", CreatedAtMs: 1700000000000,
+				Changes: []driver.Change{upsertChange(tKinds, row)}})
+			must(t, "AppendCommit", err)
+			copy(buf, "CLOBBER!")
+			row.Values["s"], row.Values["i"] = "changed", int64(2)
+			commit(t, tx)
+			got, found, err := conn.GetRow(ctx, "p1", tKinds, "k1")
+			must(t, "GetRow", err)
+			expectEqual(t, "TX-12: the row is found", true, found)
+			expectEqual(t, "TX-12: the stored row holds the values of the call", want, got)
+			cs, err := conn.ReadCommitWindow(ctx, "p1", driver.WindowQuery{Table: tKinds,
+				Filter: driver.ScopeFilter{"grp": {"g"}}, ThroughSeq: seqThroughAll, LimitChanges: 10})
+			must(t, "ReadCommitWindow", err)
+			if len(cs) != 1 || len(cs[0].Changes) != 1 {
+				t.Fatalf("TX-12: the window holds %d commits, want 1 with 1 change: %+v", len(cs), cs)
+			}
+			expectEqual(t, "TX-12: the logged change holds the values of the call", want.Values, cs[0].Changes[0].Values)
+		}},
 	)
+}
+
+// txToReject opens a store whose p1 holds base (commit 1) and begins a Tx
+// on p1 that retitles base, stages staged as commit 2 and puts the result
+// "other": the writes the TX-8 cases have CommitRejected discard. The Tx
+// is rolled back when t ends.
+func txToReject(t T, h Harness) (conn driver.Conn, tx driver.Tx, base, staged driver.Row) {
+	t.Helper()
+	ctx := t.Context()
+	conn = openStore(t, h)
+	base = todo("base", txProject, "o")
+	push(t, conn, "p1", tTodos, base)
+	tx = begin(t, conn, "p1")
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, txRetitled(base, "changed")))
+	staged = todo("staged", txProject, "o")
+	expectEqual(t, "TX-8: seq of the staged commit", int64(2), stage(t, tx, tTodos, staged))
+	must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "other", prApplied(2, "other")))
+	return conn, tx, base, staged
 }
 
 // txCancelWaitingBegin: while Tx 1 holds p1, a second Begin waits with a

@@ -10,10 +10,13 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Review of c5028fa (deferred writes, lazy TX-8 savepoint).
+// The Tx's kept writes and its lazy TX-8 savepoint (stage.go): every
+// operation that sends writes ahead of Commit, errors that now surface
+// where the kept writes are sent, ends of contexts. The buffer a caller
+// reuses after a call is conformance's TX-12 case.
 
-// reviewState is everything of partition p a Tx could have left behind.
-func reviewState(t *testing.T, c *Conn, p string) string {
+// deferredState is everything of partition p a Tx could have left behind.
+func deferredState(t *testing.T, c *Conn, p string) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
@@ -43,16 +46,28 @@ func reviewState(t *testing.T, c *Conn, p string) string {
 	return b.String()
 }
 
-func reviewChange(table string, r driver.Row) driver.Change {
+// expectNothingLanded fails unless partition p holds what before saw
+// (what: the rule, for the message) and its next commit takes seq 2 (SEQ-2).
+func expectNothingLanded(t *testing.T, c *Conn, before, what string) {
+	t.Helper()
+	if after := deferredState(t, c, "p"); after != before {
+		t.Errorf("%s:\n%s\nwant\n%s", what, after, before)
+	}
+	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
+		t.Errorf("SEQ-2: next seq %d, want 2", seq)
+	}
+}
+
+func deferredChange(table string, r driver.Row) driver.Change {
 	return driver.Change{Table: table, RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: r.ServerVersion}
 }
 
-// TestReviewRejectAfterEarlyWrite: for every operation that sends the
+// TestDeferredRejectAfterEarlyWrite: for every operation that sends the
 // Tx's kept writes (or writes of its own) ahead of Commit, a Tx that
 // stages rows, appends commits, puts a result, runs that operation, keeps
 // writing, then CommitRejected, leaves exactly what was there before plus
 // the rejected result (TX-8, SEQ-2), and the next commit takes seq 2.
-func TestReviewRejectAfterEarlyWrite(t *testing.T) {
+func TestDeferredRejectAfterEarlyWrite(t *testing.T) {
 	type step func(ctx context.Context, t *testing.T, tx *Tx)
 	cases := map[string]step{
 		"none": func(ctx context.Context, t *testing.T, tx *Tx) {},
@@ -141,7 +156,7 @@ func TestReviewRejectAfterEarlyWrite(t *testing.T) {
 			if err := tx0.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			before := reviewState(t, c, "p")
+			before := deferredState(t, c, "p")
 
 			dtx, err := c.Begin(ctx, "p")
 			if err != nil {
@@ -161,7 +176,7 @@ func TestReviewRejectAfterEarlyWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
-				Changes: []driver.Change{reviewChange("todos", changed), reviewChange("todos", s1)}}); err != nil || seq != 2 {
+				Changes: []driver.Change{deferredChange("todos", changed), deferredChange("todos", s1)}}); err != nil || seq != 2 {
 				t.Fatalf("AppendCommit: %d %v", seq, err)
 			}
 			if err := tx.PutPushResult(ctx, "c1", "other", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1}); err != nil {
@@ -173,7 +188,7 @@ func TestReviewRejectAfterEarlyWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "b", CreatedAtMs: 1,
-				Changes: []driver.Change{reviewChange("todos", s2)}}); err != nil || seq != 3 {
+				Changes: []driver.Change{deferredChange("todos", s2)}}); err != nil || seq != 3 {
 				t.Fatalf("AppendCommit 2: %d %v", seq, err)
 			}
 			if err := tx.PutPushResult(ctx, "c1", "other2", driver.PushResult{Status: driver.PushApplied, CommitSeq: 3, RecordedAtMs: 1}); err != nil {
@@ -183,28 +198,22 @@ func TestReviewRejectAfterEarlyWrite(t *testing.T) {
 			if err := tx.CommitRejected(ctx, "c1", "k", rej); err != nil {
 				t.Fatalf("CommitRejected: %v", err)
 			}
-			after := reviewState(t, c, "p")
-			want := strings.Replace(before, "_sync_push_results=0", "_sync_push_results=1", 1)
-			if after != want {
-				t.Errorf("TX-8: after CommitRejected\n%s\nwant\n%s", after, want)
-			}
 			got, found, err := c.GetPushResult(ctx, "p", "c1", "k")
 			if err != nil || !found || got.Status != driver.PushRejected {
 				t.Errorf("TX-8: rejected result: %+v %v %v", got, found, err)
 			}
-			if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
-				t.Errorf("SEQ-2: next seq %d, want 2", seq)
-			}
+			expectNothingLanded(t, c, strings.Replace(before, "_sync_push_results=0", "_sync_push_results=1", 1),
+				"TX-8: after CommitRejected (the rejected result alone added)")
 		})
 	}
 }
 
-// TestReviewSeqTakenAtCommit: the seq the Tx reserved is taken behind its
+// TestDeferredSeqTakenAtCommit: the seq the Tx reserved is taken behind its
 // back (as a Galera node applying another node's commit would): the kept
 // commit log collides at Commit (or at a read that sends it). The error
 // must be write_conflict, never constraint_violation, nothing of the Tx
 // may land, and the partition must take the next Tx.
-func TestReviewSeqTakenAtCommit(t *testing.T) {
+func TestDeferredSeqTakenAtCommit(t *testing.T) {
 	for _, viaRead := range []bool{false, true} {
 		t.Run(fmt.Sprint("viaRead=", viaRead), func(t *testing.T) {
 			c := openStore(t)
@@ -221,7 +230,7 @@ func TestReviewSeqTakenAtCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			if seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
-				Changes: []driver.Change{reviewChange("todos", s1)}}); err != nil || seq != 2 {
+				Changes: []driver.Change{deferredChange("todos", s1)}}); err != nil || seq != 2 {
 				t.Fatalf("AppendCommit: %d %v", seq, err)
 			}
 			if err := tx.PutPushResult(ctx, "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1}); err != nil {
@@ -231,7 +240,7 @@ func TestReviewSeqTakenAtCommit(t *testing.T) {
 			if _, err := c.db.ExecContext(ctx, "INSERT INTO _sync_commits (p, seq, client_id, client_commit_id, actor_id, created_at_ms) VALUES ('p', 2, 'x', 'x', '', 1)"); err != nil {
 				t.Fatal(err)
 			}
-			before := reviewState(t, c, "p")
+			before := deferredState(t, c, "p")
 			if viaRead {
 				_, _, err = tx.GetRow(ctx, "todos", "s1")
 				if code := driver.CodeOf(err); code != driver.CodeWriteConflict {
@@ -246,7 +255,7 @@ func TestReviewSeqTakenAtCommit(t *testing.T) {
 				t.Errorf("TX-9: Commit: %v (code %q), want write_conflict", err, code)
 			}
 			t.Logf("Commit: %v", err)
-			if after := reviewState(t, c, "p"); after != before {
+			if after := deferredState(t, c, "p"); after != before {
 				t.Errorf("TX-9: nothing written:\n%s\nwant\n%s", after, before)
 			}
 			if _, err := c.db.ExecContext(ctx, "DELETE FROM _sync_commits WHERE p = 'p' AND seq = 2"); err != nil {
@@ -259,13 +268,13 @@ func TestReviewSeqTakenAtCommit(t *testing.T) {
 	}
 }
 
-// TestReviewEndedContextOnKeptWrite: AppendCommit / PutPushResult called
+// TestDeferredEndedContextOnKeptWrite: AppendCommit / PutPushResult called
 // with an ended context (their own, or Begin's). stage documents "An ended
 // ctx (or Begin's ...) fails the call and aborts the Tx, as a statement
 // run under it would (TX-6)"; before c5028fa AppendCommit and PutPushResult
 // ran a statement under ctx and so failed and aborted the Tx; the postgres
 // driver, which keeps them too, fails them in its op (TX-6).
-func TestReviewEndedContextOnKeptWrite(t *testing.T) {
+func TestDeferredEndedContextOnKeptWrite(t *testing.T) {
 	for _, which := range []string{"AppendCommit", "PutPushResult", "UpsertRow"} {
 		t.Run(which, func(t *testing.T) {
 			c := openStore(t)
@@ -289,7 +298,7 @@ func TestReviewEndedContextOnKeptWrite(t *testing.T) {
 			errs := map[string]error{}
 			errs["UpsertRow"] = tx.UpsertRow(opCtx("UpsertRow"), "todos", s1)
 			_, errs["AppendCommit"] = tx.AppendCommit(opCtx("AppendCommit"), driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
-				Changes: []driver.Change{reviewChange("todos", s1)}})
+				Changes: []driver.Change{deferredChange("todos", s1)}})
 			errs["PutPushResult"] = tx.PutPushResult(opCtx("PutPushResult"), "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1})
 			cerr := tx.Commit(ctx)
 			t.Logf("%s with an ended context: %v; Commit: %v", which, errs[which], cerr)
@@ -303,13 +312,13 @@ func TestReviewEndedContextOnKeptWrite(t *testing.T) {
 	}
 }
 
-// TestReviewBeginContextEnded: Begin's context ends after the Tx's writes
+// TestDeferredBeginContextEnded: Begin's context ends after the Tx's writes
 // were kept: AppendCommit/PutPushResult, Commit, and what is left.
-func TestReviewBeginContextEnded(t *testing.T) {
+func TestDeferredBeginContextEnded(t *testing.T) {
 	c := openStore(t)
 	ctx := context.Background()
 	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
-	before := reviewState(t, c, "p")
+	before := deferredState(t, c, "p")
 	bctx, cancel := context.WithCancel(ctx)
 	dtx, err := c.Begin(bctx, "p")
 	if err != nil {
@@ -323,7 +332,7 @@ func TestReviewBeginContextEnded(t *testing.T) {
 	}
 	cancel()
 	_, aerr := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
-		Changes: []driver.Change{reviewChange("todos", s1)}})
+		Changes: []driver.Change{deferredChange("todos", s1)}})
 	perr := tx.PutPushResult(ctx, "c1", "a", driver.PushResult{Status: driver.PushApplied, CommitSeq: 2, RecordedAtMs: 1})
 	cerr := tx.Commit(ctx)
 	t.Logf("AppendCommit: %v; PutPushResult: %v; Commit: %v", aerr, perr, cerr)
@@ -336,20 +345,15 @@ func TestReviewBeginContextEnded(t *testing.T) {
 	if code := driver.CodeOf(cerr); code != driver.CodeUnavailable {
 		t.Errorf("TX-6: Commit: code %q, want unavailable", code)
 	}
-	if after := reviewState(t, c, "p"); after != before {
-		t.Errorf("TX-6: nothing written:\n%s\nwant\n%s", after, before)
-	}
-	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
-		t.Errorf("SEQ-2: next seq %d, want 2", seq)
-	}
+	expectNothingLanded(t, c, before, "TX-6: nothing written:")
 }
 
-// TestReviewKeptWritesOrder: upserts of two tables interleaved with
+// TestDeferredKeptWritesOrder: upserts of two tables interleaved with
 // several commits (SEQ-3), a row upserted again after the commit that
 // logged it, a result put twice (PR-3), everything split into many
 // statements by a small stmtBytes, with a read in the middle: Commit lands
 // all of it, in the order made, and max_seq is the last seq.
-func TestReviewKeptWritesOrder(t *testing.T) {
+func TestDeferredKeptWritesOrder(t *testing.T) {
 	c := openStore(t)
 	c.stmtBytes = 1500
 	ctx := context.Background()
@@ -372,7 +376,7 @@ func TestReviewKeptWritesOrder(t *testing.T) {
 			if err := tx.UpsertRow(ctx, "kinds", kindsRow(fmt.Sprintf("k%02d", i), "g", fmt.Sprint(round), 1, nil)); err != nil {
 				t.Fatal(err)
 			}
-			changes = append(changes, reviewChange("todos", r))
+			changes = append(changes, deferredChange("todos", r))
 			last = r
 		}
 		seq, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: fmt.Sprint("cc", round), CreatedAtMs: 1, Changes: changes})
@@ -416,14 +420,14 @@ func TestReviewKeptWritesOrder(t *testing.T) {
 	}
 }
 
-// TestReviewLogValueTooLong: a change-scope value longer than its column
+// TestDeferredLogValueTooLong: a change-scope value longer than its column
 // (sync refuses it, V-2; the driver alone does not): the kept log fails at
 // Commit. Nothing may land, the error is typed, the partition goes on.
-func TestReviewLogValueTooLong(t *testing.T) {
+func TestDeferredLogValueTooLong(t *testing.T) {
 	c := openStore(t)
 	ctx := context.Background()
 	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
-	before := reviewState(t, c, "p")
+	before := deferredState(t, c, "p")
 	dtx, err := c.Begin(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +438,7 @@ func TestReviewLogValueTooLong(t *testing.T) {
 	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
 		t.Fatal(err)
 	}
-	ch := reviewChange("todos", r)
+	ch := deferredChange("todos", r)
 	ch.Scopes = driver.Scopes{"project": strings.Repeat("v", 1100), "owner": "o1"}
 	_, aerr := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1, Changes: []driver.Change{ch}})
 	cerr := tx.Commit(ctx)
@@ -442,52 +446,5 @@ func TestReviewLogValueTooLong(t *testing.T) {
 	if aerr == nil && cerr == nil {
 		t.Fatal("a change-scope value over its column landed")
 	}
-	if after := reviewState(t, c, "p"); after != before {
-		t.Errorf("nothing written:\n%s\nwant\n%s", after, before)
-	}
-	if seq := pushRows(t, c, "p", todoRow("next", "p0", "o0")); seq != 2 {
-		t.Errorf("SEQ-2: next seq %d, want 2", seq)
-	}
-}
-
-// TestReviewCallerBufferAfterAppendCommit: a host reuses the []byte it
-// passed to UpsertRow once the commit that logs the row is appended. The
-// row and its logged change must agree (WIN-2: the log carries the row's
-// values). Before c5028fa AppendCommit sent the staged row, so a buffer
-// reused after it could not reach the row; now the row waits for Commit.
-func TestReviewCallerBufferAfterAppendCommit(t *testing.T) {
-	c := openStore(t)
-	ctx := context.Background()
-	dtx, err := c.Begin(ctx, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := dtx.(*Tx)
-	defer func() { _ = tx.Rollback(ctx) }()
-	buf := []byte("original")
-	r := kindsRow("k1", "g", "s", 1, buf)
-	if err := tx.UpsertRow(ctx, "kinds", r); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "a", CreatedAtMs: 1,
-		Changes: []driver.Change{reviewChange("kinds", r)}}); err != nil {
-		t.Fatal(err)
-	}
-	copy(buf, "CLOBBER!") // the host's buffer, reused after the calls returned
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := c.GetRow(ctx, "p", "kinds", "k1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := c.ReadCommitWindow(ctx, "p", driver.WindowQuery{Table: "kinds", Filter: driver.ScopeFilter{"grp": {"g"}}, ThroughSeq: 1, LimitChanges: 10})
-	if err != nil || len(page) != 1 || len(page[0].Changes) != 1 {
-		t.Fatalf("ReadCommitWindow: %v %v", page, err)
-	}
-	row, logged := string(got.Values["x"].([]byte)), string(page[0].Changes[0].Values["x"].([]byte))
-	t.Logf("row x=%q, logged x=%q", row, logged)
-	if row != logged {
-		t.Errorf("the row (%q) and its logged change (%q) disagree", row, logged)
-	}
+	expectNothingLanded(t, c, before, "nothing written:")
 }
