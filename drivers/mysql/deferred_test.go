@@ -58,6 +58,17 @@ func expectNothingLanded(t *testing.T, c *Conn, before, what string) {
 	}
 }
 
+// beginP begins a Tx on partition "p", rolled back when t ends.
+func beginP(t *testing.T, c *Conn) *Tx {
+	t.Helper()
+	tx, err := c.Begin(context.Background(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx.(*Tx)
+}
+
 func deferredChange(table string, r driver.Row) driver.Change {
 	return driver.Change{Table: table, RowID: r.ID, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: r.ServerVersion}
 }
@@ -158,12 +169,7 @@ func TestDeferredRejectAfterEarlyWrite(t *testing.T) {
 			}
 			before := deferredState(t, c, "p")
 
-			dtx, err := c.Begin(ctx, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx := dtx.(*Tx)
-			defer func() { _ = tx.Rollback(ctx) }()
+			tx := beginP(t, c)
 			changed := todoRow("base", "p0", "o0")
 			changed.Values["title"] = "changed"
 			s1 := todoRow("s1", "p1", "o1")
@@ -219,12 +225,7 @@ func TestDeferredSeqTakenAtCommit(t *testing.T) {
 			c := openStore(t)
 			ctx := context.Background()
 			pushRows(t, c, "p", todoRow("base", "p0", "o0"))
-			dtx, err := c.Begin(ctx, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx := dtx.(*Tx)
-			defer func() { _ = tx.Rollback(ctx) }()
+			tx := beginP(t, c)
 			s1 := todoRow("s1", "p1", "o1")
 			if err := tx.UpsertRow(ctx, "todos", s1); err != nil {
 				t.Fatal(err)
@@ -241,6 +242,7 @@ func TestDeferredSeqTakenAtCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := deferredState(t, c, "p")
+			var err error
 			if viaRead {
 				_, _, err = tx.GetRow(ctx, "todos", "s1")
 				if code := driver.CodeOf(err); code != driver.CodeWriteConflict {
@@ -280,12 +282,7 @@ func TestDeferredEndedContextOnKeptWrite(t *testing.T) {
 			c := openStore(t)
 			ctx := context.Background()
 			pushRows(t, c, "p", todoRow("base", "p0", "o0"))
-			dtx, err := c.Begin(ctx, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx := dtx.(*Tx)
-			defer func() { _ = tx.Rollback(ctx) }()
+			tx := beginP(t, c)
 			ended, cancel := context.WithCancel(ctx)
 			cancel()
 			s1 := todoRow("s1", "p1", "o1")
@@ -358,12 +355,7 @@ func TestDeferredKeptWritesOrder(t *testing.T) {
 	c.stmtBytes = 1500
 	ctx := context.Background()
 	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
-	dtx, err := c.Begin(ctx, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := dtx.(*Tx)
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := beginP(t, c)
 	var last driver.Row
 	for round := range 3 {
 		var changes []driver.Change
@@ -428,12 +420,7 @@ func TestDeferredLogValueTooLong(t *testing.T) {
 	ctx := context.Background()
 	pushRows(t, c, "p", todoRow("base", "p0", "o0"))
 	before := deferredState(t, c, "p")
-	dtx, err := c.Begin(ctx, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := dtx.(*Tx)
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := beginP(t, c)
 	r := todoRow("s1", "p1", "o1")
 	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
 		t.Fatal(err)
