@@ -105,8 +105,7 @@ func (t *Tx) deferStaged() {
 // of Commit the first of them takes the TX-8 savepoint (t.exec). The
 // caller holds the Tx's lock (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
-	t.deferStaged()
-	if len(t.deferred) == 0 {
+	if len(t.deferred) == 0 && t.stageRows == 0 {
 		return nil
 	}
 	var err error
@@ -125,6 +124,9 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			break
 		}
+	}
+	if err == nil && t.stageRows > 0 { // after every deferred statement (deferStmt)
+		_, err = t.exec(ctx, t.stageTable.upsertRows[t.stageRows], t.stageArgs...)
 	}
 	t.dropStaged()
 	if err != nil {
