@@ -314,3 +314,53 @@ func TestPlansManyPartitions(t *testing.T) {
 		t.Errorf("the commit of each candidate is not fetched by its primary key in %v", byTime)
 	}
 }
+
+// TestPlanPushRead: BeginPush's read of a push's rows (table.getIn) is a
+// primary-key lookup per id — an index condition on the partition and the
+// id — in custom and generic plans, on a table that was nearly empty and
+// never analyzed when the plan was made (where a pushing store's first
+// pushes make it) and on a loaded, analyzed one. Written as a join of
+// the id list against the partition's rows, its generic plan on the
+// small table was a hash join over every row of the partition: the read
+// went from 0.3 ms to 4 ms over 3,000 pushes.
+func TestPlanPushRead(t *testing.T) {
+	c, _ := openTest(t)
+	ctx := t.Context()
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan := explain(t, c.pool, mode, x.getIn, "p", []string{"r1", "r2", "r3"})
+			t.Logf("%s (%s):\n%s", what, mode, plan)
+			lookups := 0
+			for _, line := range strings.Split(plan, "\n") {
+				if strings.Contains(line, "Index Cond:") && strings.Contains(line, "(_sync_partition = ") && strings.Contains(line, "(id = ") {
+					lookups++
+				}
+			}
+			if lookups == 0 || !strings.Contains(plan, "todos_pkey") || !strings.Contains(plan, "Nested Loop") {
+				t.Errorf("%s (%s): want one lookup of todos_pkey by partition and id per id:\n%s", what, mode, plan)
+			}
+			for _, bad := range []string{"Seq Scan", "Hash", "Bitmap", "Merge"} {
+				if strings.Contains(plan, bad) {
+					t.Errorf("%s (%s): %s in the plan:\n%s", what, mode, bad, plan)
+				}
+			}
+		}
+	}
+	if _, err := pushTodos(ctx, c, "p", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	check("3 rows, never analyzed")
+	for i := range 200 {
+		if _, err := pushTodos(ctx, c, "p", 10+i*10, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	check("2,003 rows, analyzed")
+}

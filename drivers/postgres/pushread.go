@@ -6,18 +6,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/rowkeys"
 )
+
+// pushReadChunk bounds the ids of one read of BeginPush.
+const pushReadChunk = 500
 
 var _ driver.PushBeginner = (*Conn)(nil)
 
 // BeginPush begins a push's Tx and reads its stored result and the
 // current rows of keys (driver.PushBeginner) in Begin's own pipeline: ONE
 // round trip (BEGIN, the partition's lock, the savepoint, the result's
-// SELECT and each row's), instead of Begin's and then one per read. The
-// reads run after the partition's lock, in the Tx, so they see what
-// GetPushResult and GetRow would first thing in it. Retried as Begin is;
-// never deferred (it reads), so a push that reads costs Begin's round
-// trip and Commit's.
+// SELECT and one SELECT per table and 500 ids, table.getIn), instead of
+// Begin's and then one per read. The reads run after the partition's
+// lock, in the Tx, so they see what GetPushResult and GetRow would first
+// thing in it. Retried as Begin is; never deferred (it reads), so a push
+// that reads costs Begin's round trip and Commit's.
 func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []driver.RowKey) (driver.Tx, driver.PushRead, error) {
 	if err := c.check(); err != nil {
 		return nil, driver.PushRead{}, err
@@ -47,15 +51,19 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			}
 			return rows.Err()
 		})
-		for i, k := range keys {
-			x := xs[i]
-			b.Queue(x.get, partition, k.ID).Query(func(rows pgx.Rows) error {
+		for _, g := range rowkeys.Groups(keys, pushReadChunk) {
+			x := xs[g.Index[0]]
+			ids := make([]string, len(g.Index))
+			for j, i := range g.Index {
+				ids[j] = keys[i].ID
+			}
+			b.Queue(x.getIn, partition, ids).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					row, err := x.decodeRow(rows)
 					if err != nil {
 						return err
 					}
-					out.Rows[i], out.Found[i] = row, true
+					g.Place(&out, row)
 				}
 				return rows.Err()
 			})

@@ -87,8 +87,15 @@ func columnDef(c driver.Column) string {
 // schema; every statement text is fixed, so pgx prepares each once per
 // connection.
 type table struct {
-	def    driver.Table
-	get    string // $1 partition, $2 id
+	def driver.Table
+	get string // $1 partition, $2 id
+	// getIn reads the rows among a list of ids ($1 partition, $2 ids as
+	// text[]), in no order: one primary-key lookup per id. The lookup is
+	// a LATERAL kept apart (OFFSET 0) so no plan can turn it into a join
+	// against the partition's whole range: a generic plan made while the
+	// table was small (or never analyzed) did that as a hash join over
+	// every row of the partition (TestPlanPushRead).
+	getIn  string
 	upsert string // $1 partition, $2 version, $3… columns
 	// upsertHead and upsertTail frame the VALUES tuples of a multi-row
 	// upsert (upsertN); multi caches its texts by row count.
@@ -112,6 +119,8 @@ func newTable(t driver.Table) *table {
 	sel := "SELECT " + x.selectList("")
 	key := " WHERE " + part + " = $1 AND " + pk + " = $2"
 	x.get = sel + " FROM " + tq + key
+	x.getIn = "SELECT r.* FROM unnest($2::text[]) AS k(id) CROSS JOIN LATERAL (" + sel + " FROM " + tq +
+		" WHERE " + part + " = $1 AND " + pk + " = k.id OFFSET 0) AS r"
 	x.delete = "DELETE FROM " + tq + key
 	names := []string{part, quote(versionColumn)}
 	params := []string{"$1", "$2"}
