@@ -94,7 +94,9 @@ type table struct {
 	// a LATERAL kept apart (OFFSET 0) so no plan can turn it into a join
 	// against the partition's whole range: a generic plan made while the
 	// table was small (or never analyzed) did that as a hash join over
-	// every row of the partition (TestPlanPushRead).
+	// every row of the partition (TestPlanPushRead). Its aliases carry
+	// the reserved prefix (SCH-2): inside the LATERAL a plain "k.id"
+	// named the application table itself when that table was called k.
 	getIn  string
 	upsert string // $1 partition, $2 version, $3… columns
 	// upsertHead and upsertTail frame the VALUES tuples of a multi-row
@@ -119,8 +121,8 @@ func newTable(t driver.Table) *table {
 	sel := "SELECT " + x.selectList("")
 	key := " WHERE " + part + " = $1 AND " + pk + " = $2"
 	x.get = sel + " FROM " + tq + key
-	x.getIn = "SELECT r.* FROM unnest($2::text[]) AS k(id) CROSS JOIN LATERAL (" + sel + " FROM " + tq +
-		" WHERE " + part + " = $1 AND " + pk + " = k.id OFFSET 0) AS r"
+	x.getIn = "SELECT _sync_r.* FROM unnest($2::text[]) AS _sync_k(_sync_id) CROSS JOIN LATERAL (" + sel + " FROM " + tq +
+		" WHERE " + part + " = $1 AND " + pk + " = _sync_k._sync_id OFFSET 0) AS _sync_r"
 	x.delete = "DELETE FROM " + tq + key
 	names := []string{part, quote(versionColumn)}
 	params := []string{"$1", "$2"}
