@@ -90,7 +90,7 @@ func (c *Conn) scanSQL(x *table, partition string, q driver.ScanQuery, key strin
 			if err != nil {
 				return "", nil, err
 			}
-			others.WriteString(" AND " + quoteIdent(x.scopes[o]) + " IN (SELECT j." + jsonValueColumn + " FROM " + c.jsonValues() + ")")
+			others.WriteString(" AND " + quoteIdent(x.scopes[o]) + " IN (SELECT " + jsonAlias + "." + jsonValueColumn + " FROM " + c.jsonValues() + ")")
 			otherArgs = append(otherArgs, list)
 			continue
 		}
@@ -129,7 +129,7 @@ func (c *Conn) scanSQL(x *table, partition string, q driver.ScanQuery, key strin
 		}
 		query = "SELECT " + x.sel + " FROM " + c.jsonValues() + " STRAIGHT_JOIN " + quoteIdent(t.Name) + " FORCE INDEX (" +
 			quoteIdent(scopeIndexName(t, col)) + ") ON " + quoteIdent(partitionColumn) + " = ? AND " + quoteIdent(col) +
-			" = j." + jsonValueColumn + " AND " + pk + " > ?" + " WHERE TRUE" + others.String() + " ORDER BY " + pk + " LIMIT ?"
+			" = " + jsonAlias + "." + jsonValueColumn + " AND " + pk + " > ?" + " WHERE TRUE" + others.String() + " ORDER BY " + pk + " LIMIT ?"
 		args = append(append([]any{list, partition, q.AfterRowID}, otherArgs...), int64(q.Limit))
 	}
 	return query, args, nil
@@ -140,17 +140,22 @@ func (c *Conn) scanSQL(x *table, partition string, q driver.ScanQuery, key strin
 // length works (V-6) within MySQL's 65,535 parameters.
 const maxInlineValues = 32
 
-// jsonValueColumn is the column of jsonValues' rows ("_sync" prefixed, so
-// it never collides with an application column).
-const jsonValueColumn = "_sync_v"
+// jsonValueColumn is the column of jsonValues' rows and jsonAlias their
+// table's alias; both "_sync" prefixed, so they never collide with an
+// application column or table (SCH-2): a table named "j" joined to a list
+// aliased j was "not unique table/alias" (SCAN-1/tables-named-like-sql-aliases).
+const (
+	jsonValueColumn = "_sync_v"
+	jsonAlias       = "_sync_j"
+)
 
-// jsonValues returns a table expression "j" with one row per string of
+// jsonValues returns a table expression aliased jsonAlias with one row per string of
 // the JSON array bound to its one parameter, in the NO PAD binary
 // collation. 1,024 characters are kept: a longer value could not equal a
 // stored scope value (≤ 255 characters, ≤ 1,020 bytes) once truncated
 // either.
 func (c *Conn) jsonValues() string {
-	return "JSON_TABLE(?, '$[*]' COLUMNS (" + jsonValueColumn + " VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE " + c.coll + " PATH '$')) AS j"
+	return "JSON_TABLE(?, '$[*]' COLUMNS (" + jsonValueColumn + " VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE " + c.coll + " PATH '$')) AS " + jsonAlias
 }
 
 // dedupe returns vs without repeated values, order kept.

@@ -32,7 +32,7 @@ FROM _sync_commits AS c WHERE c.p = ? AND c.seq < ? ORDER BY c.seq DESC LIMIT ?`
 // pins the order, never a walk of the log).
 func (c *Conn) adminScopeActivity() string {
 	return `SELECT cs.seq, ch.scopes FROM ` + c.jsonValues() + `
-STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variable = ? AND cs.value = j.` + jsonValueColumn + `
+STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variable = ? AND cs.value = ` + jsonAlias + `.` + jsonValueColumn + `
 	AND cs.seq > ? AND cs.seq <= ?
 STRAIGHT_JOIN _sync_changes AS ch ON ch.p = cs.p AND ch.seq = cs.seq AND ch.idx = cs.idx`
 }

@@ -49,7 +49,7 @@ ORDER BY cs.seq, cs.idx LIMIT ?`
 func (c *Conn) windowJSON() string {
 	return `SELECT ` + windowCols + `
 FROM ` + c.jsonValues() + `
-STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variable = ? AND cs.value = j.` + jsonValueColumn + `
+STRAIGHT_JOIN _sync_change_scopes AS cs ON cs.p = ? AND cs.tbl = ? AND cs.variable = ? AND cs.value = ` + jsonAlias + `.` + jsonValueColumn + `
 	AND cs.seq >= ? AND cs.seq <= ? AND (cs.seq > ? OR cs.idx > ?)` + windowJoin + `
 ORDER BY cs.seq, cs.idx LIMIT ?`
 }

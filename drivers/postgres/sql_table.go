@@ -160,11 +160,14 @@ func newTable(t driver.Table) *table {
 		// One value walks the scope index (partition, column, id) in id
 		// order and stops at the limit. A list takes at most limit rows
 		// from each value's index range (LATERAL), then sorts those: the
-		// cost is O(values × limit), never the size of the table.
+		// cost is O(values × limit), never the size of the table. The
+		// aliases carry the reserved prefix (SCH-2): with "v(value)", a
+		// table named v read its own column "value" as the list's
+		// (SCAN-1/tables-named-like-sql-aliases).
 		x.scans[s.Variable] = [2]string{
 			sel + " FROM " + tq + where + " = $2" + rest,
-			"SELECT r.* FROM unnest($2::text[]) AS v(value) CROSS JOIN LATERAL (" +
-				sel + " FROM " + tq + where + " = v.value" + rest + ") AS r ORDER BY r." + pk + " LIMIT " + limit,
+			"SELECT _sync_r.* FROM unnest($2::text[]) AS _sync_v(_sync_value) CROSS JOIN LATERAL (" +
+				sel + " FROM " + tq + where + " = _sync_v._sync_value" + rest + ") AS _sync_r ORDER BY _sync_r." + pk + " LIMIT " + limit,
 		}
 	}
 	return x
