@@ -169,7 +169,7 @@ func TestScanSQLArguments(t *testing.T) {
 		t.Errorf("args (-want +got):\n%s", d)
 	}
 	p, err = x.ScanSQL("P", driver.ScanQuery{Filter: driver.ScopeFilter{"va": {"1", "2"}}, Limit: 7})
-	if err != nil || p.Bound == "" || !strings.Contains(p.Query, `"a" IN (SELECT j.value FROM json_each(?2) AS j)`) {
+	if err != nil || p.Bound == "" || !strings.Contains(p.Query, `"a" IN (SELECT _sync_j.value FROM json_each(?2) AS _sync_j)`) {
 		t.Fatalf("multi-value scan plan: %+v %v", p, err)
 	}
 	if d := cmp.Diff([]any{"P", `["1","2"]`, "", nil, int64(7)}, p.BoundArgs); d != "" {

@@ -106,7 +106,7 @@ func NewTable(t driver.Table) *Table {
 			}
 			others = append(others, o.Variable)
 			p := "?" + strconv.Itoa(n)
-			preds = append(preds, " AND ("+p+" IS NULL OR "+Quote(o.Column)+" IN (SELECT j.value FROM json_each("+p+") AS j))")
+			preds = append(preds, " AND ("+p+" IS NULL OR "+Quote(o.Column)+" IN (SELECT _sync_j.value FROM json_each("+p+") AS _sync_j))")
 			n++
 		}
 		x.others[s.Variable] = others
@@ -115,13 +115,17 @@ func NewTable(t driver.Table) *Table {
 			" WHERE " + Quote(PartitionColumn) + " = ?1 AND " + Quote(s.Column)
 		after := " AND " + pk + " > ?3" + strings.Join(preds, "")
 		order := " ORDER BY " + pk + " LIMIT " + limit
-		in := " IN (SELECT j.value FROM json_each(?2) AS j)"
+		// The value lists' aliases carry the reserved prefix (SCH-2): in
+		// scanBound, "v.value" inside the sub-query named the table's own
+		// column "value" when the table was called v, and the bound ended
+		// the scan early (SCAN-1/tables-named-like-sql-aliases).
+		in := " IN (SELECT _sync_j.value FROM json_each(?2) AS _sync_j)"
 		x.scans[s.Variable] = [scanKinds]string{
 			scanOne:     sel + from + " = ?2" + after + order,
 			scanList:    sel + from + in + after + order,
 			scanBounded: sel + from + in + after + " AND " + pk + " <= " + bound + order,
-			scanBound: "SELECT min((SELECT " + pk + from + " = v.value" + after + " ORDER BY " + pk +
-				" LIMIT 1 OFFSET " + limit + " - 1)) FROM json_each(?2) AS v",
+			scanBound: "SELECT min((SELECT " + pk + from + " = _sync_v.value" + after + " ORDER BY " + pk +
+				" LIMIT 1 OFFSET " + limit + " - 1)) FROM json_each(?2) AS _sync_v",
 		}
 	}
 	return x
