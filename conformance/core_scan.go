@@ -414,16 +414,9 @@ func scanRescopedRow(t T, h Harness) {
 func scanAliasNamedTables(t T, h Harness) {
 	ctx := t.Context()
 	conn := h.Open(t)
-	names := []string{"k", "v", "j", "r", "t", "u", "o", "x", "id", "value"}
-	var tables []driver.Table
-	for _, name := range names {
-		tables = append(tables, driver.Table{Name: name,
-			Columns: []driver.Column{{Name: "key", Type: driver.TypeString}, {Name: "id", Type: driver.TypeString},
-				{Name: "value", Type: driver.TypeString}},
-			PrimaryKey: "key",
-			Scopes:     []driver.Scope{{Variable: "g", Column: "value"}, {Variable: "h", Column: "id"}}})
-	}
-	must(t, "setup: EnsureSchema", conn.EnsureSchema(ctx, driver.Schema{Version: 1, Tables: tables}))
+	names := slices.Concat(aliasTableNames, []string{"value"})
+	must(t, "setup: EnsureSchema", conn.EnsureSchema(ctx, aliasNamedSchema(names,
+		driver.Scope{Variable: "g", Column: "value"}, driver.Scope{Variable: "h", Column: "id"})))
 	tx, err := conn.Begin(ctx, "p1")
 	must(t, "setup: Begin", err)
 	for _, name := range names {
@@ -458,4 +451,24 @@ func scanAliasNamedTables(t T, h Harness) {
 			expectEqual(t, fmt.Sprintf("SCAN-1: ids of table %q for filter %v, one page", name, winFmt(c.filter)), c.want, ids(all))
 		}
 	}
+}
+
+// aliasTableNames are table names SCH-2 allows that a driver's SQL may
+// also use as aliases of a value list or a derived table.
+var aliasTableNames = []string{"k", "v", "j", "r", "t", "u", "o", "x", "id"}
+
+// aliasNamedSchema is a schema of one table per name, each with primary
+// key "key", a column "id" that is not the key, a column "value", and the
+// given scopes: a reference meant for an alias "k", "v"… (or its column
+// "id", "value") that resolves to the table instead reads the wrong
+// column.
+func aliasNamedSchema(names []string, scopes ...driver.Scope) driver.Schema {
+	var tables []driver.Table
+	for _, name := range names {
+		tables = append(tables, driver.Table{Name: name,
+			Columns: []driver.Column{{Name: "key", Type: driver.TypeString}, {Name: "id", Type: driver.TypeString},
+				{Name: "value", Type: driver.TypeString}},
+			PrimaryKey: "key", Scopes: scopes})
+	}
+	return driver.Schema{Version: 1, Tables: tables}
 }

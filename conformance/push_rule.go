@@ -570,16 +570,8 @@ func pushAliasNamedTables(t T, h Harness) {
 	ctx := t.Context()
 	conn := h.Open(t)
 	s := syncstore.OpenConn(conn)
-	names := []string{"k", "v", "j", "r", "t", "u", "o", "x", "id"}
-	var tables []driver.Table
-	for _, name := range names {
-		tables = append(tables, driver.Table{Name: name,
-			Columns: []driver.Column{{Name: "key", Type: driver.TypeString}, {Name: "id", Type: driver.TypeString},
-				{Name: "value", Type: driver.TypeString}},
-			PrimaryKey: "key",
-			Scopes:     []driver.Scope{{Variable: "g", Column: "value"}}})
-	}
-	must(t, "setup: Store.EnsureSchema", s.EnsureSchema(ctx, driver.Schema{Version: 1, Tables: tables}))
+	names := aliasTableNames
+	must(t, "setup: Store.EnsureSchema", s.EnsureSchema(ctx, aliasNamedSchema(names, driver.Scope{Variable: "g", Column: "value"})))
 	// The "id" column never equals the key: a lookup that compares the
 	// key with the table's own "id" column finds nothing.
 	op := func(table, key, id string, base *int64) syncstore.PushOp {
