@@ -279,6 +279,42 @@ type PushBeginner interface {
 	BeginPush(ctx context.Context, partition, clientID, clientCommitID string, keys []RowKey) (Tx, PushRead, error)
 }
 
+// GuardedBeginner is implemented by a Conn whose Txs can write on a
+// condition checked as the write lands (GuardedTx), so that
+// sync.Store.Push can apply a push without reading its rows first: on an
+// engine across a network, one round trip fewer per push (PUSH-9).
+// Optional, and not a capability (no rule needs it; the suite checks it
+// when present, rule group GW): without it Push reads first, with the
+// same outcome.
+//
+// BeginGuarded is Begin(ctx, partition) with the same errors, returning a
+// GuardedTx.
+type GuardedBeginner interface {
+	BeginGuarded(ctx context.Context, partition string) (GuardedTx, error)
+}
+
+// GuardedTx is a Tx whose writes may carry a guard: a condition on the
+// state they replace (GW-1, GW-3). A guard that does not hold fails the Tx
+// — in the call that wrote it, or later in Commit — with CodeWriteConflict
+// or CodeConstraintViolation, and nothing of the Tx is written, ever: its
+// unguarded writes, commits and seqs included (GW-2). After a failed call
+// the caller rolls the Tx back. A guarded write that collides with
+// another row on a unique declared index fails the same way. Input is
+// valid as for UpsertRow and PutPushResult.
+type GuardedTx interface {
+	Tx
+	// UpsertRowGuarded is UpsertRow(table, row) on the condition that the
+	// row's current server version is base (0: no row) and, when base >
+	// 0, that its current scopes equal row.Scopes (GW-1). A driver may
+	// check a condition that implies it (the scope columns' values equal
+	// row's). Errors: those of UpsertRow, and GW-2's.
+	UpsertRowGuarded(ctx context.Context, table string, row Row, base int64) error
+	// PutPushResultGuarded is PutPushResult on the condition that no
+	// result is stored or staged under the key (GW-3). Errors: those of
+	// PutPushResult, and GW-2's.
+	PutPushResultGuarded(ctx context.Context, clientID, clientCommitID string, r PushResult) error
+}
+
 // EngineVersioner is implemented by a Conn that can report the version of
 // the engine it talks to (e.g. "SQLite 3.50.4"). Optional; reports use it.
 type EngineVersioner interface {

@@ -40,6 +40,14 @@ import (
 //     error) discards every staged write and stores the rejected result
 //     with per-op results (CommitRejected, TX-8). A rejection is an
 //     answer, not an error: err is nil and Status is PushRejected.
+//   - Guarded (PUSH-9): a push whose ops are all upserts with a
+//     BaseVersion, without Authorize and PlanReactions, over a driver
+//     that is a driver.GuardedBeginner, is first written without reading:
+//     each row on the condition that it is at its base version with the
+//     scopes it will have, the result on the condition that none is
+//     stored. When a condition fails nothing is written and the push is
+//     read and decided as above, in a new Tx: the answer and the writes
+//     are the same either way; only the round trips differ.
 //   - Outcomes (PUSH-7): a commit the engine may or may not have taken
 //     (CodeCommitOutcomeUnknown, TX-10) is settled by reading the push
 //     result again, in a new Tx that waits for the partition: a result
@@ -85,6 +93,15 @@ func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ 
 	p.opts = s.pushOptions()
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
+	}
+	if gb, ok := p.guarded(s); ok {
+		resp, done, err := p.pushGuarded(ctx, s, gb)
+		if done {
+			return resp, err
+		}
+		if resp.Status != "" {
+			p.attempts = append(p.attempts, resp) // outcome unknown: settled below (PUSH-7)
+		}
 	}
 	for settle := 0; ; settle++ {
 		var resp PushResponse
