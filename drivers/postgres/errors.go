@@ -21,7 +21,8 @@ import (
 //	already a *driver.Error                   unchanged
 //	context ended                             CodeUnavailable
 //	23505 on _sync_reactions_pkey             CodeDuplicateReactionKey (RX-1)
-//	23505 unique_violation                    CodeConstraintViolation (SCH-10)
+//	23505 unique_violation                    CodeConstraintViolation (SCH-10, GW-2)
+//	22012 division by zero (a guard)          CodeWriteConflict (TX-9, GW-2)
 //	40001, 40P01 serialization, deadlock      CodeUnavailable (retry)
 //	08xxx, 57P0x, 53xxx connection, shutdown  CodeUnavailable
 //	57014 query_canceled, 55P03 lock timeout  CodeUnavailable
@@ -40,6 +41,11 @@ func mapErr(ctx context.Context, err error, what string) error {
 		case pe.Code == "23505" && pe.ConstraintName == reactionsPK:
 			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: errors.New("duplicate reaction key"),
 				Message: what + ": a reaction key already exists in the partition (RX-1)"}
+		case pe.Code == "22012":
+			// Only a guard of this driver's divides (sqlGuardSeq, a
+			// guarded update): the state it assumed has moved.
+			return driver.Wrap(driver.CodeWriteConflict, errors.New("a guard failed"),
+				"%s: the partition is not as the Tx assumed (another write came first); nothing was written, retry (TX-9, GW-2)", what)
 		case pe.Code == "23505":
 			return driver.Wrap(driver.CodeConstraintViolation, errors.New("unique index collision"), "%s: unique index collision (SCH-10)", what)
 		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "57014", pe.Code == "55P03":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	syncstore "github.com/syncstore/syncstore/sync"
 )
 
 // countingConn counts round trips: a Read that follows a Write is the
@@ -36,7 +37,9 @@ func (c *countingConn) Read(b []byte) (int, error) {
 // prepared, and pins it: ONE pipeline (the Conn knows the partition's max
 // seq, so Begin's statements ride in Commit's, Tx "Deferred Begin"). A
 // push that reads (BeginPush) costs one more: its reads ride in Begin's
-// pipeline.
+// pipeline. A push through the engine (sync.Store.Push) of W7's shape —
+// 10 creates at base version 0 — or of updates at their base versions is
+// a guarded push (PUSH-9): one round trip, as W1's.
 func TestPushRoundTrips(t *testing.T) {
 	cfg, err := parseConfig(withParam(testdbDSN(t), "pool_max_conns=1"))
 	if err != nil {
@@ -146,5 +149,39 @@ func TestPushRoundTrips(t *testing.T) {
 	t.Logf("round trips per push commit through BeginPush (result and 10 rows read first): %.2f", per)
 	if per > 2 {
 		t.Errorf("a push commit that reads first costs %.2f round trips, want ≤ 2 (its reads in Begin's pipeline)", per)
+	}
+
+	// Store.Push of 10 creates at base 0, then of the same rows updated
+	// at base 1: guarded writes, no read first (PUSH-9).
+	s := syncstore.OpenConn(c)
+	if err := s.EnsureSchema(t.Context(), conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	enginePush := func(i int, base int64) {
+		req := syncstore.PushRequest{ClientID: "c1", ClientCommitID: fmt.Sprint("e", i, "-", base), ActorID: "a"}
+		for j := range 10 {
+			r := todoRow(fmt.Sprintf("e%05d-%d", i, j), "p1", "o1")
+			req.Ops = append(req.Ops, syncstore.PushOp{Table: "todos", RowID: r.ID, Op: driver.OpUpsert,
+				BaseVersion: syncstore.Version(base), Values: r.Values})
+		}
+		resp, err := s.Push(t.Context(), "p", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != driver.PushApplied {
+			t.Fatalf("Push %d at base %d: %+v", i, base, resp)
+		}
+	}
+	for _, base := range []int64{0, 1} {
+		enginePush(0, base)
+		before = trips.Load()
+		for i := range n {
+			enginePush(1+i, base)
+		}
+		per = float64(trips.Load()-before) / n
+		t.Logf("round trips per Store.Push of 10 upserts at base version %d (guarded): %.2f", base, per)
+		if per > 1 {
+			t.Errorf("a guarded Store.Push at base %d costs %.2f round trips, want ≤ 1 (PUSH-9: no read before the writes)", base, per)
+		}
 	}
 }

@@ -191,9 +191,12 @@ const (
 	sqlSelectPushResult = `SELECT result FROM _sync_push_results WHERE partition = $1 AND client_id = $2 AND client_commit_id = $3`
 	// sqlInsertPushResult: $4 is driver.EncodePushResult text; its
 	// recordedAtMs becomes recorded_at_ms (PR-7). First writer wins (PR-3).
-	sqlInsertPushResult = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
-VALUES ($1, $2, $3, $4::text, ($4::text::json ->> 'recordedAtMs')::bigint)
+	sqlInsertPushResult = sqlInsertPushResultGuarded + `
 ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
+	// sqlInsertPushResultGuarded is sqlInsertPushResult failing (23505)
+	// when a result is stored or staged under the key (GW-3).
+	sqlInsertPushResultGuarded = `INSERT INTO _sync_push_results (partition, client_id, client_commit_id, result, recorded_at_ms)
+VALUES ($1, $2, $3, $4::text, ($4::text::json ->> 'recordedAtMs')::bigint)`
 )
 
 // Client records (CR).

@@ -103,9 +103,10 @@ type table struct {
 	// upsert (upsertN); multi caches its texts by row count.
 	upsertHead, upsertTail string
 	multiMu                gosync.Mutex
-	multi                  map[int]string
-	delete                 string // $1 partition, $2 id
-	unique                 bool   // the table has a unique declared index (SCH-10)
+	multi                  map[int]string // upsertN by n, insertN by -n
+	guardedUpdate          string         // upsertArgs, then $n base version
+	delete                 string         // $1 partition, $2 id
+	unique                 bool           // the table has a unique declared index (SCH-10)
 
 	scopeCol map[string]string    // scope variable → column
 	others   map[string][]string  // driving variable → other variables, in parameter order
@@ -137,6 +138,30 @@ func newTable(t driver.Table) *table {
 	x.upsertHead = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES "
 	x.upsertTail = " ON CONFLICT (" + part + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
 	x.upsert = x.upsertHead + "(" + strings.Join(params, ", ") + ")" + x.upsertTail
+
+	// The guarded update (UpsertRowGuarded, base > 0): upsertArgs, then
+	// $n the base version. It writes the row only when it is at the base
+	// version with the scope columns already holding the new values, and
+	// otherwise divides by zero (SQLSTATE 22012), which fails the Tx:
+	// CodeWriteConflict, nothing written (GW-1, GW-2). The CTE's name has
+	// the reserved prefix (SCH-2).
+	upd := []string{quote(versionColumn) + " = $2"}
+	where := []string{part + " = $1", quote(versionColumn) + " = $" + strconv.Itoa(len(params)+1)}
+	param := map[string]string{}
+	for i, c := range t.Columns {
+		p := params[i+2]
+		param[c.Name] = p
+		if c.Name == t.PrimaryKey {
+			where = append(where, pk+" = "+p)
+		} else {
+			upd = append(upd, quote(c.Name)+" = "+p)
+		}
+	}
+	for _, s := range t.Scopes {
+		where = append(where, quote(s.Column)+" IS NOT DISTINCT FROM "+param[s.Column])
+	}
+	x.guardedUpdate = "WITH _sync_u AS (UPDATE " + tq + " SET " + strings.Join(upd, ", ") + " WHERE " +
+		strings.Join(where, " AND ") + " RETURNING 1) SELECT 1 / (SELECT count(*)::int FROM _sync_u)"
 
 	for _, s := range t.Scopes {
 		x.scopeCol[s.Variable] = s.Column
@@ -296,11 +321,23 @@ func (x *table) upsertN(n int) string {
 	if n == 1 {
 		return x.upsert
 	}
+	return x.rowsN(n, x.upsertTail)
+}
+
+// insertN is upsertN without its ON CONFLICT clause: the create of n rows,
+// failing the whole statement (23505) when one of them exists — the guard
+// of UpsertRowGuarded at base 0 (GW-1, GW-2).
+func (x *table) insertN(n int) string { return x.rowsN(-n, "") }
+
+// rowsN builds and caches the INSERT of |key| rows followed by tail
+// (upsertN: key > 0, insertN: key < 0).
+func (x *table) rowsN(key int, tail string) string {
 	x.multiMu.Lock()
 	defer x.multiMu.Unlock()
-	if s, ok := x.multi[n]; ok {
+	if s, ok := x.multi[key]; ok {
 		return s
 	}
+	n := max(key, -key)
 	width := 2 + len(x.def.Columns)
 	var b strings.Builder
 	b.WriteString(x.upsertHead)
@@ -317,10 +354,10 @@ func (x *table) upsertN(n int) string {
 		}
 		b.WriteByte(')')
 	}
-	b.WriteString(x.upsertTail)
+	b.WriteString(tail)
 	if x.multi == nil {
 		x.multi = map[int]string{}
 	}
-	x.multi[n] = b.String()
-	return x.multi[n]
+	x.multi[key] = b.String()
+	return x.multi[key]
 }

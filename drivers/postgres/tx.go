@@ -483,7 +483,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 			return err
 		}
 		if !x.unique {
-			t.stageUpsert(x, row.ID, args)
+			t.stageUpsert(x, row.ID, args, false)
 			return nil
 		}
 		at, err := t.pipeline(ctx, []stmt{{sqlSavepointOp, nil}, {x.upsert, args}, {sqlReleaseOp, nil}}, nil, nil)
@@ -501,34 +501,45 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 	})
 }
 
-// upsertRun is the multi-row upsert being staged: pending[at] holds n
-// rows of table x (x.upsertN(n)), whose ids are ids.
+// upsertRun is the multi-row write being staged: pending[at] holds n
+// rows of table x (x.upsertN(n), or x.insertN(n) when insert), whose ids
+// are ids.
 type upsertRun struct {
-	x     *table
-	at, n int
-	ids   map[string]struct{}
+	x      *table
+	insert bool
+	at, n  int
+	ids    map[string]struct{}
 }
 
-// stageUpsert buffers the upsert of one row (args: upsertArgs). Adjacent
-// upserts of one table share one statement (upsertN) of up to
+// sql is the statement of r's rows.
+func (r *upsertRun) sql() string {
+	if r.insert {
+		return r.x.insertN(r.n)
+	}
+	return r.x.upsertN(r.n)
+}
+
+// stageUpsert buffers the upsert of one row (args: upsertArgs), or its
+// create when insert (UpsertRowGuarded at base 0). Adjacent writes of one
+// kind to one table share one statement (upsertN, insertN) of up to
 // x.upsertRows() rows and distinct ids, applied in order, so the state is
 // the single-row statements': one statement for W1's 10 rows instead of
 // 10. Anything buffered in between (a delete, blob refs, a commit)
 // starts a new statement, so the order of writes is kept. Called with
 // the Tx's lock held.
-func (t *Tx) stageUpsert(x *table, id string, args []any) {
+func (t *Tx) stageUpsert(x *table, id string, args []any, insert bool) {
 	r := &t.run
-	if r.x == x && r.at == len(t.pending)-1 && r.n < x.upsertRows() && t.pending[r.at].sql == x.upsertN(r.n) {
+	if r.x == x && r.insert == insert && r.at == len(t.pending)-1 && r.n < x.upsertRows() && t.pending[r.at].sql == r.sql() {
 		if _, dup := r.ids[id]; !dup {
 			r.n++
 			r.ids[id] = struct{}{}
 			p := &t.pending[r.at]
-			p.sql, p.args = x.upsertN(r.n), append(p.args, args...)
+			p.sql, p.args = r.sql(), append(p.args, args...)
 			return
 		}
 	}
-	t.pending = append(t.pending, stmt{x.upsert, args})
-	*r = upsertRun{x: x, at: len(t.pending) - 1, n: 1, ids: map[string]struct{}{id: {}}}
+	*r = upsertRun{x: x, insert: insert, at: len(t.pending), n: 1, ids: map[string]struct{}{id: {}}}
+	t.pending = append(t.pending, stmt{r.sql(), args})
 }
 
 // DeleteRow removes the row and clears its blob references (buffered); a
