@@ -22,6 +22,7 @@ func init() {
 		Case{Name: "PUSH-7/unknown-outcome-that-landed-is-not-applied-again", Run: pushUnknownLanded},
 		Case{Name: "PUSH-7/unknown-outcome-that-did-not-land-applies-once", Run: pushUnknownLost},
 		Case{Name: "PUSH-7/unsettled-outcome-is-returned-then-learned", Run: pushUnknownUnsettled},
+		Case{Name: "PUSH-7/unknown-outcome-of-a-guarded-push", Run: pushUnknownGuarded},
 	)
 }
 
@@ -178,6 +179,67 @@ func pushUnknownUnsettled(t T, h Harness) {
 	must(t, "PUSH-7: the same push again", err)
 	expectEqual(t, "PUSH-7: the result of the commit that landed", int64(2), r.CommitSeq)
 	pushExpectSettled(t, f, 2, 2)
+}
+
+// Catches: a guarded push (PUSH-9) whose unknown outcome is answered as
+// an error although it landed, applied a second time by the read-first
+// push that settles it, answered as a replay of itself, or answered as
+// applied when nothing landed.
+func pushUnknownGuarded(t T, h Harness) {
+	f, s := pushFaultStore(t, h)
+	if _, ok := f.Conn.(driver.GuardedBeginner); ok {
+		s = syncstore.OpenConn(&pushGuardedFaultConn{f})
+		must(t, "setup: Store.EnsureSchema", s.EnsureSchema(t.Context(), TestSchema()))
+	}
+	v := syncstore.Version
+	f.script("landed")
+	r, err := s.Push(t.Context(), "p1", pushReq("c1", "k1", pushTodo("t1", "p7", "o1", "one", v(0))))
+	must(t, "PUSH-7: a guarded push that landed with its answer lost", err)
+	expectEqual(t, "PUSH-7: status", driver.PushApplied, r.Status)
+	expectEqual(t, "PUSH-7: replayed", false, r.Replayed)
+	expectEqual(t, "PUSH-7: changes answered", 1, len(r.Changes))
+	f.script("lost")
+	r, err = s.Push(t.Context(), "p1", pushReq("c1", "k2", pushTodo("t1", "p7", "o1", "two", v(1))))
+	must(t, "PUSH-7: a guarded push lost with its answer", err)
+	expectEqual(t, "PUSH-7: its status", driver.PushApplied, r.Status)
+	expectEqual(t, "PUSH-7: its commit", int64(2), r.CommitSeq)
+	expectEqual(t, "PUSH-7: its version", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 2}}, r.Ops)
+	req := pushReq("c1", "k3", pushTodo("t1", "p7", "o1", "three", v(2)))
+	f.script("lost", "lost", "lost", "lost", "lost", "lost")
+	_, err = s.Push(t.Context(), "p1", req)
+	expectCode(t, "PUSH-7: a guarded push whose every commit is lost with its answer", err, driver.CodeCommitOutcomeUnknown)
+	f.script()
+	r, err = s.Push(t.Context(), "p1", req)
+	must(t, "PUSH-7: the same push again", err)
+	expectEqual(t, "PUSH-7: it applies (nothing had landed)", driver.PushApplied, r.Status)
+	expectEqual(t, "PUSH-7: not a replay", false, r.Replayed)
+	pushExpectSettled(t, f, 3, 3)
+	row, _, err := f.Conn.GetRow(t.Context(), "p1", tTodos, "t1")
+	must(t, "GetRow", err)
+	expectEqual(t, "PUSH-7: t1's version (one bump per push)", int64(3), row.ServerVersion)
+}
+
+// pushGuardedFaultConn is pushFaultConn for a driver.GuardedBeginner: its
+// guarded Txs end by the same script.
+type pushGuardedFaultConn struct{ *pushFaultConn }
+
+func (c *pushGuardedFaultConn) BeginGuarded(ctx context.Context, p string) (driver.GuardedTx, error) {
+	tx, err := c.Conn.(driver.GuardedBeginner).BeginGuarded(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &pushGuardedFaultTx{GuardedTx: tx, end: &pushFaultTx{Tx: tx, c: c.pushFaultConn}}, nil
+}
+
+type pushGuardedFaultTx struct {
+	driver.GuardedTx
+	end *pushFaultTx
+}
+
+func (t *pushGuardedFaultTx) Commit(ctx context.Context) error { return t.end.Commit(ctx) }
+
+func (t *pushGuardedFaultTx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	return t.end.CommitRejected(ctx, clientID, clientCommitID, r)
 }
 
 // pushExpectSettled checks that the partition holds exactly commits

@@ -99,8 +99,11 @@ func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ 
 		if done {
 			return resp, err
 		}
-		if resp.Status != "" {
-			p.attempts = append(p.attempts, resp) // outcome unknown: settled below (PUSH-7)
+		if err != nil { // the outcome is unknown: settled as below (PUSH-7)
+			p.attempts = append(p.attempts, resp)
+			if ctx.Err() != nil {
+				return p.settleDetached(ctx, s, err)
+			}
 		}
 	}
 	for settle := 0; ; settle++ {

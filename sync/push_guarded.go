@@ -29,7 +29,7 @@ func (p *pushPlan) guarded(s *Store) (driver.GuardedBeginner, bool) {
 // stored on the condition that none is. It reports whether the push is
 // answered: false when a guard did not hold (nothing written) or the
 // outcome is unknown (resp is then the attempt's, for PUSH-7), and Push
-// reads and decides as usual.
+// reads and decides as usual; err is the unknown outcome's.
 func (p *pushPlan) pushGuarded(ctx context.Context, s *Store, gb driver.GuardedBeginner) (resp PushResponse, done bool, err error) {
 	var gtx driver.GuardedTx
 	begin := func(ctx context.Context) (*Tx, error) {
@@ -48,7 +48,7 @@ func (p *pushPlan) pushGuarded(ctx context.Context, s *Store, gb driver.GuardedB
 	case CodeWriteConflict, CodeConstraintViolation:
 		return PushResponse{}, false, nil // a guard failed: read and decide (GW-2)
 	case CodeCommitOutcomeUnknown:
-		return resp, false, nil
+		return resp, false, err
 	}
 	return PushResponse{}, true, err
 }
