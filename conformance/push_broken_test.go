@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"testing"
 
@@ -19,25 +20,91 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// A Tx that never sees stored results (TX-3, PR-3): every retry
 		// applies again, a reused key is never noticed, hooks run for
 		// replays, a landed commit whose answer was lost is applied twice.
-		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"},
+		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"}, also: []string{"PUSH-9"},
 			wrap: func(c driver.Conn) driver.Conn { return &blindResults{connWrap{c}} }},
 		// A Tx whose GetRow reports an older server version than stored
 		// (ROW-2): base checks and version bumps go wrong.
 		{name: "tx-row-version-off-by-one", match: match, want: []string{"PUSH-3", "PUSH-4"},
-			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7"},
+			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9"},
 			wrap: func(c driver.Conn) driver.Conn { return &staleVersions{connWrap{c}} }},
 		// CommitRejected that commits what the Tx staged (TX-8): a commit
 		// rejected after some of its ops were written is half applied.
-		{name: "commit-rejected-keeps-writes", match: match, want: []string{"PUSH-5"},
+		{name: "commit-rejected-keeps-writes", match: match, want: []string{"PUSH-5"}, also: []string{"PUSH-9"},
 			wrap: func(c driver.Conn) driver.Conn { return &rejectKeepsWrites{connWrap{c}} }},
 		// A driver.PushBeginner that files each row under the next key:
 		// its own case fails, and so do the pushes that trust it. (caps
 		// not nil: runBroken then adds no wrapper of its own, which would
 		// hide BeginPush.)
 		{name: "push-beginner-rows-shifted", match: match, want: []string{"PUSH-3"}, caps: []driver.Capability{},
-			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7"},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9"},
 			wrap: func(c driver.Conn) driver.Conn { return &shiftedPushReads{connWrap{c}} }},
 	})
+}
+
+// TestGuardedCasesCatchBrokenDrivers runs the GW and PUSH cases against a
+// guarded driver made of SQLite and guards checked by reading first —
+// correct, so nothing may fail — and against two that each drop one
+// guard, whose rules must fail: the GW cases can fail, and a guarded push
+// (PUSH-9) is only as right as its guards.
+func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
+	match := regexp.MustCompile(`^(PUSH|GW)-[0-9]+/`)
+	push := []string{"PUSH-1", "PUSH-2", "PUSH-3", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7"}
+	runBroken(t, []brokenDriver{
+		{name: "guarded-by-reading", match: match, caps: []driver.Capability{},
+			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}} }},
+		// A row guard that checks nothing: creates over rows, stale
+		// updates and scope moves land as if the rows were as assumed.
+		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: push,
+			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, skipRow: true} }},
+		// A result guard that checks nothing: the result is kept (first
+		// writer wins) but the Tx's writes land — a replay over deleted
+		// rows is applied again.
+		{name: "guard-ignores-the-stored-result", match: match, caps: []driver.Capability{}, want: []string{"GW-3", "PUSH-9"}, also: push,
+			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, skipResult: true} }},
+	})
+}
+
+// readGuarded is a driver.GuardedBeginner over a Conn without guarded
+// writes: each guard is checked by reading in the Tx before the write
+// (correct, if no faster than reading first), unless skipped.
+type readGuarded struct {
+	connWrap
+	skipRow, skipResult bool
+}
+
+func (c *readGuarded) BeginGuarded(ctx context.Context, p string) (driver.GuardedTx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &readGuardedTx{txWrap{tx}, c}, nil
+}
+
+type readGuardedTx struct {
+	txWrap
+	c *readGuarded
+}
+
+func (t *readGuardedTx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row, base int64) error {
+	cur, found, err := t.GetRow(ctx, table, row.ID)
+	if err != nil {
+		return err
+	}
+	if !t.c.skipRow && (cur.ServerVersion != base || (found && !maps.Equal(cur.Scopes, row.Scopes))) {
+		return driver.Errorf(driver.CodeWriteConflict, "broken: the row is not as guarded")
+	}
+	return t.UpsertRow(ctx, table, row)
+}
+
+func (t *readGuardedTx) PutPushResultGuarded(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
+	_, found, err := t.GetPushResult(ctx, clientID, clientCommitID)
+	if err != nil {
+		return err
+	}
+	if found && !t.c.skipResult {
+		return driver.Errorf(driver.CodeWriteConflict, "broken: a result is stored")
+	}
+	return t.PutPushResult(ctx, clientID, clientCommitID, r)
 }
 
 type blindResults struct{ connWrap }
