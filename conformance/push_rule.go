@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/syncstore/syncstore/driver"
 	syncstore "github.com/syncstore/syncstore/sync"
@@ -30,6 +31,7 @@ func init() {
 		// Catches: a row moved to another scope logged only under its new
 		// scopes, so the old scope's subscribers keep a stale copy.
 		Case{Name: "PUSH-4/moving-a-row-out-of-a-scope-logs-its-delete", Run: pushMove},
+		Case{Name: "PUSH-4/writes-of-tables-named-like-sql-keywords", Run: pushKeywordNamedTables},
 		Case{Name: "PUSH-5/conflict-rejects-the-whole-commit", Run: pushAllOrNothing},
 		Case{Name: "PUSH-5/unique-collision-is-an-op-error", Run: pushUniqueCollision},
 		Case{Name: "PUSH-6/authorize-per-op-refusal-rejects", Run: pushAuthorize},
@@ -616,4 +618,107 @@ func pushAliasNamedTables(t T, h Harness) {
 		must(t, "GetRow", err)
 	}
 	expectEqual(t, "PUSH-3: BeginPush's reads of tables named like aliases against GetRow", want, got)
+}
+
+// keywordTableNames are table names SCH-2 allows that SQL gives a meaning
+// inside a statement: "excluded" is the row an upsert proposed (SQLite's
+// and PostgreSQL's ON CONFLICT … DO UPDATE), "new" and "old" the rows of
+// triggers (and MySQL's INSERT … AS new), "values" a keyword of every
+// INSERT.
+var keywordTableNames = []string{"excluded", "new", "old", "values"}
+
+// Catches: a driver whose upsert names the row it proposes, or the target
+// table, with a name an application table may also have, so that for a
+// table of that name an update reads the stored row instead of the pushed
+// one — Push answers and logs the new version and values while the row
+// keeps its old ones (SQLite's "excluded.col" resolved to a table named
+// excluded) — or fails (PostgreSQL: an ambiguous reference). Creates
+// (two rows of a table in one statement), updates at the current version
+// (one row, then two), a delete; after each push the rows read back, and
+// at the end the log, must be what the push answered.
+func pushKeywordNamedTables(t T, h Harness) {
+	ctx := t.Context()
+	conn := h.Open(t)
+	s := syncstore.OpenConn(conn)
+	names := slices.Concat(keywordTableNames, aliasTableNames)
+	must(t, "setup: Store.EnsureSchema", s.EnsureSchema(ctx, aliasNamedSchema(names, driver.Scope{Variable: "g", Column: "value"})))
+	up := func(table, key, id string, base *int64) syncstore.PushOp {
+		return syncstore.PushOp{Table: table, RowID: key, Op: driver.OpUpsert, BaseVersion: base,
+			Values: driver.Values{"key": key, "id": id, "value": "g1"}}
+	}
+	rowOf := func(o syncstore.PushOp, v int64) driver.Row {
+		return driver.Row{ID: o.RowID, ServerVersion: v, Values: o.Values, Scopes: driver.Scopes{"g": "g1"}}
+	}
+	rows := map[string]map[string]driver.Row{} // table → key → stored row
+	logged := map[string][]driver.Change{}     // table → changes, in log order
+	for _, name := range names {
+		rows[name] = map[string]driver.Row{}
+	}
+	// step pushes one op per table and key (keys in order; base nil for
+	// a create with no base, else the version it expects) and checks the
+	// answer and the rows.
+	step := func(commit string, keys []string, id string, base func(key string) *int64, del bool) {
+		t.Helper()
+		var ops []syncstore.PushOp
+		var wantOps []driver.OpResult
+		var wantChanges []driver.Change
+		for _, name := range names {
+			for _, key := range keys {
+				if del {
+					old := rows[name][key]
+					ops = append(ops, syncstore.PushOp{Table: name, RowID: key, Op: driver.OpDelete, BaseVersion: base(key)})
+					wantOps = append(wantOps, driver.OpResult{Status: driver.OpApplied})
+					ch := deleteChange(name, old)
+					wantChanges, logged[name] = append(wantChanges, ch), append(logged[name], ch)
+					delete(rows[name], key)
+					continue
+				}
+				o := up(name, key, id, base(key))
+				r := rowOf(o, rows[name][key].ServerVersion+1)
+				ops = append(ops, o)
+				wantOps = append(wantOps, driver.OpResult{Status: driver.OpApplied, ServerVersion: r.ServerVersion})
+				ch := upsertChange(name, r)
+				wantChanges, logged[name] = append(wantChanges, ch), append(logged[name], ch)
+				rows[name][key] = r
+			}
+		}
+		resp := pushDo(t, s, "p1", pushReq("c1", commit, ops...))
+		expectEqual(t, "PUSH-4: "+commit+" into tables named like SQL keywords: status", driver.PushApplied, resp.Status)
+		expectEqual(t, "PUSH-4: "+commit+" into tables named like SQL keywords: op results", wantOps, resp.Ops)
+		expectEqual(t, "PUSH-4: "+commit+" into tables named like SQL keywords: changes", wantChanges, resp.Changes)
+		for _, name := range names {
+			for _, key := range []string{"a", "b"} {
+				got, found, err := conn.GetRow(ctx, "p1", name, key)
+				must(t, "GetRow", err)
+				want, ok := rows[name][key]
+				what := fmt.Sprintf("PUSH-4: after %s, row %s of table %q", commit, key, name)
+				expectEqual(t, what+" exists", ok, found)
+				if ok && found {
+					expectEqual(t, what, want, got)
+				}
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("PUSH-4: stopped after %s: every later push starts from its rows", commit)
+		}
+	}
+	at := func(v int64) func(string) *int64 { return func(string) *int64 { return syncstore.Version(v) } }
+	step("create", []string{"a", "b"}, "id-1", func(key string) *int64 {
+		if key == "a" {
+			return syncstore.Version(0)
+		}
+		return nil
+	}, false)
+	step("update-a", []string{"a"}, "id-2", at(1), false)
+	step("update-both", []string{"a", "b"}, "id-3", func(key string) *int64 {
+		return syncstore.Version(map[string]int64{"a": 2, "b": 1}[key])
+	}, false)
+	step("delete-b", []string{"b"}, "", at(2), true)
+	for _, name := range names {
+		var got []driver.Change
+		for _, c := range winRead(t, conn, "p1", winQ(name, driver.ScopeFilter{"g": {"g1"}}, math.MaxInt64)) {
+			got = append(got, c.Changes...)
+		}
+		expectEqual(t, fmt.Sprintf("PUSH-4: the log of table %q", name), logged[name], got)
+	}
 }

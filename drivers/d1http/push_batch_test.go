@@ -183,7 +183,7 @@ func testPushCommitStatements(t *testing.T, openSpy spyOpener) {
 		for k := range want {
 			want[k] = strings.SplitN(want[k], "(", 2)[0]
 		}
-		want[1] = `INSERT INTO "` + conformance.BenchTable + `" `
+		want[1] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 		if diff := cmp.Diff(want, sqls); diff != "" {
 			t.Fatalf("push %d: the commit batch (-want +got):\n%s", i, diff)
 		}

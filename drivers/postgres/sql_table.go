@@ -18,6 +18,15 @@ const (
 	versionColumn   = "_sync_version"
 )
 
+// upsertAlias names the target of an application table's upsert (INSERT
+// INTO "t" AS _sync_t … ON CONFLICT … DO UPDATE). SCH-2 allows a table
+// named excluded; without an alias, "EXCLUDED.col" in DO UPDATE is
+// ambiguous for it and every write fails with SQLSTATE 42P09
+// (PUSH-4/writes-of-tables-named-like-sql-keywords). PostgreSQL documents
+// the alias for exactly this: it hides the table's own name. It takes the
+// reserved prefix, so no application table or column can share it.
+const upsertAlias = "_sync_t"
+
 // maxIdentBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1). Longer
 // names are silently truncated by the server, so derived names are kept
 // under it (pgName).
@@ -135,7 +144,7 @@ func newTable(t driver.Table) *table {
 			sets = append(sets, quote(c.Name)+" = EXCLUDED."+quote(c.Name))
 		}
 	}
-	x.upsertHead = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES "
+	x.upsertHead = "INSERT INTO " + tq + " AS " + upsertAlias + " (" + strings.Join(names, ", ") + ") VALUES "
 	x.upsertTail = " ON CONFLICT (" + part + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
 	x.upsert = x.upsertHead + "(" + strings.Join(params, ", ") + ")" + x.upsertTail
 

@@ -40,6 +40,15 @@ const (
 	VersionColumn   = "_sync_version"
 )
 
+// UpsertAlias names the target of an application table's upsert (INSERT
+// INTO "t" AS _sync_t … ON CONFLICT … DO UPDATE). SCH-2 allows a table
+// named excluded; without an alias, "excluded.col" in DO UPDATE names that
+// table, the stored row, not the row proposed, and an update leaves the
+// row as it was while the log records the new one
+// (PUSH-4/writes-of-tables-named-like-sql-keywords). The alias takes the
+// reserved prefix, so no application table or column can share it.
+const UpsertAlias = "_sync_t"
+
 // ScopeIndexName returns the name of the index that serves scans of table
 // by scope column col (SCAN-5). The table name's length is part of the
 // name, so names never collide across tables ("a"+"b_c" vs "a_b"+"c").

@@ -89,7 +89,9 @@ func NewTable(t driver.Table) *Table {
 			sets = append(sets, Quote(c.Name)+" = excluded."+Quote(c.Name))
 		}
 	}
-	x.upsertHead = "INSERT INTO " + tq + " (" + strings.Join(names, ", ") + ") VALUES "
+	// The target carries an alias (UpsertAlias), so "excluded" is always
+	// the row proposed, even for a table named excluded.
+	x.upsertHead = "INSERT INTO " + tq + " AS " + UpsertAlias + " (" + strings.Join(names, ", ") + ") VALUES "
 	x.upsertTail = " ON CONFLICT (" + Quote(PartitionColumn) + ", " + pk + ") DO UPDATE SET " + strings.Join(sets, ", ")
 	x.Upsert = x.upsertHead + "(" + strings.Join(params, ", ") + ")" + x.upsertTail
 	x.upsertRows = make([]string, x.MaxUpsertRows()+1)

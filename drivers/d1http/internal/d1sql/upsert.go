@@ -52,7 +52,9 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 		}
 	}
 	u := &D1Upserts{
-		head: "INSERT INTO " + sqlitesql.Quote(t.Name) + " (" + strings.Join(names, ", ") + ") VALUES ",
+		// The alias keeps "excluded" the row proposed for a table named
+		// excluded (sqlitesql.UpsertAlias).
+		head: "INSERT INTO " + sqlitesql.Quote(t.Name) + " AS " + sqlitesql.UpsertAlias + " (" + strings.Join(names, ", ") + ") VALUES ",
 		tail: " ON CONFLICT (" + sqlitesql.Quote(sqlitesql.PartitionColumn) + ", " + sqlitesql.Quote(t.PrimaryKey) + ") DO UPDATE SET " + strings.Join(sets, ", "),
 		tuple: func(p string) string {
 			params := []string{"?1", D1Param(p, 0, driver.TypeInteger)}

@@ -59,7 +59,7 @@ func TestD1UpsertIsOneRow(t *testing.T) {
 	if got := NewD1Upserts(x).SQL(1); got != one {
 		t.Fatalf("SQL(1) = %q, D1Upsert = %q", got, one)
 	}
-	if !strings.HasPrefix(one, `INSERT INTO "wide" (`) || !strings.Contains(one, `ON CONFLICT ("_sync_partition", "id") DO UPDATE SET`) ||
+	if !strings.HasPrefix(one, `INSERT INTO "wide" AS _sync_t (`) || !strings.Contains(one, `ON CONFLICT ("_sync_partition", "id") DO UPDATE SET`) ||
 		strings.Contains(one, "?3") {
 		t.Fatalf("D1Upsert = %q", one)
 	}
