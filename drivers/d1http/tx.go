@@ -3,6 +3,7 @@ package d1http
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
@@ -209,7 +210,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err := t.checkUnique(ctx, x, row); err != nil {
 			return err
 		}
-		t.stageUpsert(x, u, args)
+		t.stageUpsert(x, u, args, row.ID)
 		t.ov.put(table, row)
 		t.afterRowWrite(x, row.ID, false)
 		return nil
@@ -217,10 +218,14 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 }
 
 // upsertRun is a multi-row upsert statement being staged: writes[at]
-// holds n rows of table x (D1Upserts.SQL(n)).
+// holds n rows of table x (D1Upserts.SQL(n)). When some of its rows are
+// guarded (UpsertRowGuarded), writes[at-1] is their guard statement
+// (D1RowGuard), guard its entries; ids are the rows' ids.
 type upsertRun struct {
 	x     *sqlitesql.Table
 	at, n int
+	guard []byte
+	ids   []string
 }
 
 // stageUpsert stages the upsert of one row (args: D1RowArgs). Adjacent
@@ -230,16 +235,30 @@ type upsertRun struct {
 // D1 parses and bills per statement). Anything staged in between (a
 // delete, blob refs, a commit, reactions) starts a new statement, so the
 // order of writes is kept. The caller holds the Tx's lock.
-func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any) {
-	r := &t.run
-	if r.x == x && r.at == len(t.writes)-1 && r.n < u.MaxRows() {
-		r.n++
-		w := &t.writes[r.at]
-		w.SQL, w.Params = u.SQL(r.n), append(w.Params, args[1])
-		return
+func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {
+	if !t.extendRun(x, u, args, id) {
+		t.newRun(x, u, args, id)
 	}
+}
+
+// extendRun adds the row to the upsert at the end of writes when it is
+// one of table x with room left, and reports whether it did.
+func (t *Tx) extendRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) bool {
+	r := &t.run
+	if r.x != x || r.at != len(t.writes)-1 || r.n >= u.MaxRows() {
+		return false
+	}
+	r.n++
+	w := &t.writes[r.at]
+	w.SQL, w.Params = u.SQL(r.n), append(w.Params, args[1])
+	r.ids = append(r.ids, id)
+	return true
+}
+
+// newRun stages the row as a new upsert statement.
+func (t *Tx) newRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {
 	t.writes = append(t.writes, st(u.SQL(1), args...))
-	*r = upsertRun{x: x, at: len(t.writes) - 1, n: 1}
+	t.run = upsertRun{x: x, at: len(t.writes) - 1, n: 1, ids: append(make([]string, 0, 16), id)}
 }
 
 // DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
@@ -379,7 +398,14 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 		return nil
 	}
 	conflict := driver.CodeOf(err) == driver.CodeWriteConflict
-	defer func() { t.leave(counters{}, false, conflict) }()
+	now, known := counters{}, false
+	if stampHeld(err) {
+		// The batch failed past its first statement, the stamp guard: the
+		// partition's counters are still those the Tx began on, and no
+		// other store was involved (no backoff: the next Begin sends nothing).
+		now, known, conflict = counters{t.stamp, t.baseMax}, true, false
+	}
+	defer func() { t.leave(now, known, conflict) }()
 	if dup := duplicateReactionKey(err); dup != nil {
 		return dup
 	}
@@ -390,6 +416,18 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
 	}
 	return err
+}
+
+// stampHeld reports whether err is a batch's failure known to come after
+// its stamp guard held: a guarded write's guard (GW-2), or a unique index
+// collision of a row (SCH-10; not of a commit seq, which is a lost race).
+func stampHeld(err error) bool {
+	var e *attemptErr
+	if !errors.As(err, &e) || e.out != outRefused {
+		return false
+	}
+	return strings.Contains(e.msg, d1sql.GuardConstraint) || strings.Contains(e.msg, d1sql.PushResultsKeyCollision) ||
+		(strings.Contains(e.msg, "UNIQUE constraint failed") && !strings.Contains(e.msg, "_sync_commits."))
 }
 
 // Rollback discards the buffered writes (TX-2); nothing was sent. A second

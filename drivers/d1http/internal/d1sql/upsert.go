@@ -36,6 +36,8 @@ type D1Upserts struct {
 	tuple      func(p string) string // the VALUES tuple of the row in parameter p
 	maxRows    int
 
+	guard string // D1RowGuard of the table
+
 	mu    gosync.Mutex
 	texts []string // n → text, "" until built
 }
@@ -62,6 +64,7 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 			return "(" + strings.Join(params, ", ") + ")"
 		},
 	}
+	u.guard = D1RowGuard(x)
 	// The largest n whose text fits D1MaxStatementBytes (at least 1: a
 	// table too wide for one row per statement fails at the engine, as
 	// D1Upsert would).
@@ -84,6 +87,10 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 // (D1MaxParams), fewer for a table so wide that the text would exceed
 // D1MaxStatementBytes; at least 1.
 func (u *D1Upserts) MaxRows() int { return u.maxRows }
+
+// Guard is D1RowGuard of the table: the guard statement of the guarded
+// rows of one SQL(n) statement.
+func (u *D1Upserts) Guard() string { return u.guard }
 
 // SQL is D1Upsert for n rows (1 ≤ n ≤ MaxRows) in one statement: ?1 the
 // partition, then ?2…?(n+1) each one row's JSON array as D1RowArgs
