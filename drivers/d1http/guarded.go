@@ -35,13 +35,15 @@ func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.Guard
 // UpsertRowGuarded stages UpsertRow(table, row) on the guard that the row
 // is at version base (0: no row) and, for base > 0, that its scope columns
 // hold row's scope values (GW-1). Nothing is read: the guard goes into the
-// batch (d1sql.D1RowGuard) and a row that fails it fails Commit with
-// CodeWriteConflict, nothing written (GW-2). Adjacent guarded upserts of a
-// table share ONE guard statement before their ONE multi-row upsert; a row
-// already in that upsert starts a new pair, so every guard sees the rows
-// written before it. Unlike UpsertRow, it does not read the table's unique
-// indexes: a collision fails Commit with CodeConstraintViolation (the
-// upsert's own), nothing written. Errors: those of UpsertRow;
+// batch and a row that fails it fails Commit, nothing written (GW-2).
+// Adjacent guarded creates (base 0) of a table are ONE multi-row INSERT
+// without ON CONFLICT (D1Upserts.InsertSQL): a row present fails it on the
+// primary key — no statement more than W1's upsert. Adjacent guarded
+// updates share ONE guard statement (d1sql.D1RowGuard) before their ONE
+// multi-row upsert. A row already in the statement starts a new one, so
+// every guard sees the rows written before it. Unlike UpsertRow, it does
+// not read the table's unique indexes: a collision fails Commit with
+// CodeConstraintViolation, nothing written. Errors: those of UpsertRow;
 // CodeInvalidArgument for base < 0.
 func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row, base int64) error {
 	return t.op(func() error {
@@ -56,11 +58,17 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 		if err != nil {
 			return err
 		}
-		entry, err := d1sql.D1RowGuardEntry(x, row, base)
-		if err != nil {
-			return err
+		if base == 0 {
+			if slices.Contains(t.run.ids, row.ID) || !t.extendRun(x, u, args, row.ID, true) {
+				t.newRun(x, u, args, row.ID, true)
+			}
+		} else {
+			entry, err := d1sql.D1RowGuardEntry(x, row, base)
+			if err != nil {
+				return err
+			}
+			t.stageGuarded(x, u, args, row.ID, entry)
 		}
-		t.stageGuarded(x, u, args, row.ID, entry)
 		t.ov.put(table, row)
 		t.afterRowWrite(x, row.ID, false)
 		return nil
@@ -73,8 +81,8 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 // the upsert already holds starts a new one: its guard must see that
 // earlier write. The caller holds the Tx's lock.
 func (t *Tx) stageGuarded(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string, entry []byte) {
-	if slices.Contains(t.run.ids, id) || !t.extendRun(x, u, args, id) {
-		t.newRun(x, u, args, id)
+	if slices.Contains(t.run.ids, id) || !t.extendRun(x, u, args, id, false) {
+		t.newRun(x, u, args, id, false)
 	}
 	r := &t.run
 	if r.guard == nil {

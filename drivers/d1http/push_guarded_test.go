@@ -2,6 +2,7 @@ package d1http
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,11 +40,14 @@ func sqlHeads(b []stmt) []string {
 // TestGuardedPushRequests pins the cost of a W7 push (issue 13): through
 // guarded writes (PUSH-9) a push of creates is ONE request once the Conn
 // has committed in the partition, as W1's commit (TestPushCommitStatements),
-// where the read-first push (BeginPush) took 2. Its batch is W1's plus ONE
-// guard statement for the 10 rows: 9 statements. A stale update's guard
-// fails (1 request, nothing written), Push reads and rejects it (2 more),
-// and the next push of creates is again 1 request: a failed guard is not
-// a lost race, the partition's counters stay known.
+// where the read-first push (BeginPush) took 2; and its batch has W1's 8
+// statements, the 10 rows ONE insert without ON CONFLICT (a row present
+// fails it on the key), the result one too. A push of updates at their
+// base versions is one request too, its rows guarded by ONE statement
+// before their upsert. A stale update's guard fails (1 request, nothing
+// written), Push reads and rejects it (2 more), and the next push is
+// again 1 request: a failed guard is not a lost race, the partition's
+// counters stay known.
 func TestGuardedPushRequests(t *testing.T) { onLanes(t, testGuardedPushRequests) }
 
 func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
@@ -72,29 +76,61 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 			t.Fatalf("push %d took %d requests, want %d", i, len(got), want)
 		}
 		batch := got[len(got)-1]
-		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st("guard"), st("upsert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
+		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st("insert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
 			st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-		wantSQL[1] = sqlHeads([]stmt{st(d1sql.D1RowGuard(mustTable(t, c, conformance.BenchTable)))})[0]
-		wantSQL[2] = `INSERT INTO "` + conformance.BenchTable + `" `
+		wantSQL[1] = `INSERT INTO "` + conformance.BenchTable + `" `
 		if diff := cmp.Diff(wantSQL, sqlHeads(batch)); diff != "" {
 			t.Fatalf("push %d: the commit batch (-want +got):\n%s", i, diff)
 		}
-		if g := batch[1]; len(g.Params) != 2 || strings.Count(g.Params[1].(string), "[") != 1+len(resp.Ops) {
-			t.Fatalf("push %d: the guard binds %v, want the partition and one entry per row", i, g.Params)
+		if in := batch[1]; len(in.Params) != 1+len(resp.Ops) || strings.Contains(in.SQL, "ON CONFLICT") {
+			t.Fatalf("push %d: the insert binds %d parameters (want 1 + %d rows) or has an ON CONFLICT clause", i, len(in.Params), len(resp.Ops))
 		}
+		if strings.Contains(batch[5].SQL, "ON CONFLICT") {
+			t.Fatalf("push %d: the guarded result has an ON CONFLICT clause", i)
+		}
+	}
+
+	// Updates at their base versions: one guard, one upsert.
+	before := sp.count()
+	cm := conformance.W1Commit(0)
+	ops := make([]syncstore.PushOp, len(cm.Rows))
+	for k, r := range cm.Rows {
+		ops[k] = syncstore.PushOp{Table: conformance.BenchTable, RowID: r.ID, Op: driver.OpUpsert, Values: r.Values,
+			BaseVersion: syncstore.Version(1)}
+	}
+	resp, err := s.Push(ctx, conformance.BenchPartition, syncstore.PushRequest{ClientID: "c", ClientCommitID: "updates", ActorID: "a", Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != driver.PushApplied || resp.Ops[0].ServerVersion != 2 {
+		t.Fatalf("updates: %s, version %d; want applied at version 2", resp.Status, resp.Ops[0].ServerVersion)
+	}
+	got := sp.since(before)
+	if len(got) != 1 {
+		t.Fatalf("a push of updates took %d requests, want 1", len(got))
+	}
+	x := mustTable(t, c, conformance.BenchTable)
+	wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(d1sql.D1RowGuard(x)), st("upsert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
+		st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
+	wantSQL[2] = `INSERT INTO "` + conformance.BenchTable + `" `
+	if diff := cmp.Diff(wantSQL, sqlHeads(got[0])); diff != "" {
+		t.Fatalf("updates: the commit batch (-want +got):\n%s", diff)
+	}
+	if g := got[0][1]; len(g.Params) != 2 || strings.Count(g.Params[1].(string), "[") != 1+len(ops) {
+		t.Fatalf("updates: the guard binds %v, want the partition and one entry per row", g.Params)
 	}
 
 	// A stale update: its guard fails the batch, Push reads and rejects.
 	stale := conformance.W1Commit(0).Rows[0]
-	before := sp.count()
-	resp, err := s.Push(ctx, conformance.BenchPartition, syncstore.PushRequest{ClientID: "other", ClientCommitID: "stale",
+	before = sp.count()
+	resp, err = s.Push(ctx, conformance.BenchPartition, syncstore.PushRequest{ClientID: "other", ClientCommitID: "stale",
 		ActorID: "a", Ops: []syncstore.PushOp{{Table: conformance.BenchTable, RowID: stale.ID, Op: driver.OpUpsert,
-			Values: stale.Values, BaseVersion: syncstore.Version(2)}}})
+			Values: stale.Values, BaseVersion: syncstore.Version(1)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != driver.PushRejected || resp.Ops[0].Status != driver.OpConflict || resp.Ops[0].ServerVersion != 1 {
-		t.Fatalf("a stale update: %s, op %+v; want rejected, a conflict at version 1", resp.Status, resp.Ops[0])
+	if resp.Status != driver.PushRejected || resp.Ops[0].Status != driver.OpConflict || resp.Ops[0].ServerVersion != 2 {
+		t.Fatalf("a stale update: %s, op %+v; want rejected, a conflict at version 2", resp.Status, resp.Ops[0])
 	}
 	if n := sp.count() - before; n != 3 {
 		t.Fatalf("a stale update took %d requests, want 3 (the guarded batch, BeginPush, CommitRejected)", n)
@@ -118,10 +154,12 @@ func mustTable(t *testing.T, c *Conn, name string) *sqlitesql.Table {
 	return x
 }
 
-// TestGuardedWriteErrors: a failed guard is CodeWriteConflict with
-// nothing written, reported by Commit (a row's guard, a stored result)
-// or at once (a result staged in the Tx); rows of one upsert statement
-// that repeat an id start a new guard, so the second sees the first.
+// TestGuardedWriteErrors: guarded creates of a table are one insert,
+// guarded updates one guard and one upsert, and a row already in the
+// statement starts a new one, so its guard sees the earlier write. A
+// failed guard is CodeWriteConflict with nothing written, reported by
+// Commit (a create over a row, an update at another version, a stored
+// result) or at once (a result staged in the Tx).
 func TestGuardedWriteErrors(t *testing.T) { onLanes(t, testGuardedWriteErrors) }
 
 func testGuardedWriteErrors(t *testing.T, openSpy spyOpener) {
@@ -139,7 +177,7 @@ func testGuardedWriteErrors(t *testing.T, openSpy spyOpener) {
 	for k, g := range []struct {
 		id   string
 		base int64
-	}{{"a", 0}, {"b", 0}, {"a", 1}, {"c", 0}, {"a", 2}} {
+	}{{"a", 0}, {"b", 0}, {"a", 1}, {"b", 1}, {"a", 2}} {
 		if err := gtx.UpsertRowGuarded(ctx, conformance.BenchTable, row(g.id, g.base+1), g.base); err != nil {
 			t.Fatalf("guarded upsert %d: %v", k, err)
 		}
@@ -148,17 +186,24 @@ func testGuardedWriteErrors(t *testing.T, openSpy spyOpener) {
 		t.Fatal(err)
 	}
 	batch := sp.since(sp.count() - 1)[0]
-	guards := 0
-	for _, s := range batch {
-		if strings.HasPrefix(s.SQL, "INSERT INTO _sync_d1_write_guard") {
-			guards++
+	var kinds []string
+	for _, s := range batch[1 : len(batch)-1] {
+		switch {
+		case strings.HasPrefix(s.SQL, "INSERT INTO _sync_d1_write_guard"):
+			kinds = append(kinds, fmt.Sprintf("guard %d", strings.Count(s.Params[1].(string), "[")-1))
+		case strings.Contains(s.SQL, "ON CONFLICT"):
+			kinds = append(kinds, fmt.Sprintf("upsert %d", len(s.Params)-1))
+		default:
+			kinds = append(kinds, fmt.Sprintf("insert %d", len(s.Params)-1))
 		}
 	}
-	if guards != 3 {
-		t.Fatalf("%d guard statements for rows a, b, a, c, a; want 3 (a repeated id starts a new one)", guards)
+	if diff := cmp.Diff([]string{"insert 2", "guard 2", "upsert 2", "guard 1", "upsert 1"}, kinds); diff != "" {
+		t.Fatalf("the statements of rows a@0, b@0, a@1, b@1, a@2 (-want +got):\n%s", diff)
 	}
-	if r, _, err := c.GetRow(ctx, "p", conformance.BenchTable, "a"); err != nil || r.ServerVersion != 3 {
-		t.Fatalf("row a at version %d, %v; want 3", r.ServerVersion, err)
+	for id, v := range map[string]int64{"a": 3, "b": 2} {
+		if r, _, err := c.GetRow(ctx, "p", conformance.BenchTable, id); err != nil || r.ServerVersion != v {
+			t.Fatalf("row %s at version %d, %v; want %d", id, r.ServerVersion, err, v)
+		}
 	}
 
 	for _, c2 := range []struct {

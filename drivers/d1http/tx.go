@@ -218,14 +218,16 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 }
 
 // upsertRun is a multi-row upsert statement being staged: writes[at]
-// holds n rows of table x (D1Upserts.SQL(n)). When some of its rows are
+// holds n rows of table x (D1Upserts.SQL(n)), or, insert, n guarded
+// creates (D1Upserts.InsertSQL(n)). When some rows of an upsert are
 // guarded (UpsertRowGuarded), writes[at-1] is their guard statement
 // (D1RowGuard), guard its entries; ids are the rows' ids.
 type upsertRun struct {
-	x     *sqlitesql.Table
-	at, n int
-	guard []byte
-	ids   []string
+	x      *sqlitesql.Table
+	at, n  int
+	insert bool
+	guard  []byte
+	ids    []string
 }
 
 // stageUpsert stages the upsert of one row (args: D1RowArgs). Adjacent
@@ -236,29 +238,36 @@ type upsertRun struct {
 // delete, blob refs, a commit, reactions) starts a new statement, so the
 // order of writes is kept. The caller holds the Tx's lock.
 func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {
-	if !t.extendRun(x, u, args, id) {
-		t.newRun(x, u, args, id)
+	if !t.extendRun(x, u, args, id, false) {
+		t.newRun(x, u, args, id, false)
 	}
 }
 
-// extendRun adds the row to the upsert at the end of writes when it is
-// one of table x with room left, and reports whether it did.
-func (t *Tx) extendRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) bool {
+// extendRun adds the row to the upsert (insert: the insert) at the end of
+// writes when it is one of table x with room left, and reports whether it did.
+func (t *Tx) extendRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string, insert bool) bool {
 	r := &t.run
-	if r.x != x || r.at != len(t.writes)-1 || r.n >= u.MaxRows() {
+	if r.x != x || r.insert != insert || r.at != len(t.writes)-1 || r.n >= u.MaxRows() {
 		return false
 	}
 	r.n++
 	w := &t.writes[r.at]
-	w.SQL, w.Params = u.SQL(r.n), append(w.Params, args[1])
+	w.SQL, w.Params = runSQL(u, r.n, insert), append(w.Params, args[1])
 	r.ids = append(r.ids, id)
 	return true
 }
 
-// newRun stages the row as a new upsert statement.
-func (t *Tx) newRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {
-	t.writes = append(t.writes, st(u.SQL(1), args...))
-	t.run = upsertRun{x: x, at: len(t.writes) - 1, n: 1, ids: append(make([]string, 0, 16), id)}
+// newRun stages the row as a new upsert (insert: insert) statement.
+func (t *Tx) newRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string, insert bool) {
+	t.writes = append(t.writes, st(runSQL(u, 1, insert), args...))
+	t.run = upsertRun{x: x, at: len(t.writes) - 1, n: 1, insert: insert, ids: append(make([]string, 0, 16), id)}
+}
+
+func runSQL(u *d1sql.D1Upserts, n int, insert bool) string {
+	if insert {
+		return u.InsertSQL(n)
+	}
+	return u.SQL(n)
 }
 
 // DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
@@ -415,7 +424,32 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
 			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
 	}
+	if driver.CodeOf(err) == driver.CodeConstraintViolation && t.keyCollision(err) {
+		// A guarded create's INSERT found its key taken (GW-2).
+		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
+			Message: "d1http: a guarded create's row exists; nothing was written (GW-2)"}
+	}
 	return err
+}
+
+// keyCollision reports whether err names the primary key of a table the
+// Tx wrote: SQLite's "UNIQUE constraint failed: t._sync_partition, t.pk".
+func (t *Tx) keyCollision(err error) bool {
+	msg := err.Error()
+	for name := range t.ov.rows {
+		x, xerr := t.c.state.Table(name)
+		if xerr != nil {
+			continue
+		}
+		key := "UNIQUE constraint failed: " + name + "." + sqlitesql.PartitionColumn + ", " + name + "." + x.Def.PrimaryKey
+		if i := strings.Index(msg, key); i >= 0 {
+			rest := msg[i+len(key):]
+			if rest == "" || !(rest[0] == '_' || rest[0] >= '0' && rest[0] <= '9' || rest[0]|0x20 >= 'a' && rest[0]|0x20 <= 'z') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stampHeld reports whether err is a batch's failure known to come after

@@ -29,7 +29,8 @@ const GuardConstraint = "sync_guard_failed"
 // row, as the batch has it at that point, is at its base version — 0: no
 // row — and, for base > 0, holds the entry's scope values (GW-1). One
 // statement guards the rows of one multi-row upsert (D1Upserts), placed
-// right before it: the rows' ids must be distinct and none written earlier
+// right before it: the driver guards its updates (base > 0) so, its
+// creates by an INSERT without ON CONFLICT (D1Upserts.InsertSQL). The rows' ids must be distinct and none written earlier
 // in that upsert, so the state before the statement is the state each row
 // replaces. Each entry is one primary-key lookup.
 func D1RowGuard(x *sqlitesql.Table) string {

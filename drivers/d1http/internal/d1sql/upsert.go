@@ -38,8 +38,9 @@ type D1Upserts struct {
 
 	guard string // D1RowGuard of the table
 
-	mu    gosync.Mutex
-	texts []string // n → text, "" until built
+	mu      gosync.Mutex
+	texts   []string // n → text, "" until built
+	inserts []string // n → InsertSQL(n), "" until built
 }
 
 // NewD1Upserts returns the multi-row upsert texts of x.
@@ -80,6 +81,7 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 		u.maxRows = n
 	}
 	u.texts = make([]string, u.maxRows+1)
+	u.inserts = make([]string, u.maxRows+1)
 	return u
 }
 
@@ -99,10 +101,18 @@ func (u *D1Upserts) Guard() string { return u.guard }
 // earlier one; each replaces only on its own primary key, and a collision
 // on a declared unique index fails the statement, and so the whole batch
 // (SCH-10). SQL(1) is D1Upsert.
-func (u *D1Upserts) SQL(n int) string {
+func (u *D1Upserts) SQL(n int) string { return u.text(u.texts, n, u.tail) }
+
+// InsertSQL is SQL(n) without its ON CONFLICT clause: n rows that must
+// all be new. A row whose key is taken — stored, or written earlier in
+// the batch — fails the statement on the table's primary key, and so the
+// whole batch (the guard of guarded creates, GW-1).
+func (u *D1Upserts) InsertSQL(n int) string { return u.text(u.inserts, n, "") }
+
+func (u *D1Upserts) text(texts []string, n int, tail string) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.texts[n] == "" {
+	if texts[n] == "" {
 		var b strings.Builder
 		b.WriteString(u.head)
 		for i := 0; i < n; i++ {
@@ -111,8 +121,8 @@ func (u *D1Upserts) SQL(n int) string {
 			}
 			b.WriteString(u.tuple("?" + strconv.Itoa(i+2)))
 		}
-		b.WriteString(u.tail)
-		u.texts[n] = b.String()
+		b.WriteString(tail)
+		texts[n] = b.String()
 	}
-	return u.texts[n]
+	return texts[n]
 }
