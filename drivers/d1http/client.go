@@ -385,6 +385,10 @@ func classify(ctx context.Context, e *attemptErr, what string) error {
 	switch {
 	case strings.Contains(e.msg, d1sql.ConflictConstraint):
 		return driver.Wrap(driver.CodeWriteConflict, e, "%s: another transaction of the partition committed first; nothing was written (TX-9)", what)
+	case strings.Contains(e.msg, d1sql.GuardConstraint):
+		return driver.Wrap(driver.CodeWriteConflict, e, "%s: a guarded write's guard did not hold; nothing was written (GW-2)", what)
+	case strings.Contains(e.msg, d1sql.PushResultsKeyCollision):
+		return driver.Wrap(driver.CodeWriteConflict, e, "%s: a push result is stored under the key of a guarded one; nothing was written (GW-3)", what)
 	case strings.Contains(e.msg, "UNIQUE constraint failed"):
 		return driver.Wrap(driver.CodeConstraintViolation, e, "%s: unique index collision (SCH-10)", what)
 	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:

@@ -3,6 +3,7 @@ package d1http
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
@@ -209,7 +210,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err := t.checkUnique(ctx, x, row); err != nil {
 			return err
 		}
-		t.stageUpsert(x, u, args)
+		t.stageUpsert(x, u, args, row.ID)
 		t.ov.put(table, row)
 		t.afterRowWrite(x, row.ID, false)
 		return nil
@@ -217,10 +218,16 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 }
 
 // upsertRun is a multi-row upsert statement being staged: writes[at]
-// holds n rows of table x (D1Upserts.SQL(n)).
+// holds n rows of table x (D1Upserts.SQL(n)), or, insert, n guarded
+// creates (D1Upserts.InsertSQL(n)). When some rows of an upsert are
+// guarded (UpsertRowGuarded), writes[at-1] is their guard statement
+// (D1RowGuard), guard its entries; ids are the rows' ids.
 type upsertRun struct {
-	x     *sqlitesql.Table
-	at, n int
+	x      *sqlitesql.Table
+	at, n  int
+	insert bool
+	guard  []byte
+	ids    []string
 }
 
 // stageUpsert stages the upsert of one row (args: D1RowArgs). Adjacent
@@ -230,16 +237,37 @@ type upsertRun struct {
 // D1 parses and bills per statement). Anything staged in between (a
 // delete, blob refs, a commit, reactions) starts a new statement, so the
 // order of writes is kept. The caller holds the Tx's lock.
-func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any) {
-	r := &t.run
-	if r.x == x && r.at == len(t.writes)-1 && r.n < u.MaxRows() {
-		r.n++
-		w := &t.writes[r.at]
-		w.SQL, w.Params = u.SQL(r.n), append(w.Params, args[1])
-		return
+func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {
+	if !t.extendRun(x, u, args, id, false) {
+		t.newRun(x, u, args, id, false)
 	}
-	t.writes = append(t.writes, st(u.SQL(1), args...))
-	*r = upsertRun{x: x, at: len(t.writes) - 1, n: 1}
+}
+
+// extendRun adds the row to the upsert (insert: the insert) at the end of
+// writes when it is one of table x with room left, and reports whether it did.
+func (t *Tx) extendRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string, insert bool) bool {
+	r := &t.run
+	if r.x != x || r.insert != insert || r.at != len(t.writes)-1 || r.n >= u.MaxRows() {
+		return false
+	}
+	r.n++
+	w := &t.writes[r.at]
+	w.SQL, w.Params = runSQL(u, r.n, insert), append(w.Params, args[1])
+	r.ids = append(r.ids, id)
+	return true
+}
+
+// newRun stages the row as a new upsert (insert: insert) statement.
+func (t *Tx) newRun(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string, insert bool) {
+	t.writes = append(t.writes, st(runSQL(u, 1, insert), args...))
+	t.run = upsertRun{x: x, at: len(t.writes) - 1, n: 1, insert: insert, ids: append(make([]string, 0, 16), id)}
+}
+
+func runSQL(u *d1sql.D1Upserts, n int, insert bool) string {
+	if insert {
+		return u.InsertSQL(n)
+	}
+	return u.SQL(n)
 }
 
 // DeleteRow stages the removal of the row; a missing row is a no-op (ROW-3).
@@ -379,7 +407,14 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 		return nil
 	}
 	conflict := driver.CodeOf(err) == driver.CodeWriteConflict
-	defer func() { t.leave(counters{}, false, conflict) }()
+	now, known := counters{}, false
+	if stampHeld(err) {
+		// The batch failed past its first statement, the stamp guard: the
+		// partition's counters are still those the Tx began on, and no
+		// other store was involved (no backoff: the next Begin sends nothing).
+		now, known, conflict = counters{t.stamp, t.baseMax}, true, false
+	}
+	defer func() { t.leave(now, known, conflict) }()
 	if dup := duplicateReactionKey(err); dup != nil {
 		return dup
 	}
@@ -389,7 +424,44 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
 			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
 	}
+	if driver.CodeOf(err) == driver.CodeConstraintViolation && t.keyCollision(err) {
+		// A guarded create's INSERT found its key taken (GW-2).
+		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
+			Message: "d1http: a guarded create's row exists; nothing was written (GW-2)"}
+	}
 	return err
+}
+
+// keyCollision reports whether err names the primary key of a table the
+// Tx wrote: SQLite's "UNIQUE constraint failed: t._sync_partition, t.pk".
+func (t *Tx) keyCollision(err error) bool {
+	msg := err.Error()
+	for name := range t.ov.rows {
+		x, xerr := t.c.state.Table(name)
+		if xerr != nil {
+			continue
+		}
+		key := "UNIQUE constraint failed: " + name + "." + sqlitesql.PartitionColumn + ", " + name + "." + x.Def.PrimaryKey
+		if i := strings.Index(msg, key); i >= 0 {
+			rest := msg[i+len(key):]
+			if rest == "" || !(rest[0] == '_' || rest[0] >= '0' && rest[0] <= '9' || rest[0]|0x20 >= 'a' && rest[0]|0x20 <= 'z') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stampHeld reports whether err is a batch's failure known to come after
+// its stamp guard held: a guarded write's guard (GW-2), or a unique index
+// collision of a row (SCH-10; not of a commit seq, which is a lost race).
+func stampHeld(err error) bool {
+	var e *attemptErr
+	if !errors.As(err, &e) || e.out != outRefused {
+		return false
+	}
+	return strings.Contains(e.msg, d1sql.GuardConstraint) || strings.Contains(e.msg, d1sql.PushResultsKeyCollision) ||
+		(strings.Contains(e.msg, "UNIQUE constraint failed") && !strings.Contains(e.msg, "_sync_commits."))
 }
 
 // Rollback discards the buffered writes (TX-2); nothing was sent. A second

@@ -29,6 +29,9 @@ const ConflictConstraint = "sync_write_conflict"
 //	                 transaction began on and fails (CHECK) if it moved
 //	_sync_d1_guard   one row whose CHECK fails a batch whose precondition
 //	                 (a boolean computed in the batch) is false
+//	_sync_d1_write_guard  one row whose CHECK (GuardConstraint) fails a
+//	                 batch whose guarded writes' conditions do not hold
+//	                 (D1RowGuard, GW-2)
 //	_sync_d1_tokens  one row per write batch (its idempotency token), so
 //	                 a batch whose outcome is unknown can be looked up, and
 //	                 fenced off for good when it did not land
@@ -42,6 +45,11 @@ var D1DDL = []string{
 	id INTEGER NOT NULL PRIMARY KEY,
 	ok INTEGER NOT NULL,
 	CONSTRAINT ` + ConflictConstraint + ` CHECK (ok = 1)
+)`,
+	`CREATE TABLE IF NOT EXISTS _sync_d1_write_guard (
+	id INTEGER NOT NULL PRIMARY KEY,
+	ok INTEGER NOT NULL,
+	CONSTRAINT ` + GuardConstraint + ` CHECK (ok = 1)
 )`,
 	`CREATE TABLE IF NOT EXISTS _sync_d1_tokens (
 	token TEXT NOT NULL PRIMARY KEY,

@@ -36,8 +36,11 @@ type D1Upserts struct {
 	tuple      func(p string) string // the VALUES tuple of the row in parameter p
 	maxRows    int
 
-	mu    gosync.Mutex
-	texts []string // n → text, "" until built
+	guard string // D1RowGuard of the table
+
+	mu      gosync.Mutex
+	texts   []string // n → text, "" until built
+	inserts []string // n → InsertSQL(n), "" until built
 }
 
 // NewD1Upserts returns the multi-row upsert texts of x.
@@ -64,6 +67,7 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 			return "(" + strings.Join(params, ", ") + ")"
 		},
 	}
+	u.guard = D1RowGuard(x)
 	// The largest n whose text fits D1MaxStatementBytes (at least 1: a
 	// table too wide for one row per statement fails at the engine, as
 	// D1Upsert would).
@@ -79,6 +83,7 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 		u.maxRows = n
 	}
 	u.texts = make([]string, u.maxRows+1)
+	u.inserts = make([]string, u.maxRows+1)
 	return u
 }
 
@@ -87,6 +92,10 @@ func NewD1Upserts(x *sqlitesql.Table) *D1Upserts {
 // D1MaxStatementBytes; at least 1.
 func (u *D1Upserts) MaxRows() int { return u.maxRows }
 
+// Guard is D1RowGuard of the table: the guard statement of the guarded
+// rows of one SQL(n) statement.
+func (u *D1Upserts) Guard() string { return u.guard }
+
 // SQL is D1Upsert for n rows (1 ≤ n ≤ MaxRows) in one statement: ?1 the
 // partition, then ?2…?(n+1) each one row's JSON array as D1RowArgs
 // builds it (its second argument). Rows are applied in order, as n
@@ -94,10 +103,18 @@ func (u *D1Upserts) MaxRows() int { return u.maxRows }
 // earlier one; each replaces only on its own primary key, and a collision
 // on a declared unique index fails the statement, and so the whole batch
 // (SCH-10). SQL(1) is D1Upsert.
-func (u *D1Upserts) SQL(n int) string {
+func (u *D1Upserts) SQL(n int) string { return u.text(u.texts, n, u.tail) }
+
+// InsertSQL is SQL(n) without its ON CONFLICT clause: n rows that must
+// all be new. A row whose key is taken — stored, or written earlier in
+// the batch — fails the statement on the table's primary key, and so the
+// whole batch (the guard of guarded creates, GW-1).
+func (u *D1Upserts) InsertSQL(n int) string { return u.text(u.inserts, n, "") }
+
+func (u *D1Upserts) text(texts []string, n int, tail string) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.texts[n] == "" {
+	if texts[n] == "" {
 		var b strings.Builder
 		b.WriteString(u.head)
 		for i := 0; i < n; i++ {
@@ -106,8 +123,8 @@ func (u *D1Upserts) SQL(n int) string {
 			}
 			b.WriteString(u.tuple("?" + strconv.Itoa(i+2)))
 		}
-		b.WriteString(u.tail)
-		u.texts[n] = b.String()
+		b.WriteString(tail)
+		texts[n] = b.String()
 	}
-	return u.texts[n]
+	return texts[n]
 }
