@@ -45,9 +45,12 @@ type Tx struct {
 	// written as one multi-row statement before any other operation of
 	// the Tx that reaches the engine runs, or at Commit.
 	stageTable *table
-	stageArgs  []any // x.insertArgs of each row
-	stageRows  int
-	stageBytes int // argBytes of stageArgs
+	// stageGuarded: the staged rows are guarded creates (GW-1), written
+	// by a plain INSERT (stage).
+	stageGuarded bool
+	stageArgs    []any // x.insertArgs of each row
+	stageRows    int
+	stageBytes   int // argBytes of stageArgs
 	// deferred: writes kept for later (stage.go), written before the
 	// staged upserts, which came after them.
 	deferred []deferredStmt
@@ -203,7 +206,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 			return err
 		}
 		if x.upsert != "" && !x.nullInRequired(args) {
-			return t.stage(ctx, x, args, size)
+			return t.stage(ctx, x, args, size, false)
 		}
 		if err := t.flushStaged(ctx); err != nil {
 			return err
