@@ -173,8 +173,13 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 				err = driver.Errorf(driver.CodeWriteConflict,
 					"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
 			}
-			if d.guard == guardDup && driver.CodeOf(err) == driver.CodeConstraintViolation {
-				err = errGuard("a row or push result under the key exists")
+			if driver.CodeOf(err) == driver.CodeConstraintViolation {
+				// Only a guarded write can collide here (the others are
+				// upserts on the primary key, or the log's, mapped above).
+				if d.guard == guardDup {
+					err = errGuard("a row or push result under the key exists")
+				}
+				t.guardErr = err // Commit reports it (GW-2)
 			}
 			break
 		}
@@ -186,6 +191,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			if n != 1 {
 				err = errGuard("the row is missing, at another version or in other scopes")
+				t.guardErr = err // Commit reports it (GW-2)
 				break
 			}
 		}

@@ -54,6 +54,10 @@ type Tx struct {
 	// deferred: writes kept for later (stage.go), written before the
 	// staged upserts, which came after them.
 	deferred []deferredStmt
+	// guardErr: the failure of a kept write that aborted the Tx on a
+	// guard or a constraint (flushStaged), which Commit reports even when
+	// another operation sent the write (GW-2).
+	guardErr error
 	// saved: the TX-8 savepoint is taken (savepointFirst); finishing:
 	// Commit or CommitRejected runs, and needs none.
 	saved, finishing bool
@@ -371,7 +375,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // answers to COMMIT, and every error before it, means nothing was
 // written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() error {
+	err := t.finish(ctx, func() error {
 		if err := t.flushStaged(ctx); err != nil {
 			return err
 		}
@@ -382,6 +386,13 @@ func (t *Tx) Commit(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil && t.guardErr != nil && driver.CodeOf(err) == driver.CodeUnavailable {
+		// A kept guarded write failed under an earlier operation, which
+		// aborted the Tx (ErrAborted): nothing was written, for that
+		// reason (GW-2).
+		return t.guardErr
+	}
+	return err
 }
 
 // finish ends the Tx once: it runs prepare (the statements before
