@@ -221,6 +221,11 @@ const (
 	insertPushResult = `INSERT INTO _sync_push_results (p, client_id, client_commit_id, result, recorded_at_ms)
 VALUES (?, ?, ?, ?, CAST(JSON_UNQUOTE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) AS SIGNED))
 ON DUPLICATE KEY UPDATE p = p`
+	// insertPushResultGuarded is insertPushResult without ON DUPLICATE
+	// KEY: a result stored or staged under the key fails it with 1062
+	// (GW-3).
+	insertPushResultGuarded = `INSERT INTO _sync_push_results (p, client_id, client_commit_id, result, recorded_at_ms)
+VALUES (?, ?, ?, ?, CAST(JSON_UNQUOTE(JSON_EXTRACT(CONVERT(result USING utf8mb4), '$.recordedAtMs')) AS SIGNED))`
 )
 
 // Client records (CR).

@@ -42,7 +42,22 @@ type table struct {
 	// upsertRows[n] is upsert with n rows (n × insertArgs, 1 ≤ n ≤
 	// maxRows); nil when upsert is "" (stage.go).
 	upsertRows []string
+	// insertRows[n] is insert with n rows, without ON DUPLICATE KEY: a
+	// row whose key exists fails it with 1062 (guarded creates, GW-1;
+	// 1 ≤ n ≤ maxRows).
+	insertRows []string
 	maxRows    int
+	// guardedUpdate is update on the guard that the row is at a version
+	// and that its scope columns hold the new values (GW-1): UpdateArgs,
+	// then guardedUpdateArgs. ClientFoundRows is on (conn.go): it counts
+	// the rows it matched.
+	guardedUpdate string
+	// guardCols are the positions in insertArgs of the scope columns, each
+	// once, in guardedUpdate's order.
+	guardCols []int
+	// unique: the table has a declared unique index, so a 1062 may be a
+	// collision on it rather than on the primary key.
+	unique bool
 }
 
 // newTable builds the SQL of t. coll is the NO PAD binary collation.
@@ -69,17 +84,37 @@ func newTable(t driver.Table) *table {
 		odku = append(odku, quoteIdent(c.Name)+" = VALUES("+quoteIdent(c.Name)+")")
 	}
 	x.update = "UPDATE " + q + " SET " + strings.Join(sets, ", ") + key
+	guard := x.update + " AND " + quoteIdent(versionColumn) + " = ?"
+	seenCol := map[string]bool{}
+	for _, s := range t.Scopes {
+		if seenCol[s.Column] {
+			continue
+		}
+		seenCol[s.Column] = true
+		guard += " AND " + quoteIdent(s.Column) + " <=> ?"
+		for i, c := range t.Columns {
+			if c.Name == s.Column {
+				x.guardCols = append(x.guardCols, 3+i)
+			}
+		}
+	}
+	x.guardedUpdate = guard
 	unique := false
 	for _, ix := range t.Indexes {
 		unique = unique || ix.Unique
 	}
+	width := 3 + len(t.Columns)
+	x.maxRows = max(1, min(batchRows, maxPlaceholders/width))
+	head := "INSERT INTO " + q + " (" + quoteIdent(partitionColumn) + ", " + x.sel + ") VALUES "
+	x.insertRows = make([]string, x.maxRows+1)
+	for n := 1; n <= x.maxRows; n++ {
+		x.insertRows[n] = head + placeholders(n, width)
+	}
+	x.unique = unique
 	if !unique {
 		// The primary key is the only unique key: ON DUPLICATE KEY can
 		// fire on nothing else (SCH-10).
 		x.upsert = x.insert + " ON DUPLICATE KEY UPDATE " + strings.Join(odku, ", ")
-		width := 3 + len(t.Columns)
-		x.maxRows = max(1, min(batchRows, maxPlaceholders/width))
-		head := "INSERT INTO " + q + " (" + quoteIdent(partitionColumn) + ", " + x.sel + ") VALUES "
 		tail := " ON DUPLICATE KEY UPDATE " + strings.Join(odku, ", ")
 		x.upsertRows = make([]string, x.maxRows+1)
 		for n := 1; n <= x.maxRows; n++ {

@@ -25,36 +25,50 @@ import (
 // wait for Commit (a push's) therefore never needs the TX-8 savepoint,
 // which is taken before the first write sent ahead of Commit
 // (savepointFirst): W1's commit makes 8 round trips, as the raw loop
-// does, instead of 9 (issue 17).
+// does, instead of 9 (issue 17). Guarded writes (guarded.go) are kept
+// the same way; a guard that fails makes the statement that carries it
+// fail, and the Tx with it (flushStaged).
 
 // stage adds a row of x (args: x.insertArgs, size: their argBytes) to the upserts staged in
 // the Tx; staged rows of another table, or ones the row would not fit
-// beside, become a deferred statement first (no round trip). x has no
-// declared unique index, so its multi-row INSERT … ON DUPLICATE KEY
+// beside, become a deferred statement first (no round trip). Unless
+// guarded, x has no declared unique index, so its multi-row INSERT … ON DUPLICATE KEY
 // UPDATE replaces only on the primary key (SCH-10) and cannot fail on a
 // constraint; args bind no NULL to a non-nullable column. The caller
 // holds the Tx's lock (t.state). An ended ctx (or Begin's, which rolls
 // the engine transaction back) fails the call and aborts the Tx, as a
 // statement run under it would (TX-6).
-func (t *Tx) stage(ctx context.Context, x *table, args []any, size int) error {
+//
+// guarded stages a guarded create (GW-1, guarded.go) instead, of any
+// table: rows staged together are of one kind, written by x.insertRows, a
+// plain multi-row INSERT that fails with 1062 when a key exists — stored,
+// written or staged earlier by the Tx (its writes are sent in order), or
+// twice in the statement — and the failure aborts the Tx (GW-2).
+func (t *Tx) stage(ctx context.Context, x *table, args []any, size int, guarded bool) error {
 	if err := t.live(ctx, "mysql: upsert row"); err != nil {
 		return err
 	}
-	if t.stageRows > 0 && (t.stageTable != x || t.stageRows == x.maxRows || t.stageBytes+size > t.c.stmtBytes) {
+	if t.stageRows > 0 && (t.stageTable != x || t.stageGuarded != guarded || t.stageRows == x.maxRows ||
+		t.stageBytes+size > t.c.stmtBytes) {
 		t.deferStaged()
 	}
-	for i, a := range args {
-		if b, ok := a.([]byte); ok {
-			// The row waits for Commit, past the caller's AppendCommit that
-			// logs its values: it must not see the caller's buffer change.
-			args[i] = bytes.Clone(b)
-		}
-	}
-	t.stageTable = x
+	cloneBytes(args)
+	t.stageTable, t.stageGuarded = x, guarded
 	t.stageArgs = append(t.stageArgs, args...)
 	t.stageRows++
 	t.stageBytes += size
 	return nil
+}
+
+// cloneBytes replaces the byte slices among args with copies: a kept
+// write waits for Commit, past the caller's AppendCommit that logs its
+// values, and must not see the caller's buffer change.
+func cloneBytes(args []any) {
+	for i, a := range args {
+		if b, ok := a.([]byte); ok {
+			args[i] = bytes.Clone(b)
+		}
+	}
 }
 
 // live fails a write the Tx keeps instead of sending (stage, AppendCommit,
@@ -78,14 +92,37 @@ type deferredStmt struct {
 	// log: a statement of a commit's log, whose constraint violation
 	// means the reserved seq was taken (AppendCommit).
 	log bool
+	// guard: a guarded write (GW-1, GW-3) and how its failure shows.
+	guard guardKind
 }
+
+// guardKind is how a deferred guarded write reports that its guard did
+// not hold (flushStaged): then nothing of the Tx is written (GW-2).
+type guardKind uint8
+
+const (
+	guardNone guardKind = iota
+	// guardDup: a plain INSERT whose 1062 on the primary key means a guard
+	// failed (a row or a result exists): CodeWriteConflict. Used only
+	// where the primary key is the only unique key.
+	guardDup
+	// guardMatch: an UPDATE that must match exactly one row (ClientFoundRows
+	// counts matched rows): 0 means the row is missing, at another version
+	// or in other scopes — CodeWriteConflict.
+	guardMatch
+)
 
 // deferStmt keeps a write for later, after the staged upserts (which
 // become a deferred statement first, so the order of the Tx's writes is
 // kept). args is the statement's own. The caller holds the Tx's lock.
 func (t *Tx) deferStmt(q string, args []any, log bool) {
+	t.deferGuarded(deferredStmt{q: q, args: args, log: log})
+}
+
+// deferGuarded keeps d for later, as deferStmt.
+func (t *Tx) deferGuarded(d deferredStmt) {
 	t.deferStaged()
-	t.deferred = append(t.deferred, deferredStmt{q: q, args: args, log: log})
+	t.deferred = append(t.deferred, d)
 }
 
 // deferStaged turns the staged upserts into a deferred statement.
@@ -93,24 +130,38 @@ func (t *Tx) deferStaged() {
 	if t.stageRows == 0 {
 		return
 	}
-	t.deferred = append(t.deferred, deferredStmt{q: t.stageTable.upsertRows[t.stageRows], args: slices.Clone(t.stageArgs)})
+	x := t.stageTable
+	d := deferredStmt{args: slices.Clone(t.stageArgs)}
+	switch {
+	case !t.stageGuarded:
+		d.q = x.upsertRows[t.stageRows]
+	case x.unique: // a 1062 may be a collision on the unique index: kept (GW-2)
+		d.q = x.insertRows[t.stageRows]
+	default:
+		d.q, d.guard = x.insertRows[t.stageRows], guardDup
+	}
+	t.deferred = append(t.deferred, d)
 	t.dropUpserts()
 }
 
 // flushStaged writes the deferred statements, then the staged upserts,
 // in the order the Tx made them: one statement each. Any failure aborts
-// the Tx (none of them can fail on a constraint, so it is the engine's
-// or the context's), which then writes nothing (TX-6); a commit's log
-// colliding on its seq is a lost race (CodeWriteConflict, TX-9). Ahead
-// of Commit the first of them takes the TX-8 savepoint (t.exec). The
-// caller holds the Tx's lock (t.state).
+// the Tx, which then writes nothing (TX-6): the engine's or the
+// context's; a commit's log colliding on its seq, a lost race
+// (CodeWriteConflict, TX-9); a guarded write whose guard did not hold
+// (CodeWriteConflict, or CodeConstraintViolation for a collision that may
+// be on a unique declared index: GW-2). Ahead of Commit the first of them
+// takes the TX-8 savepoint (t.exec). The caller holds the Tx's lock
+// (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
 	if len(t.deferred) == 0 && t.stageRows == 0 {
 		return nil
 	}
+	t.deferStaged() // after every deferred statement (deferStmt)
 	var err error
 	for _, d := range t.deferred {
-		if _, err = t.exec(ctx, d.q, d.args...); err != nil {
+		var res sql.Result
+		if res, err = t.exec(ctx, d.q, d.args...); err != nil {
 			if d.log && driver.CodeOf(err) == driver.CodeConstraintViolation {
 				// The seq this Tx reserved is taken: impossible on one
 				// server (the partition row's lock serializes Begin), but
@@ -122,17 +173,40 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 				err = driver.Errorf(driver.CodeWriteConflict,
 					"mysql: append commit: another node committed this partition's next seq first; nothing was written (TX-9)")
 			}
+			if driver.CodeOf(err) == driver.CodeConstraintViolation {
+				// Only a guarded write can collide here (the others are
+				// upserts on the primary key, or the log's, mapped above).
+				if d.guard == guardDup {
+					err = errGuard("a row or push result under the key exists")
+				}
+				t.guardErr = err // Commit reports it (GW-2)
+			}
 			break
 		}
-	}
-	if err == nil && t.stageRows > 0 { // after every deferred statement (deferStmt)
-		_, err = t.exec(ctx, t.stageTable.upsertRows[t.stageRows], t.stageArgs...)
+		if d.guard == guardMatch {
+			n, rerr := res.RowsAffected()
+			if rerr != nil {
+				err = t.c.mapErr(ctx, rerr, "mysql: guarded upsert row")
+				break
+			}
+			if n != 1 {
+				err = errGuard("the row is missing, at another version or in other scopes")
+				t.guardErr = err // Commit reports it (GW-2)
+				break
+			}
+		}
 	}
 	t.dropStaged()
 	if err != nil {
 		t.state.Abort()
 	}
 	return err
+}
+
+// errGuard is the error of a guarded write whose guard did not hold
+// (GW-2): the Tx is aborted and writes nothing.
+func errGuard(why string) error {
+	return driver.Errorf(driver.CodeWriteConflict, "mysql: guarded write: %s; nothing of the transaction is written (GW-2)", why)
 }
 
 // dropStaged forgets the staged upserts and the deferred statements (the
@@ -145,7 +219,7 @@ func (t *Tx) dropStaged() {
 
 // dropUpserts forgets the staged upserts.
 func (t *Tx) dropUpserts() {
-	t.stageTable, t.stageRows, t.stageBytes = nil, 0, 0
+	t.stageTable, t.stageGuarded, t.stageRows, t.stageBytes = nil, false, 0, 0
 	clear(t.stageArgs) // no references kept to the rows' values
 	t.stageArgs = t.stageArgs[:0]
 }

@@ -45,12 +45,19 @@ type Tx struct {
 	// written as one multi-row statement before any other operation of
 	// the Tx that reaches the engine runs, or at Commit.
 	stageTable *table
-	stageArgs  []any // x.insertArgs of each row
-	stageRows  int
-	stageBytes int // argBytes of stageArgs
+	// stageGuarded: the staged rows are guarded creates (GW-1), written
+	// by a plain INSERT (stage).
+	stageGuarded bool
+	stageArgs    []any // x.insertArgs of each row
+	stageRows    int
+	stageBytes   int // argBytes of stageArgs
 	// deferred: writes kept for later (stage.go), written before the
 	// staged upserts, which came after them.
 	deferred []deferredStmt
+	// guardErr: the failure of a kept write that aborted the Tx on a
+	// guard or a constraint (flushStaged), which Commit reports even when
+	// another operation sent the write (GW-2).
+	guardErr error
 	// saved: the TX-8 savepoint is taken (savepointFirst); finishing:
 	// Commit or CommitRejected runs, and needs none.
 	saved, finishing bool
@@ -203,7 +210,7 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 			return err
 		}
 		if x.upsert != "" && !x.nullInRequired(args) {
-			return t.stage(ctx, x, args, size)
+			return t.stage(ctx, x, args, size, false)
 		}
 		if err := t.flushStaged(ctx); err != nil {
 			return err
@@ -368,7 +375,7 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // answers to COMMIT, and every error before it, means nothing was
 // written. The Tx is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
-	return t.finish(ctx, func() error {
+	err := t.finish(ctx, func() error {
 		if err := t.flushStaged(ctx); err != nil {
 			return err
 		}
@@ -379,6 +386,13 @@ func (t *Tx) Commit(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil && t.guardErr != nil && driver.CodeOf(err) == driver.CodeUnavailable {
+		// A kept guarded write failed under an earlier operation, which
+		// aborted the Tx (ErrAborted): nothing was written, for that
+		// reason (GW-2).
+		return t.guardErr
+	}
+	return err
 }
 
 // finish ends the Tx once: it runs prepare (the statements before

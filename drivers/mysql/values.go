@@ -109,6 +109,17 @@ func (x *table) updateArgs(ins []any) []any {
 	return append(args, ins[0], id)
 }
 
+// guardedUpdateArgs returns the arguments of x.guardedUpdate from
+// insertArgs' result: updateArgs', the base version, then the scope
+// columns' new values (the guard that the row's scopes do not change).
+func (x *table) guardedUpdateArgs(ins []any, base int64) []any {
+	args := append(x.updateArgs(ins), base)
+	for _, i := range x.guardCols {
+		args = append(args, ins[i])
+	}
+	return args
+}
+
 // scanDest returns destinations for (*sql.Rows).Scan of x.sel.
 func (x *table) scanDest() []any {
 	return sqlrows.AnyDest(2 + len(x.def.Columns))
