@@ -87,7 +87,7 @@ func gwHold(t T, h Harness) {
 func gwFail(t T, h Harness) {
 	conn := openStore(t, h)
 	ctx := t.Context()
-	push(t, conn, "p1", tTodos, gwVersion(todo("t1", "p7", "o1"), 2))
+	push(t, conn, "p1", tTodos, gwVersion(todo("t1", "p7", "o1"), 2), gwVersion(todo("t5", "p7", "o1"), 2))
 	push(t, conn, "p1", tUsers, user("u1", "o1", "a@x"))
 	moved := gwVersion(todo("t1", "p1", "o1"), 3) // t1 into another project
 	cases := []struct {
@@ -95,14 +95,21 @@ func gwFail(t T, h Harness) {
 		table string
 		row   driver.Row
 		base  int64
+		// held and after: guarded updates that hold, made just before
+		// and after row's (a driver may check adjacent updates together).
+		held, after []driver.Row
 	}{
-		{"a create over a stored row", tTodos, todo("t1", "p7", "o1"), 0},
-		{"an update of a missing row", tTodos, gwVersion(todo("t-missing", "p7", "o1"), 2), 1},
-		{"an update at an older version", tTodos, gwVersion(todo("t1", "p7", "o1"), 2), 1},
-		{"an update at a newer version", tTodos, gwVersion(todo("t1", "p7", "o1"), 4), 3},
-		{"an update into other scopes", tTodos, moved, 2},
-		{"a create that collides on a unique index", tUsers, user("u2", "o1", "a@x"), 0},
-		{"a create over a row the Tx wrote", tTodos, todo("t9", "p7", "o1"), 0},
+		{"a create over a stored row", tTodos, todo("t1", "p7", "o1"), 0, nil, nil},
+		{"an update of a missing row", tTodos, gwVersion(todo("t-missing", "p7", "o1"), 2), 1, nil, nil},
+		{"an update at an older version", tTodos, gwVersion(todo("t1", "p7", "o1"), 2), 1, nil, nil},
+		{"an update at a newer version", tTodos, gwVersion(todo("t1", "p7", "o1"), 4), 3, nil, nil},
+		{"an update into other scopes", tTodos, moved, 2, nil, nil},
+		{"a create that collides on a unique index", tUsers, user("u2", "o1", "a@x"), 0, nil, nil},
+		{"a create over a row the Tx wrote", tTodos, todo("t9", "p7", "o1"), 0, nil, nil},
+		{"a stale update after one that holds", tTodos, gwVersion(todo("t5", "p7", "o1"), 2), 1,
+			[]driver.Row{gwVersion(todo("t1", "p7", "o1"), 3)}, nil},
+		{"a stale update before one that holds", tTodos, gwVersion(todo("t1", "p7", "o1"), 2), 1,
+			nil, []driver.Row{gwVersion(todo("t5", "p7", "o1"), 3)}},
 	}
 	for i, c := range cases {
 		before := pushStateOf(t, conn, "p1")
@@ -111,8 +118,18 @@ func gwFail(t T, h Harness) {
 		// Unguarded writes before and after the guarded one, in the
 		// order a push makes them.
 		err := tx.UpsertRow(ctx, tTodos, todo("t9", "p7", "o1"))
+		for _, r := range c.held {
+			if err == nil {
+				err = tx.UpsertRowGuarded(ctx, tTodos, r, r.ServerVersion-1)
+			}
+		}
 		if err == nil {
 			err = tx.UpsertRowGuarded(ctx, c.table, c.row, c.base)
+		}
+		for _, r := range c.after {
+			if err == nil {
+				err = tx.UpsertRowGuarded(ctx, tTodos, r, r.ServerVersion-1)
+			}
 		}
 		if err == nil {
 			err = tx.UpsertRow(ctx, tTodos, todo("t8", "p7", "o1"))

@@ -23,7 +23,10 @@ import (
 //   - an update (base > 0) is an UPDATE … WHERE the key, the version is
 //     base and the scope columns hold the new values (<=>): the
 //     connection counts matched rows (ClientFoundRows), and one not
-//     matched fails the Tx. One statement per row;
+//     matched fails the Tx. Adjacent updates of one table go out as two
+//     statements, whatever their number: a guard UPDATE that sets
+//     nothing new and must match every one of them (guardTouch), then
+//     the multi-row upsert (stage.go, guardedRun);
 //   - the push result is a plain INSERT (no ON DUPLICATE KEY): 1062 when
 //     a result is stored or staged under the key.
 //
@@ -74,14 +77,18 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 				return err
 			}
 			cloneBytes(args)
-			t.deferGuarded(deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(args, base), guard: guardMatch})
+			if x.upsertRows == nil { // a unique declared index: no multi-row upsert
+				t.deferGuarded(deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(args, base), guard: guardMatch, want: 1})
+				return nil
+			}
+			t.gatherGuarded(x, args, size, base)
 			return nil
 		}
 		// Sent at once, after the kept writes: the engine refuses the
 		// NULL, and the error belongs to this call.
 		d := deferredStmt{q: x.insert, args: args}
 		if base > 0 {
-			d = deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(args, base), guard: guardMatch}
+			d = deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(args, base), guard: guardMatch, want: 1}
 		} else if !x.unique {
 			d.guard = guardDup
 		}

@@ -53,8 +53,11 @@ type table struct {
 	// the rows it matched.
 	guardedUpdate string
 	// guardCols are the positions in insertArgs of the scope columns, each
-	// once, in guardedUpdate's order.
+	// once, in guardedUpdate's order; pkArg the primary key's.
 	guardCols []int
+	pkArg     int
+	// touchHead and touchRow frame guardTouch.
+	touchHead, touchRow string
 	// unique: the table has a declared unique index, so a 1062 may be a
 	// collision on it rather than on the primary key.
 	unique bool
@@ -99,6 +102,19 @@ func newTable(t driver.Table) *table {
 		}
 	}
 	x.guardedUpdate = guard
+	// guardTouch: a guard over several rows that writes nothing new.
+	x.touchHead = "UPDATE " + q + " SET " + quoteIdent(versionColumn) + " = " + quoteIdent(versionColumn) +
+		" WHERE " + quoteIdent(partitionColumn) + " = ? AND ("
+	x.touchRow = "(" + pk + " = ? AND " + quoteIdent(versionColumn) + " = ?"
+	for _, i := range x.guardCols {
+		x.touchRow += " AND " + quoteIdent(t.Columns[i-3].Name) + " <=> ?"
+	}
+	x.touchRow += ")"
+	for i, c := range t.Columns {
+		if c.Name == t.PrimaryKey {
+			x.pkArg = 3 + i
+		}
+	}
 	unique := false
 	for _, ix := range t.Indexes {
 		unique = unique || ix.Unique
@@ -275,4 +291,22 @@ func checkKeyLengths(t driver.Table) error {
 		}
 	}
 	return nil
+}
+
+// guardTouch is the guard of n guarded updates of x (closeGuardedRun):
+// it matches each row at its key, its base version and its new scope
+// values, and sets nothing new, so the rows it matched (ClientFoundRows)
+// must be n (GW-1). Arguments: the partition, then per row its id, its
+// base version and its guardCols values.
+func (x *table) guardTouch(n int) string {
+	var b strings.Builder
+	b.WriteString(x.touchHead)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString(x.touchRow)
+	}
+	b.WriteString(")")
+	return b.String()
 }

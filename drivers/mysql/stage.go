@@ -48,6 +48,7 @@ func (t *Tx) stage(ctx context.Context, x *table, args []any, size int, guarded 
 	if err := t.live(ctx, "mysql: upsert row"); err != nil {
 		return err
 	}
+	t.closeGuardedRun()
 	if t.stageRows > 0 && (t.stageTable != x || t.stageGuarded != guarded || t.stageRows == x.maxRows ||
 		t.stageBytes+size > t.c.stmtBytes) {
 		t.deferStaged()
@@ -92,8 +93,10 @@ type deferredStmt struct {
 	// log: a statement of a commit's log, whose constraint violation
 	// means the reserved seq was taken (AppendCommit).
 	log bool
-	// guard: a guarded write (GW-1, GW-3) and how its failure shows.
+	// guard: a guarded write (GW-1, GW-3) and how its failure shows;
+	// want: the rows a guardMatch statement must match.
 	guard guardKind
+	want  int64
 }
 
 // guardKind is how a deferred guarded write reports that its guard did
@@ -106,9 +109,9 @@ const (
 	// failed (a row or a result exists): CodeWriteConflict. Used only
 	// where the primary key is the only unique key.
 	guardDup
-	// guardMatch: an UPDATE that must match exactly one row (ClientFoundRows
-	// counts matched rows): 0 means the row is missing, at another version
-	// or in other scopes — CodeWriteConflict.
+	// guardMatch: an UPDATE that must match exactly want rows
+	// (ClientFoundRows counts matched rows): fewer means a row is
+	// missing, at another version or in other scopes — CodeWriteConflict.
 	guardMatch
 )
 
@@ -125,8 +128,75 @@ func (t *Tx) deferGuarded(d deferredStmt) {
 	t.deferred = append(t.deferred, d)
 }
 
-// deferStaged turns the staged upserts into a deferred statement.
+// guardedRun is guarded updates (GW-1) of one table without a unique
+// declared index, gathered in order, of distinct ids: one goes out as the
+// table's guardedUpdate, several as two statements — a guard that matches
+// them all (guardTouch) and the multi-row upsert that writes them — where
+// one UPDATE each would cost a round trip each (closeGuardedRun).
+type guardedRun struct {
+	x     *table
+	rows  [][]any // x.insertArgs of each row
+	bases []int64
+	bytes int
+	ids   map[any]struct{}
+}
+
+// gatherGuarded adds the guarded update of a row of x (args: its
+// insertArgs, size: their argBytes) to the run, after the staged upserts
+// (deferred first, so the order of the Tx's writes is kept); a run of
+// another table, full, or holding the id already is closed first. The
+// caller holds the Tx's lock.
+func (t *Tx) gatherGuarded(x *table, args []any, size int, base int64) {
+	r := &t.grun
+	id := args[x.pkArg]
+	if len(r.rows) > 0 {
+		_, dup := r.ids[id]
+		if r.x != x || dup || len(r.rows) == x.maxRows || r.bytes+size > t.c.stmtBytes {
+			t.closeGuardedRun()
+		}
+	}
+	if t.stageRows > 0 {
+		t.deferStaged() // the run is empty: upserts and a run are never open together
+	}
+	if len(r.rows) == 0 {
+		*r = guardedRun{x: x, ids: map[any]struct{}{}}
+	}
+	r.rows, r.bases = append(r.rows, args), append(r.bases, base)
+	r.bytes += size
+	r.ids[id] = struct{}{}
+}
+
+// closeGuardedRun turns the gathered guarded updates into deferred
+// statements (see guardedRun).
+func (t *Tx) closeGuardedRun() {
+	r := &t.grun
+	if len(r.rows) == 0 {
+		return
+	}
+	x, n := r.x, len(r.rows)
+	if n == 1 {
+		t.deferred = append(t.deferred, deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(r.rows[0], r.bases[0]),
+			guard: guardMatch, want: 1})
+	} else {
+		guard := []any{r.rows[0][0]} // the partition
+		var rows []any
+		for i, row := range r.rows {
+			guard = append(guard, row[x.pkArg], r.bases[i])
+			for _, c := range x.guardCols {
+				guard = append(guard, row[c])
+			}
+			rows = append(rows, row...)
+		}
+		t.deferred = append(t.deferred, deferredStmt{q: x.guardTouch(n), args: guard, guard: guardMatch, want: int64(n)},
+			deferredStmt{q: x.upsertRows[n], args: rows})
+	}
+	*r = guardedRun{}
+}
+
+// deferStaged turns the gathered guarded updates, or the staged upserts,
+// into deferred statements.
 func (t *Tx) deferStaged() {
+	t.closeGuardedRun()
 	if t.stageRows == 0 {
 		return
 	}
@@ -154,7 +224,7 @@ func (t *Tx) deferStaged() {
 // takes the TX-8 savepoint (t.exec). The caller holds the Tx's lock
 // (t.state).
 func (t *Tx) flushStaged(ctx context.Context) error {
-	if len(t.deferred) == 0 && t.stageRows == 0 {
+	if len(t.deferred) == 0 && t.stageRows == 0 && len(t.grun.rows) == 0 {
 		return nil
 	}
 	t.deferStaged() // after every deferred statement (deferStmt)
@@ -189,7 +259,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 				err = t.c.mapErr(ctx, rerr, "mysql: guarded upsert row")
 				break
 			}
-			if n != 1 {
+			if n != d.want {
 				err = errGuard("the row is missing, at another version or in other scopes")
 				t.guardErr = err // Commit reports it (GW-2)
 				break
@@ -213,6 +283,7 @@ func errGuard(why string) error {
 // Tx discards them).
 func (t *Tx) dropStaged() {
 	t.dropUpserts()
+	t.grun = guardedRun{}
 	clear(t.deferred) // no references kept to the rows' values
 	t.deferred = t.deferred[:0]
 }

@@ -51,6 +51,9 @@ type Tx struct {
 	stageArgs    []any // x.insertArgs of each row
 	stageRows    int
 	stageBytes   int // argBytes of stageArgs
+	// grun: guarded updates gathered (stage.go), open only while no
+	// upserts are staged.
+	grun guardedRun
 	// deferred: writes kept for later (stage.go), written before the
 	// staged upserts, which came after them.
 	deferred []deferredStmt
