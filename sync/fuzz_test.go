@@ -109,7 +109,8 @@ var identOracle = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // line of defence must never reject what sync admits).
 func FuzzIdentifier(f *testing.F) {
 	for _, s := range []string{"todos", "_x", "a1", "1a", "", "sync_x", "SYNC_x", "_sync", "_Sync_meta", "a-b", "é", "a\x00",
-		`a"b`, strings.Repeat("a", 63), strings.Repeat("a", 64), "pk", "PK"} {
+		`a"b`, strings.Repeat("a", 63), strings.Repeat("a", 64), "pk", "PK",
+		"json_each", "JSON_TREE", "sqlite_x", "_CF_x", "pg_x", "Pragma_x", "primary", "json_eachx", "sqlitex", "pgx"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -118,6 +119,13 @@ func FuzzIdentifier(f *testing.F) {
 		for pos, s := range identSchemas(id) {
 			// "pk" and "p" are the other identifiers of the table; a clash is a duplicate.
 			want := valid && !(pos == "column" && lower == "pk") && !(pos == "variable" && lower == "p")
+			// Table and index names an engine reserves (SCH-2).
+			if pos == "table" || pos == "index" {
+				for _, p := range []string{"sqlite_", "_cf_", "pg_", "pragma_"} {
+					want = want && !strings.HasPrefix(lower, p)
+				}
+				want = want && !(pos == "table" && (lower == "json_each" || lower == "json_tree")) && !(pos == "index" && lower == "primary")
+			}
 			_, err := CompileSchema(s)
 			if (err == nil) != want {
 				t.Fatalf("%s %q: CompileSchema error %v, want accepted=%v (SCH-2)", pos, id, err, want)

@@ -15,6 +15,33 @@ const MaxIdentifierBytes = 63
 // compared case-insensitively.
 var reservedIdentifierPrefixes = []string{"sync_", "_sync"}
 
+// engineReservedPrefixes are table and index name prefixes that one of the
+// supported engines refuses, or resolves to an object of its own, so a
+// schema using one would work on some drivers and not on others (SCH-2
+// promises a schema valid on one driver is valid on all). Compared
+// case-insensitively; each carries why, for the error message.
+var engineReservedPrefixes = []struct{ prefix, why string }{
+	{"sqlite_", "SQLite refuses object names starting with sqlite_ (reserved for internal use)"},
+	{"_cf_", "Cloudflare D1 refuses names starting with _cf_ (its own tables)"},
+	{"pg_", "PostgreSQL resolves names starting with pg_ to its system catalog first"},
+	{"pragma_", "SQLite names its pragma table-valued functions pragma_…, which a table of that name shadows"},
+}
+
+// engineReservedTableNames are the names of SQLite's table-valued
+// functions the bundled drivers' SQL calls: a table of that name shadows
+// the function, and every statement that calls it fails ("'json_each' is
+// not a function"). Lower case; compared case-insensitively.
+var engineReservedTableNames = map[string]string{
+	"json_each": "SQLite's table-valued function json_each, which the drivers' SQL calls, would be shadowed by a table of that name",
+	"json_tree": "SQLite's table-valued function json_tree, which authoritative queries may call, would be shadowed by a table of that name",
+}
+
+// engineReservedIndexNames are index names an engine refuses. Lower case;
+// compared case-insensitively.
+var engineReservedIndexNames = map[string]string{
+	"primary": "MySQL refuses an index named PRIMARY (the name of every table's primary key)",
+}
+
 // CompileSchema checks s against SCH-1 and SCH-2 and returns a deep copy
 // of it, so later changes to s's slices never reach a Store. Rules:
 //
@@ -22,6 +49,9 @@ var reservedIdentifierPrefixes = []string{"sync_", "_sync"}
 //   - Identifiers (tables, columns, indexes, scope variables): an ASCII
 //     letter or '_' first, then ASCII letters, digits or '_', at most 63
 //     bytes, not starting with "sync_" or "_sync" in any case.
+//   - Table and index names are not engine-reserved, in any case: not
+//     starting with "sqlite_", "_cf_", "pg_" or "pragma_"; no table named
+//     "json_each" or "json_tree"; no index named "primary".
 //   - Table names are unique in the schema; column, index and scope
 //     variable names are unique in their table. Uniqueness ignores ASCII
 //     case, since several engines fold identifiers.
@@ -40,6 +70,9 @@ func CompileSchema(s Schema) (Schema, error) {
 	tables := map[string]bool{}
 	for ti, t := range s.Tables {
 		if err := checkIdentifier(fmt.Sprintf("table #%d name", ti), t.Name); err != nil {
+			return Schema{}, err
+		}
+		if err := checkEngineReserved(fmt.Sprintf("table #%d name", ti), t.Name, engineReservedTableNames); err != nil {
 			return Schema{}, err
 		}
 		key := strings.ToLower(t.Name)
@@ -102,6 +135,9 @@ func compileTable(t Table) error {
 		if err := checkIdentifier(fmt.Sprintf("table %q: index name", t.Name), ix.Name); err != nil {
 			return err
 		}
+		if err := checkEngineReserved(fmt.Sprintf("table %q: index name", t.Name), ix.Name, engineReservedIndexNames); err != nil {
+			return err
+		}
 		if indexes[strings.ToLower(ix.Name)] {
 			return schemaErr("table %q: index %q is declared twice", t.Name, ix.Name)
 		}
@@ -157,6 +193,22 @@ func checkIdentifier(what, id string) error {
 	for _, p := range reservedIdentifierPrefixes {
 		if strings.HasPrefix(lower, p) {
 			return schemaErr("%s %q uses the reserved prefix %q", what, id, p)
+		}
+	}
+	return nil
+}
+
+// checkEngineReserved refuses a table or index name (id, which has passed
+// checkIdentifier) that an engine reserves: one of names (lower case) or
+// a name starting with one of engineReservedPrefixes, in any case.
+func checkEngineReserved(what, id string, names map[string]string) error {
+	lower := strings.ToLower(id)
+	if why, ok := names[lower]; ok {
+		return schemaErr("%s %q is engine-reserved: %s", what, id, why)
+	}
+	for _, p := range engineReservedPrefixes {
+		if strings.HasPrefix(lower, p.prefix) {
+			return schemaErr("%s %q uses the engine-reserved prefix %q: %s", what, id, p.prefix, p.why)
 		}
 	}
 	return nil

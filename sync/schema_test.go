@@ -67,6 +67,16 @@ func TestCompileSchemaRejects(t *testing.T) {
 		{"table prefix _sync", rename("_sync")},
 		{"table prefix _sync_", rename("_sync_notes")},
 		{"table prefix _SYNCx", rename("_SYNCx")},
+		{"table named json_each", rename("json_each")},
+		{"table named JSON_Each", rename("JSON_Each")},
+		{"table named json_tree", rename("json_tree")},
+		{"table prefix sqlite_", rename("sqlite_notes")},
+		{"table prefix SQLite_", rename("SQLite_stat1")},
+		{"table prefix _cf_", rename("_cf_KV")},
+		{"table prefix _CF_", rename("_CF_notes")},
+		{"table prefix pg_", rename("pg_class")},
+		{"table prefix PG_", rename("PG_notes")},
+		{"table prefix pragma_", rename("pragma_page_count")},
 		{"duplicate table", editSchema(func(s *driver.Schema, t *driver.Table) { s.Tables = append(s.Tables, *t) })},
 		{"duplicate table other case", editSchema(func(s *driver.Schema, t *driver.Table) {
 			u := *t
@@ -103,6 +113,12 @@ func TestCompileSchemaRejects(t *testing.T) {
 		{"index 64 bytes", index(driver.Index{Name: long, Columns: []string{"body"}})},
 		{"index prefix sync_", index(driver.Index{Name: "sync_ix", Columns: []string{"body"}})},
 		{"index prefix _SYNC", index(driver.Index{Name: "_SYNC_ix", Columns: []string{"body"}})},
+		{"index prefix sqlite_", index(driver.Index{Name: "sqlite_ix", Columns: []string{"body"}})},
+		{"index prefix _CF_", index(driver.Index{Name: "_CF_ix", Columns: []string{"body"}})},
+		{"index prefix pg_", index(driver.Index{Name: "pg_ix", Columns: []string{"body"}})},
+		{"index prefix Pragma_", index(driver.Index{Name: "Pragma_ix", Columns: []string{"body"}})},
+		{"index named primary", index(driver.Index{Name: "primary", Columns: []string{"body"}})},
+		{"index named PRIMARY", index(driver.Index{Name: "PRIMARY", Columns: []string{"body"}})},
 		{"empty index", index(driver.Index{Name: "by_nothing"})},
 		{"empty index non-nil", index(driver.Index{Name: "by_nothing", Columns: []string{}})},
 		{"index on unknown column", index(driver.Index{Name: "by_nope", Columns: []string{"nope"}})},
@@ -135,12 +151,27 @@ func TestCompileSchemaAcceptsEdges(t *testing.T) {
 			driver.Column{Name: "x_sync_", Type: driver.TypeFloat, Nullable: true},
 			driver.Column{Name: "_sy", Type: driver.TypeBoolean},
 			driver.Column{Name: "Z9", Type: driver.TypeString},
+			// Engine-reserved names are reserved for tables and indexes
+			// only: no engine refuses them as columns or variables.
+			driver.Column{Name: "json_each", Type: driver.TypeString, Nullable: true},
+			driver.Column{Name: "sqlite_x", Type: driver.TypeString, Nullable: true},
+			driver.Column{Name: "_cf_x", Type: driver.TypeString, Nullable: true},
+			driver.Column{Name: "pg_x", Type: driver.TypeString, Nullable: true},
+			driver.Column{Name: "primary", Type: driver.TypeString, Nullable: true},
 		)
-		t.Scopes = append(t.Scopes, driver.Scope{Variable: "_", Column: "Z9"}, driver.Scope{Variable: "again", Column: "proj"})
-		t.Indexes = append(t.Indexes, driver.Index{Name: "u", Columns: []string{"Z9"}, Unique: true})
+		t.Scopes = append(t.Scopes, driver.Scope{Variable: "_", Column: "Z9"}, driver.Scope{Variable: "again", Column: "proj"},
+			driver.Scope{Variable: "sqlite_v", Column: "Z9"}, driver.Scope{Variable: "pragma_v", Column: "proj"})
+		t.Indexes = append(t.Indexes, driver.Index{Name: "u", Columns: []string{"Z9"}, Unique: true},
+			driver.Index{Name: "json_each", Columns: []string{"json_each"}}, driver.Index{Name: "primary_key", Columns: []string{"primary"}},
+			driver.Index{Name: "sqlite", Columns: []string{"sqlite_x"}})
 		u := testSchema().Tables[0]
 		u.Name = "other"
 		s.Tables = append(s.Tables, u) // same index name in another table (SCH-9)
+		for _, name := range []string{"json_eachx", "json", "sqlite", "pgx", "pragma", "primary", "_cfx"} {
+			v := testSchema().Tables[0]
+			v.Name = name
+			s.Tables = append(s.Tables, v)
+		}
 		s.Version = 7
 	})
 	got, err := CompileSchema(s)
@@ -181,5 +212,35 @@ func TestScopesOf(t *testing.T) {
 	got = ScopesOf(tb, driver.Values{"proj": int64(1)})
 	if got == nil || len(got) != 0 {
 		t.Errorf("ScopesOf(non-string, missing) = %#v; want an empty, non-nil map", got)
+	}
+}
+
+// An engine-reserved name is refused with a message that names the rule,
+// the identifier, and why an engine reserves it.
+func TestCompileSchemaEngineReservedMessage(t *testing.T) {
+	for _, c := range []struct {
+		table, index string
+		want         []string
+	}{
+		{"json_each", "", []string{`"json_each"`, "engine-reserved", "json_each", "SCH-2"}},
+		{"SQLite_x", "", []string{`"SQLite_x"`, `engine-reserved prefix "sqlite_"`, "SQLite", "SCH-2"}},
+		{"_cf_KV", "", []string{`"_cf_KV"`, `engine-reserved prefix "_cf_"`, "D1", "SCH-2"}},
+		{"notes", "PRIMARY", []string{`index name "PRIMARY"`, "engine-reserved", "MySQL", "SCH-2"}},
+	} {
+		s := editSchema(func(_ *driver.Schema, t *driver.Table) {
+			t.Name = c.table
+			if c.index != "" {
+				t.Indexes = append(t.Indexes, driver.Index{Name: c.index, Columns: []string{"body"}})
+			}
+		})
+		_, err := CompileSchema(s)
+		if driver.CodeOf(err) != driver.CodeSchemaInvalid {
+			t.Fatalf("CompileSchema(table %q, index %q) = %v; want %s", c.table, c.index, err, driver.CodeSchemaInvalid)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("message %q does not contain %q", err, w)
+			}
+		}
 	}
 }
