@@ -78,7 +78,7 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 		batch := got[len(got)-1]
 		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st("insert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
 			st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-		wantSQL[1] = `INSERT INTO "` + conformance.BenchTable + `" `
+		wantSQL[1] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 		if diff := cmp.Diff(wantSQL, sqlHeads(batch)); diff != "" {
 			t.Fatalf("push %d: the commit batch (-want +got):\n%s", i, diff)
 		}
@@ -112,7 +112,7 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 	x := mustTable(t, c, conformance.BenchTable)
 	wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(d1sql.D1RowGuard(x)), st("upsert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
 		st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-	wantSQL[2] = `INSERT INTO "` + conformance.BenchTable + `" `
+	wantSQL[2] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 	if diff := cmp.Diff(wantSQL, sqlHeads(got[0])); diff != "" {
 		t.Fatalf("updates: the commit batch (-want +got):\n%s", diff)
 	}
