@@ -81,7 +81,8 @@ func gwHold(t T, h Harness) {
 
 // Catches: a guard that does not hold but lets the Tx commit (a create
 // over a row, an update of a missing row or at another version, or into
-// other scopes, logged as if nothing moved); a failed guard that keeps
+// other scopes — alone or among updates that hold, in either scope —
+// logged as if nothing moved); a failed guard that keeps
 // the Tx's other writes, its commit or its seq; a failure reported with
 // another code; a partition left unusable.
 func gwFail(t T, h Harness) {
@@ -109,6 +110,13 @@ func gwFail(t T, h Harness) {
 		{"a stale update after one that holds", tTodos, gwVersion(todo("t5", "p7", "o1"), 2), 1,
 			[]driver.Row{gwVersion(todo("t1", "p7", "o1"), 3)}, nil},
 		{"a stale update before one that holds", tTodos, gwVersion(todo("t1", "p7", "o1"), 2), 1,
+			nil, []driver.Row{gwVersion(todo("t5", "p7", "o1"), 3)}},
+		// A scope move among updates that hold, of either scope: a driver
+		// that guards adjacent updates together must check each one's
+		// scopes too.
+		{"an update into other scopes after one that holds", tTodos, gwVersion(todo("t5", "p1", "o1"), 3), 2,
+			[]driver.Row{gwVersion(todo("t1", "p7", "o1"), 3)}, nil},
+		{"an update to another owner before one that holds", tTodos, gwVersion(todo("t1", "p7", "o2"), 3), 2,
 			nil, []driver.Row{gwVersion(todo("t5", "p7", "o1"), 3)}},
 	}
 	for i, c := range cases {
