@@ -25,11 +25,7 @@ var (
 // BeginGuarded is Begin (driver.GuardedBeginner): it sends nothing when
 // the Conn knows the partition's stamp and max seq.
 func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.GuardedTx, error) {
-	tx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return nil, err
-	}
-	return tx.(*Tx), nil
+	return txstate.Guarded(c.Begin(ctx, partition))
 }
 
 // UpsertRowGuarded stages UpsertRow(table, row) on the guard that the row

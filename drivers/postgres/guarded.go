@@ -14,11 +14,7 @@ import (
 // pipeline, one round trip, where a push that reads first takes two
 // (PUSH-9).
 func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.GuardedTx, error) {
-	tx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return nil, err
-	}
-	return tx.(*Tx), nil
+	return txstate.Guarded(c.Begin(ctx, partition))
 }
 
 // UpsertRowGuarded is UpsertRow on the guard that the row is at version
@@ -31,11 +27,7 @@ func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.Guard
 // Tx is written (GW-2); a unique declared index fails it the same way.
 func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row, base int64) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.state.Table(table)
-		if err != nil {
-			return err
-		}
-		args, err := x.upsertArgs(t.partition, row)
+		x, args, err := t.rowArgs(table, row)
 		if err != nil {
 			return err
 		}

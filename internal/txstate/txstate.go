@@ -225,3 +225,12 @@ func (s *State) HandOut(target any, tx *sql.Tx, closed func() bool, prepare func
 	*p = tx
 	return true
 }
+
+// Guarded is a driver's BeginGuarded made of its Begin, whose Txs are
+// driver.GuardedTxs: it returns Begin's Tx as one, or Begin's error.
+func Guarded(tx driver.Tx, err error) (driver.GuardedTx, error) {
+	if err != nil {
+		return nil, err
+	}
+	return tx.(driver.GuardedTx), nil
+}
