@@ -474,11 +474,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // the Tx stays usable (SCH-10, TX-8). Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(ctx, func() error {
-		x, err := t.c.state.Table(table)
-		if err != nil {
-			return err
-		}
-		args, err := x.upsertArgs(t.partition, row)
+		x, args, err := t.rowArgs(table, row)
 		if err != nil {
 			return err
 		}
@@ -499,6 +495,17 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		}
 		return err
 	})
+}
+
+// rowArgs returns the table of a row's write and its upsertArgs.
+// Errors: CodeUnknownTable, those of upsertArgs.
+func (t *Tx) rowArgs(name string, row driver.Row) (*table, []any, error) {
+	x, err := t.c.state.Table(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	args, err := x.upsertArgs(t.partition, row)
+	return x, args, err
 }
 
 // upsertRun is the multi-row write being staged: pending[at] holds n
