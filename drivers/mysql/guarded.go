@@ -41,11 +41,7 @@ var (
 
 // BeginGuarded is Begin (driver.GuardedBeginner).
 func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.GuardedTx, error) {
-	tx, err := c.Begin(ctx, partition)
-	if err != nil {
-		return nil, err
-	}
-	return tx.(*Tx), nil
+	return txstate.Guarded(c.Begin(ctx, partition))
 }
 
 // UpsertRowGuarded is UpsertRow on the guard that the row is at version
@@ -57,15 +53,7 @@ func (c *Conn) BeginGuarded(ctx context.Context, partition string) (driver.Guard
 // and nothing is written (GW-2). Errors: those of UpsertRow.
 func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row, base int64) error {
 	return t.opStaged(ctx, false, func() error {
-		x, err := t.c.state.Table(table)
-		if err != nil {
-			return err
-		}
-		args, err := x.insertArgs(t.partition, row)
-		if err != nil {
-			return err
-		}
-		size, err := t.c.fitsPacket(args, "mysql: upsert row")
+		x, args, size, err := t.rowArgs(table, row)
 		if err != nil {
 			return err
 		}

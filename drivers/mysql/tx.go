@@ -180,6 +180,22 @@ func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 	return res, nil
 }
 
+// rowArgs returns the table of a row's write, its insertArgs and their
+// size in a packet (argBytes). Errors: CodeUnknownTable,
+// CodeInvalidValue (a value over a limit, or over the packet).
+func (t *Tx) rowArgs(name string, row driver.Row) (*table, []any, int, error) {
+	x, err := t.c.state.Table(name)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	args, err := x.insertArgs(t.partition, row)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	size, err := t.c.fitsPacket(args, "mysql: upsert row")
+	return x, args, size, err
+}
+
 // UpsertRow creates or fully replaces the row (ROW-1, ROW-2), replacing
 // only on its primary key (SCH-10).
 //
@@ -200,15 +216,7 @@ func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error
 // docs/mysql.md; nothing staged).
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.opStaged(ctx, false, func() error {
-		x, err := t.c.state.Table(table)
-		if err != nil {
-			return err
-		}
-		args, err := x.insertArgs(t.partition, row)
-		if err != nil {
-			return err
-		}
-		size, err := t.c.fitsPacket(args, "mysql: upsert row")
+		x, args, size, err := t.rowArgs(table, row)
 		if err != nil {
 			return err
 		}
