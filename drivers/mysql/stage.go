@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/txstate"
@@ -201,7 +200,10 @@ func (t *Tx) deferStaged() {
 		return
 	}
 	x := t.stageTable
-	d := deferredStmt{args: slices.Clone(t.stageArgs)}
+	// The statement takes the staged arguments over (no copy on the push
+	// path): the next row staged starts a new slice.
+	d := deferredStmt{args: t.stageArgs}
+	t.stageArgs = nil
 	switch {
 	case !t.stageGuarded:
 		d.q = x.upsertRows[t.stageRows]
