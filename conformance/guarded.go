@@ -149,14 +149,7 @@ func gwFail(t T, h Harness) {
 		if err == nil {
 			err = tx.PutPushResultGuarded(ctx, "c1", fmt.Sprintf("k%d", i), driver.PushResult{Status: driver.PushApplied, RecordedAtMs: 1})
 		}
-		if err == nil {
-			err = tx.Commit(ctx)
-		} else {
-			_ = tx.Rollback(ctx)
-		}
-		if code := driver.CodeOf(err); code != driver.CodeWriteConflict && code != driver.CodeConstraintViolation {
-			t.Errorf("%s: got error %v (code %q), want %q or %q", what, err, code, driver.CodeWriteConflict, driver.CodeConstraintViolation)
-		}
+		gwEnd(t, what, tx, err)
 		expectEqual(t, what+": the partition after", before, pushStateOf(t, conn, "p1"))
 		for _, id := range []string{"t8", "t9", "t-missing", "u2"} {
 			for _, table := range []string{tTodos, tUsers} {
@@ -205,14 +198,7 @@ func gwResult(t T, h Harness) {
 		if err == nil {
 			err = tx.PutPushResultGuarded(ctx, "c1", key, driver.PushResult{Status: driver.PushApplied, CommitSeq: 1, RecordedAtMs: 1})
 		}
-		if err == nil {
-			err = tx.Commit(ctx)
-		} else {
-			_ = tx.Rollback(ctx)
-		}
-		if code := driver.CodeOf(err); code != driver.CodeWriteConflict && code != driver.CodeConstraintViolation {
-			t.Errorf("%s: got error %v (code %q), want %q or %q", what, err, code, driver.CodeWriteConflict, driver.CodeConstraintViolation)
-		}
+		gwEnd(t, what, tx, err)
 		expectEqual(t, what+": the partition after", before, pushStateOf(t, conn, "p1"))
 		got, found, err := conn.GetPushResult(ctx, "p1", "c1", key)
 		must(t, "GetPushResult", err)
@@ -221,5 +207,20 @@ func gwResult(t T, h Harness) {
 		} else {
 			expectEqual(t, what+": the stored result", stored, got)
 		}
+	}
+}
+
+// gwEnd ends tx, whose calls so far ended with err: a Commit when they
+// all succeeded, else a Rollback; then the failed guard must show
+// (GW-2): write_conflict or constraint_violation from a call or Commit.
+func gwEnd(t T, what string, tx driver.Tx, err error) {
+	t.Helper()
+	if err == nil {
+		err = tx.Commit(t.Context())
+	} else {
+		_ = tx.Rollback(t.Context())
+	}
+	if code := driver.CodeOf(err); code != driver.CodeWriteConflict && code != driver.CodeConstraintViolation {
+		t.Errorf("%s: got error %v (code %q), want %q or %q", what, err, code, driver.CodeWriteConflict, driver.CodeConstraintViolation)
 	}
 }
