@@ -52,6 +52,8 @@ func invalidf(format string, args ...any) *Error {
 // of the refused value is written.
 var ErrEncode = errors.New("ssp2: cannot encode")
 
-func encodeErrorf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrEncode}, args...)...)
+func encodeErrorf(format string, args ...any) error { return wrapf(ErrEncode, format, args...) }
+
+func wrapf(base error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{base}, args...)...)
 }

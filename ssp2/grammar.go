@@ -17,12 +17,13 @@ type requestGrammar struct {
 	pull   bool
 }
 
+// step accepts the next frame; a refused frame changes nothing.
 func (g *requestGrammar) step(t FrameType) *Error {
-	g.frames++
-	if g.frames == 1 {
+	if g.frames == 0 {
 		if t != FrameReqHeader {
 			return invalidf("the first frame is %s, not REQ_HEADER", t)
 		}
+		g.frames++
 		return nil
 	}
 	switch t {
@@ -43,6 +44,7 @@ func (g *requestGrammar) step(t FrameType) *Error {
 			return invalidf("SUBSCRIPTION without a PULL_HEADER before it")
 		}
 	}
+	g.frames++
 	return nil
 }
 
@@ -82,16 +84,17 @@ type responseGrammar struct {
 	lastDetail bool
 }
 
+// step accepts the next frame; a refused frame changes nothing.
 func (g *responseGrammar) step(f Frame) *Error {
 	t := f.Type()
-	g.frames++
 	if g.errorSeen {
 		return invalidf("%s after ERROR (only END may follow it)", t)
 	}
-	if g.frames == 1 {
+	if g.frames == 0 {
 		if t != FrameRespHeader {
 			return invalidf("the first frame is %s, not RESP_HEADER", t)
 		}
+		g.frames++
 		return nil
 	}
 	switch t {
@@ -105,6 +108,7 @@ func (g *responseGrammar) step(f Frame) *Error {
 			return invalidf("LEASE not right after RESP_HEADER")
 		}
 		g.lease = true
+		g.frames++
 		return nil
 	case FramePushResult:
 		if g.subSeen {
@@ -174,9 +178,11 @@ func (g *responseGrammar) step(f Frame) *Error {
 	case FrameError:
 		g.errorSeen = true
 	default: // unknown: no ordering constraint
+		g.frames++
 		return nil
 	}
 	g.body = true
+	g.frames++
 	return nil
 }
 

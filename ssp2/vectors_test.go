@@ -179,3 +179,91 @@ func TestVectorsSegments(t *testing.T) {
 		})
 	}
 }
+
+// isClientMessage tells a client→server vector from a server→client one:
+// the client's messages are the ack ("type") and the presence publish (a
+// presence event without kind or error).
+func isClientMessage(t *testing.T, text []byte) bool {
+	t.Helper()
+	var v struct {
+		Type  *string        `json:"type"`
+		Event string         `json:"event"`
+		Data  map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(text, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Type != nil {
+		return true
+	}
+	_, kind := v.Data["kind"]
+	_, isErr := v.Data["error"]
+	return v.Event == "presence" && !kind && !isErr
+}
+
+func TestVectorsRealtime(t *testing.T) {
+	dir, m := loadManifest(t, "realtime")
+	for _, c := range m.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			text := readFile(t, filepath.Join(dir, c.JSON))
+			var again []byte
+			if isClientMessage(t, text) {
+				msg, err := ssp2.ParseClientMessage(text)
+				if err != nil {
+					t.Fatalf("parse: %v", err)
+				}
+				switch msg.Kind {
+				case ssp2.ClientAck:
+					again, err = msg.Ack.AppendJSON(nil)
+				case ssp2.ClientPresence:
+					again, err = msg.Presence.AppendJSON(nil)
+				default:
+					t.Fatalf("parsed as unknown %q", msg.Name)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				ev, err := ssp2.ParseServerEvent(text)
+				if err != nil {
+					t.Fatalf("parse: %v", err)
+				}
+				switch ev.Kind {
+				case ssp2.EventHello:
+					again, err = ev.Hello.AppendJSON(nil)
+				case ssp2.EventSync:
+					again, err = ev.Sync.AppendJSON(nil)
+				case ssp2.EventHeartbeat:
+					again, err = ev.Heartbeat.AppendJSON(nil)
+				case ssp2.EventPresence:
+					again, err = ev.Presence.AppendJSON(nil)
+				case ssp2.EventPresenceError:
+					again, err = ev.PresenceError.AppendJSON(nil)
+				default:
+					t.Fatalf("parsed as unknown event %q", ev.Name)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			jsonEqual(t, c.Name, again, text)
+			if ind := indentLikeVectors(t, again); !bytes.Equal(ind, text) {
+				t.Errorf("re-encoding is deep-equal but not byte-equal to %s:\n%s", c.JSON, ind)
+			}
+		})
+	}
+	for _, c := range m.Invalid {
+		t.Run("invalid/"+c.Name, func(t *testing.T) {
+			text := readFile(t, filepath.Join(dir, c.JSON))
+			var err error
+			if isClientMessage(t, text) {
+				_, err = ssp2.ParseClientMessage(text)
+			} else {
+				_, err = ssp2.ParseServerEvent(text)
+			}
+			if got := ssp2.CodeOf(err); got != ssp2.Code(c.Error) {
+				t.Fatalf("parse error %v: code %q, want %q", err, got, c.Error)
+			}
+		})
+	}
+}
