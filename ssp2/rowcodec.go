@@ -165,7 +165,7 @@ func (c *RowCodec) Len() int { return len(c.cols) }
 // (never its value).
 func (c *RowCodec) Validate(payload []byte) error {
 	r := reader{b: payload, what: "row"}
-	c.read(&r, nil)
+	c.read(&r, nil, false)
 	r.end()
 	if r.err != nil {
 		return r.err
@@ -193,7 +193,7 @@ func (c *RowCodec) Decode(payload []byte) (driver.Values, error) {
 func (c *RowCodec) DecodeValues(dst []any, payload []byte) ([]any, error) {
 	r := reader{b: payload, what: "row"}
 	start := len(dst)
-	dst = c.read(&r, dst)
+	dst = c.read(&r, dst, true)
 	r.end()
 	if r.err != nil {
 		return dst[:start], r.err
@@ -201,9 +201,8 @@ func (c *RowCodec) DecodeValues(dst []any, payload []byte) ([]any, error) {
 	return dst, nil
 }
 
-// read reads one row from r; with dst == nil it only validates.
-func (c *RowCodec) read(r *reader, dst []any) []any {
-	build := dst != nil
+// read reads one row from r, appending its values to dst when build.
+func (c *RowCodec) read(r *reader, dst []any, build bool) []any {
 	bitmap := r.take(c.bitmapLen, "null bitmap")
 	if r.err != nil {
 		return dst

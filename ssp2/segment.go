@@ -355,9 +355,9 @@ func readSegment(b []byte, s *Segment) *Error {
 			}
 			var vals []any
 			if s != nil {
-				vals = codec.read(&br, make([]any, 0, nc))
+				vals = codec.read(&br, make([]any, 0, nc), true)
 			} else {
-				codec.read(&br, nil)
+				codec.read(&br, nil, false)
 			}
 			if br.err != nil {
 				// "rows segment block B: …" → "rows segment block B row I: …"
