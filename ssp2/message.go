@@ -113,6 +113,7 @@ func decode(b []byte, want Kind) (*Message, *Error) {
 		req      requestGrammar
 		resp     responseGrammar
 		grammErr *Error // reported after the frames: frame errors come first
+		names    interner
 	)
 	off := HeaderLen
 	for {
@@ -137,7 +138,7 @@ func decode(b []byte, want Kind) (*Message, *Error) {
 			}
 			break
 		}
-		r := reader{b: b[start : start+int(n)], base: start, frame: t, frameAt: off}
+		r := reader{b: b[start : start+int(n)], base: start, frame: t, frameAt: off, in: &names}
 		f := decodeFrame(&r, kind, t, wv)
 		if r.err != nil {
 			return nil, r.err

@@ -470,3 +470,5 @@ func TestSegmentRefusals(t *testing.T) {
 		}
 	}
 }
+
+func randFor(i int) *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 99)) }
