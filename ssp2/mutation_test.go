@@ -441,3 +441,58 @@ func TestMutationsPushResultDetails(t *testing.T) {
 		wantCode(t, name, join(h2, append(fs2, rawFrame{ssp2.FramePushResultDetails, payload})), invalid)
 	}
 }
+
+func TestMutationsSegments(t *testing.T) {
+	dir, m := loadManifest(t, "segment")
+	for _, c := range m.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			b := readFile(t, filepath.Join(dir, c.Bin))
+			seg, err := ssp2.DecodeSegment(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := func(what string, x []byte) {
+				t.Helper()
+				if err := ssp2.ValidateSegment(x); ssp2.CodeOf(err) != invalid {
+					t.Errorf("%s: %v", what, err)
+				}
+			}
+			want("magic", patched(b, 0, 'X'))
+			want("format version 2", patched(b, 4, 2))
+			want("flags", patched(b, 6, 0, 1))
+			for n := range len(b) {
+				if err := ssp2.ValidateSegment(b[:n]); ssp2.CodeOf(err) != invalid {
+					t.Fatalf("prefix of %d bytes: %v", n, err)
+				}
+			}
+			want("byte after the end marker", append(append([]byte(nil), b...), 0))
+			// Column records start after magic, version, flags, table and
+			// schemaVersion, and the u16 count.
+			col := 8 + 4 + len(seg.Table) + 4 + 2
+			tagAt := col + 4 + len(seg.Columns[0].Name)
+			want("unknown type tag", patched(b, tagAt, 9))
+			want("reserved column flag", patched(b, tagAt+1, 3))
+			// The first row's bitmap follows the header, the block prefix and
+			// the serverVersion.
+			header := col
+			for _, c := range seg.Columns {
+				header += 4 + len(c.Name) + 2
+			}
+			bitmapAt := header + 8 + 8
+			nonNull := -1
+			for i, c := range seg.Columns {
+				if !c.Nullable {
+					nonNull = i
+					break
+				}
+			}
+			want("NULL bit on a non-nullable column", patched(b, bitmapAt+nonNull/8, b[bitmapAt+nonNull/8]|1<<(nonNull%8)))
+			if n := len(seg.Columns); n%8 != 0 {
+				last := bitmapAt + (n-1)/8
+				want("bitmap padding bit", patched(b, last, b[last]|0x80))
+			}
+			want("block byteLength + 1", patched(b, header+4, b[header+4]+1))
+			want("serverVersion 0", patched(b, header+8, 0, 0, 0, 0, 0, 0, 0, 0))
+		})
+	}
+}
