@@ -113,7 +113,10 @@ type Column struct {
 //	float    float64     boolean  bool
 //	json     driver.JSON blob_ref driver.JSON (a §5.9.1 BlobRef document)
 //	bytes    []byte      crdt     []byte (opaque)
-//	NULL     nil (an untyped nil; also a nil []byte when encoding)
+//	NULL     nil (an untyped nil)
+//
+// As in the engine, a []byte(nil) is refused rather than read as NULL or
+// empty; decoded bytes values are never nil ([]byte{} when empty).
 //
 // A float carries any IEEE-754 bit pattern: -0.0 and NaN payloads
 // round-trip exactly (the engine itself refuses NaN and ±Inf on push).
@@ -282,11 +285,11 @@ func (c *RowCodec) read(r *reader, dst []any, build bool) []any {
 
 // Append appends the encoding of row v (every column present, no other
 // key) to dst. It fails with ErrEncode, naming the column and never the
-// value, for a missing or extra column, a value of the wrong Go type, NULL
-// in a non-nullable column, a string that is not UTF-8, an integer
-// outside ±MaxSafeInt, a json value that is not a JSON document, or a
-// blob_ref value that is not a §5.9.1 BlobRef. On failure dst is returned
-// unchanged in length.
+// value, for a missing or extra column, a value of the wrong Go type (a
+// []byte(nil) included), NULL in a non-nullable column, a string that is
+// not UTF-8, an integer outside ±MaxSafeInt, a json value that is not a
+// JSON document, or a blob_ref value that is not a §5.9.1 BlobRef. On
+// failure dst is returned unchanged in length.
 func (c *RowCodec) Append(dst []byte, v driver.Values) ([]byte, error) {
 	if len(v) != len(c.cols) {
 		return dst, encodeErrorf("row has %d values for %d columns", len(v), len(c.cols))
@@ -334,7 +337,10 @@ func (c *RowCodec) appendBitmap(dst []byte) []byte {
 // bitmap at dst[start:].
 func (c *RowCodec) appendValue(dst []byte, start, i int, x any) ([]byte, error) {
 	col := &c.cols[i]
-	if b, isBytes := x.([]byte); x == nil || isBytes && b == nil {
+	if b, isBytes := x.([]byte); isBytes && b == nil {
+		return dst, encodeErrorf("column %d holds a nil []byte, which is neither NULL (nil) nor empty ([]byte{})", i)
+	}
+	if x == nil {
 		if !col.Nullable {
 			return dst, encodeErrorf("column %d is NULL and not nullable", i)
 		}

@@ -170,9 +170,12 @@ func TestRowCodecEdges(t *testing.T) {
 			t.Errorf("float %x: got %v, %v", math.Float64bits(f), got, err)
 		}
 	}
-	// Empty bytes are not NULL; a nil []byte encodes NULL.
+	// Empty bytes are not NULL; a nil []byte is neither, and refused.
 	empty := enc(int64(1), 0.0, []byte{}, "")
-	null := enc(int64(1), 0.0, []byte(nil), "")
+	null := enc(int64(1), 0.0, nil, "")
+	if _, err := codec.AppendValues(nil, []any{int64(1), 0.0, []byte(nil), ""}); !errors.Is(err, ssp2.ErrEncode) {
+		t.Errorf("[]byte(nil): %v", err)
+	}
 	if bytes.Equal(empty, null) || empty[0] != 0 || null[0] != 0b100 {
 		t.Errorf("empty %x, null %x", empty, null)
 	}
