@@ -195,10 +195,14 @@ func BenchmarkSegmentWriter1000Rows(b *testing.B) {
 	for i := range rows {
 		rows[i] = benchRow(i)
 	}
+	h := ssp2.SegmentHeader{Table: "notes", SchemaVersion: 1, Columns: notesCols}
+	sw, err := ssp2.NewSegmentWriter(io.Discard, h)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sw, err := ssp2.NewSegmentWriter(io.Discard, ssp2.SegmentHeader{Table: "notes", SchemaVersion: 1, Columns: notesCols})
-		if err != nil {
+		if err := sw.Reset(io.Discard, h); err != nil {
 			b.Fatal(err)
 		}
 		for i, r := range rows {

@@ -426,33 +426,63 @@ func (e *encoder) optStr(o Opt[string], field string) {
 }
 
 func (e *encoder) scopeListMap(m map[string][]string, field string) {
+	e.length(len(m), field)
+	if len(m) == 1 { // the common case: no sort, no second lookup
+		for k, vals := range m {
+			e.scopeList(k, vals)
+		}
+		return
+	}
 	keys := e.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareUTF16[string])
-	e.length(len(keys), field)
+	sortUTF16(keys)
 	for _, k := range keys {
-		e.str(k, "scope key")
-		vals := m[k]
-		e.length(len(vals), "scope value list")
-		for _, v := range vals {
-			e.str(v, "scope value")
-		}
+		e.scopeList(k, m[k])
 	}
 	e.keys = keys[:0]
 }
 
+func (e *encoder) scopeList(k string, vals []string) {
+	e.str(k, "scope key")
+	e.length(len(vals), "scope value list")
+	for _, v := range vals {
+		e.str(v, "scope value")
+	}
+}
+
 func (e *encoder) scopeMap(m map[string]string, field string) {
+	e.length(len(m), field)
+	if len(m) == 1 {
+		for k, v := range m {
+			e.str(k, "scope key")
+			e.str(v, "scope value")
+		}
+		return
+	}
 	keys := e.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareUTF16[string])
-	e.length(len(keys), field)
+	sortUTF16(keys)
 	for _, k := range keys {
 		e.str(k, "scope key")
 		e.str(m[k], "scope value")
 	}
 	e.keys = keys[:0]
+}
+
+// sortUTF16 sorts keys by UTF-16 code units: insertion sort for the few
+// keys a scope map has, slices.SortFunc beyond.
+func sortUTF16(keys []string) {
+	if len(keys) > 12 {
+		slices.SortFunc(keys, compareUTF16[string])
+		return
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && compareUTF16(keys[j], keys[j-1]) < 0; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
 }

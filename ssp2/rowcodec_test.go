@@ -421,6 +421,18 @@ func TestSegmentWriter(t *testing.T) {
 	if err != nil || len(seg.Blocks) != 1 || len(seg.Blocks[0]) != 1 {
 		t.Fatalf("%v %+v", err, seg)
 	}
+	// Reset reuses a writer: the next segment is written whole.
+	var again bytes.Buffer
+	if err := sw.Reset(&again, ssp2.SegmentHeader{Table: "notes", SchemaVersion: 2, Columns: notesCols}); err != nil {
+		t.Fatal(err)
+	}
+	_ = sw.WriteRow(9, notesRow(3))
+	if info, err := sw.Close(); err != nil || info.RowCount != 1 || info.ID != ssp2.SegmentID(again.Bytes()) {
+		t.Fatalf("after Reset: %+v, %v", info, err)
+	}
+	if s, err := ssp2.DecodeSegment(again.Bytes()); err != nil || s.SchemaVersion != 2 || s.Blocks[0][0].ServerVersion != 9 {
+		t.Fatalf("after Reset: %+v, %v", s, err)
+	}
 	// A write error is sticky.
 	sw, _ = ssp2.NewSegmentWriter(&failWriter{}, ssp2.SegmentHeader{Table: "notes", SchemaVersion: 1, Columns: notesCols, BlockRows: 1})
 	if err := sw.WriteRow(1, notesRow(0)); err == nil {
