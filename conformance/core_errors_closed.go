@@ -37,6 +37,10 @@ func connCalls(conn driver.Conn, p string) []closedCall {
 			_, err := conn.ReadCommitWindow(ctx, p, driver.WindowQuery{Table: tTodos, Filter: filter, ThroughSeq: 1, LimitChanges: 10})
 			return err
 		}},
+		{"ReadCommits", func(ctx context.Context) error {
+			_, err := conn.ReadCommits(ctx, p, driver.CommitsQuery{ThroughSeq: 1, LimitChanges: 10})
+			return err
+		}},
 		{"CommitSeqBefore", func(ctx context.Context) error { _, err := conn.CommitSeqBefore(ctx, p, 1); return err }},
 		{"GetRow", func(ctx context.Context) error { _, _, err := conn.GetRow(ctx, p, tTodos, "t1"); return err }},
 		{"ScanRows", func(ctx context.Context) error {

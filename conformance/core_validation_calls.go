@@ -195,6 +195,7 @@ func vdCallsV1(env vdEnv) []vdCall {
 			}),
 		)
 		out = append(out, vdCallsRetentionV1(p, n)...)
+		out = append(out, vdCallsReadsV1(p, n)...)
 		if p != "" { // "" is a valid afterPartition: from the start
 			out = append(out,
 				vdS("ListPartitionRegistry afterPartition "+b.name, inv, func(ctx context.Context, s *syncstore.Store) error {

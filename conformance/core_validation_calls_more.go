@@ -50,6 +50,7 @@ func vdCallsV5(env vdEnv) []vdCall {
 			}),
 		)
 		out = append(out, vdCallsRetentionV5(n)...)
+		out = append(out, vdCallsReadsV5(n)...)
 	}
 	for _, n := range []int{0, 1001} {
 		if env.ixl {

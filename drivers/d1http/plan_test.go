@@ -10,7 +10,8 @@ import (
 )
 
 // TestD1ReadPlans pins, on the D1 double, the plans of D1's text-integer
-// variants of the window and client-record reads (WIN-7, CR-3, ADM-2):
+// variants of the window, whole-commit and client-record reads (WIN-7,
+// LOG-4, CR-3, ADM-2):
 // each is served by the index its SQLite original uses (drivers/sqlite's
 // TestPlans pins those on a loaded store). The store holds 2,000 client
 // records and ANALYZE ran, so the planner has statistics that could
@@ -52,6 +53,10 @@ func TestD1ReadPlans(t *testing.T) {
 		{"client records, next page (ADM-2)", d1sql.D1AdminListClientsAfter, []any{"P", 500, "c-0500", 10},
 			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
 			[]string{"TEMP B-TREE", "SCAN"}},
+		{"whole commits by seq range (LOG-4)", d1sql.D1ReadCommits, []any{"P", 10, 1 << 40, 25},
+			[]string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq>? AND seq<?)", commitByPK,
+				"SEARCH b USING PRIMARY KEY (partition=? AND seq>? AND seq<?)"},
+			[]string{"SCAN", "TEMP B-TREE"}},
 	} {
 		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, pc.forbidden)
 	}

@@ -1,0 +1,103 @@
+package conformance_test
+
+import (
+	"context"
+	"regexp"
+
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// TestReadCasesCatchBrokenDrivers runs the cases of LOG against wrappers
+// of the SQLite driver that each break one promise of whole-commit reads,
+// and checks that the broken rule fails and nothing else does.
+func TestReadCasesCatchBrokenDrivers(t *testing.T) {
+	logs := regexp.MustCompile(`^LOG-`)
+	broken := []brokenDriver{
+		// LOG-1 (each commit whole) and the race case, which compares every
+		// read with the model, read at small limits too.
+		{name: "log-splits-the-commit-at-the-limit", want: []string{"LOG-2"}, also: []string{"LOG-1", "LOG-3"}, match: logs,
+			wrap: func(c driver.Conn) driver.Conn { return &logSplit{connWrap{c}} }},
+		{name: "log-reads-one-table", want: []string{"LOG-1"}, also: []string{"LOG-2", "LOG-3"}, match: logs,
+			wrap: func(c driver.Conn) driver.Conn { return &logOneTable{connWrap{c}} }},
+		{name: "log-serves-expired-cursors-from-the-horizon", want: []string{"LOG-3"}, match: logs,
+			wrap: func(c driver.Conn) driver.Conn { return &logServeExpired{connWrap{c}} }},
+		{name: "log-keeps-empty-commits", want: []string{"LOG-1"}, also: []string{"LOG-2", "LOG-3"}, match: logs,
+			wrap: func(c driver.Conn) driver.Conn { return &logKeepsEmpty{connWrap{c}} }},
+	}
+	runBroken(t, broken)
+}
+
+// ---- LOG-2: the last commit is cut at the limit ----
+
+type logSplit struct{ connWrap }
+
+func (c *logSplit) ReadCommits(ctx context.Context, p string, q driver.CommitsQuery) ([]driver.Commit, error) {
+	out, err := c.Conn.ReadCommits(ctx, p, q)
+	n := 0
+	for i := range out {
+		if n+len(out[i].Changes) > q.LimitChanges {
+			out[i].Changes = out[i].Changes[:q.LimitChanges-n]
+			return out[:i+1], err
+		}
+		n += len(out[i].Changes)
+	}
+	return out, err
+}
+
+// ---- LOG-1: a window read in disguise, changes of todos only ----
+
+type logOneTable struct{ connWrap }
+
+func (c *logOneTable) ReadCommits(ctx context.Context, p string, q driver.CommitsQuery) ([]driver.Commit, error) {
+	out, err := c.Conn.ReadCommits(ctx, p, q)
+	var kept []driver.Commit
+	for _, cm := range out {
+		var chs []driver.Change
+		for _, ch := range cm.Changes {
+			if ch.Table == "todos" {
+				chs = append(chs, ch)
+			}
+		}
+		if len(chs) > 0 {
+			cm.Changes = chs
+			kept = append(kept, cm)
+		}
+	}
+	return kept, err
+}
+
+// ---- LOG-3: a cursor below the horizon is served from the horizon ----
+
+type logServeExpired struct{ connWrap }
+
+func (c *logServeExpired) ReadCommits(ctx context.Context, p string, q driver.CommitsQuery) ([]driver.Commit, error) {
+	out, err := c.Conn.ReadCommits(ctx, p, q)
+	if driver.CodeOf(err) != driver.CodeCursorExpired {
+		return out, err
+	}
+	hz, herr := c.Conn.HorizonSeq(ctx, p)
+	if herr != nil {
+		return nil, herr
+	}
+	q.AfterSeq, q.ThroughSeq = hz, max(q.ThroughSeq, hz)
+	return c.Conn.ReadCommits(ctx, p, q)
+}
+
+// ---- LOG-1: commits without changes are returned, empty ----
+
+type logKeepsEmpty struct{ connWrap }
+
+func (c *logKeepsEmpty) ReadCommits(ctx context.Context, p string, q driver.CommitsQuery) ([]driver.Commit, error) {
+	out, err := c.Conn.ReadCommits(ctx, p, q)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	// The commit before the first one returned, if it lies in the range,
+	// comes back empty: an empty commit "kept".
+	if prev := out[0].Seq - 1; prev > q.AfterSeq {
+		out = append([]driver.Commit{{Seq: prev}}, out...)
+	}
+	return out, nil
+}
