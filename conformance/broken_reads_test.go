@@ -9,11 +9,12 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// TestReadCasesCatchBrokenDrivers runs the cases of LOG against wrappers
-// of the SQLite driver that each break one promise of whole-commit reads,
-// and checks that the broken rule fails and nothing else does.
+// TestReadCasesCatchBrokenDrivers runs the cases of LOG and CR-6 against
+// wrappers of the SQLite driver that each break one promise of
+// whole-commit reads or client-cursor acks, and checks that the broken
+// rule fails and nothing else does.
 func TestReadCasesCatchBrokenDrivers(t *testing.T) {
-	logs := regexp.MustCompile(`^LOG-`)
+	logs, acks := regexp.MustCompile(`^LOG-`), regexp.MustCompile(`^CR-6/`)
 	broken := []brokenDriver{
 		// LOG-1 (each commit whole) and the race case, which compares every
 		// read with the model, read at small limits too.
@@ -25,6 +26,14 @@ func TestReadCasesCatchBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &logServeExpired{connWrap{c}} }},
 		{name: "log-keeps-empty-commits", want: []string{"LOG-1"}, also: []string{"LOG-2", "LOG-3"}, match: logs,
 			wrap: func(c driver.Conn) driver.Conn { return &logKeepsEmpty{connWrap{c}} }},
+		{name: "ack-lowers-the-cursor", want: []string{"CR-6"}, match: acks,
+			wrap: func(c driver.Conn) driver.Conn { return &ackSets{connWrap{c}} }},
+		{name: "ack-ignores-the-actor", want: []string{"CR-6"}, match: acks,
+			wrap: func(c driver.Conn) driver.Conn { return &ackAnyActor{connWrap{c}} }},
+		{name: "ack-past-the-head", want: []string{"CR-6"}, match: acks,
+			wrap: func(c driver.Conn) driver.Conn { return &ackPastHead{connWrap{c}} }},
+		{name: "ack-rewrites-the-record-it-read", want: []string{"CR-6"}, match: acks,
+			wrap: func(c driver.Conn) driver.Conn { return &ackGetPut{connWrap{c}} }},
 	}
 	runBroken(t, broken)
 }
@@ -100,4 +109,82 @@ func (c *logKeepsEmpty) ReadCommits(ctx context.Context, p string, q driver.Comm
 		out = append([]driver.Commit{{Seq: prev}}, out...)
 	}
 	return out, nil
+}
+
+// ---- CR-6: the ack sets the cursor instead of raising it ----
+
+type ackSets struct{ connWrap }
+
+func (c *ackSets) AckClientCursor(ctx context.Context, p, clientID, actorID string, cursor, atMs int64) (bool, error) {
+	rec, found, err := c.Conn.GetClientRecord(ctx, p, clientID)
+	if err != nil || !found || rec.ActorID != actorID {
+		return false, err
+	}
+	if ok, err := c.Conn.AckClientCursor(ctx, p, clientID, actorID, cursor, atMs); !ok || err != nil {
+		return ok, err
+	}
+	rec, _, err = c.Conn.GetClientRecord(ctx, p, clientID)
+	if err != nil {
+		return false, err
+	}
+	rec.Cursor = cursor
+	return true, c.Conn.PutClientRecord(ctx, p, rec)
+}
+
+// ---- CR-6: the ack raises the record whatever actor it is bound to ----
+
+type ackAnyActor struct{ connWrap }
+
+func (c *ackAnyActor) AckClientCursor(ctx context.Context, p, clientID, actorID string, cursor, atMs int64) (bool, error) {
+	rec, found, err := c.Conn.GetClientRecord(ctx, p, clientID)
+	if err != nil || !found {
+		return false, err
+	}
+	return c.Conn.AckClientCursor(ctx, p, clientID, rec.ActorID, cursor, atMs)
+}
+
+// ---- CR-6: the ack does not check the cursor against the head ----
+
+type ackPastHead struct{ connWrap }
+
+func (c *ackPastHead) AckClientCursor(ctx context.Context, p, clientID, actorID string, cursor, atMs int64) (bool, error) {
+	if ok, err := c.Conn.AckClientCursor(ctx, p, clientID, actorID, cursor, atMs); ok || err != nil {
+		return ok, err
+	}
+	rec, found, err := c.Conn.GetClientRecord(ctx, p, clientID)
+	if err != nil || !found || rec.ActorID != actorID {
+		return false, err
+	}
+	rec.Cursor, rec.UpdatedAtMs = max(rec.Cursor, cursor), max(rec.UpdatedAtMs, atMs)
+	return true, c.Conn.PutClientRecord(ctx, p, rec)
+}
+
+// ---- CR-6: an ack made of a read and a write of the whole record ----
+
+// ackGetPut reads the record, then writes it back with the cursor and
+// time raised. It models the race a get+put has with a Pull's write: after
+// its read it looks again, a bounded number of times, until the record it
+// read has been replaced, and then writes its stale copy over the new one.
+type ackGetPut struct{ connWrap }
+
+func (c *ackGetPut) AckClientCursor(ctx context.Context, p, clientID, actorID string, cursor, atMs int64) (bool, error) {
+	rec, found, err := c.Conn.GetClientRecord(ctx, p, clientID)
+	if err != nil || !found || rec.ActorID != actorID {
+		return false, err
+	}
+	head, err := c.Conn.MaxCommitSeq(ctx, p)
+	if err != nil || cursor > head {
+		return false, err
+	}
+	for range 200 {
+		now, _, err := c.Conn.GetClientRecord(ctx, p, clientID)
+		if err != nil {
+			return false, err
+		}
+		if now.WireVersion != rec.WireVersion || now.UpdatedAtMs != rec.UpdatedAtMs {
+			break
+		}
+	}
+	rec.Cursor, rec.UpdatedAtMs = max(rec.Cursor, cursor), max(rec.UpdatedAtMs, atMs)
+	return true, c.Conn.PutClientRecord(ctx, p, rec)
 }

@@ -56,6 +56,10 @@ func connCalls(conn driver.Conn, p string) []closedCall {
 			return conn.PutClientRecord(ctx, p, driver.ClientRecord{ClientID: "c9", Cursor: 1, UpdatedAtMs: 1})
 		}},
 		{"ListClientCursors", func(ctx context.Context) error { _, err := conn.ListClientCursors(ctx, p, "", 10); return err }},
+		{"AckClientCursor", func(ctx context.Context) error {
+			_, err := conn.AckClientCursor(ctx, p, "c1", "a1", 0, 1)
+			return err
+		}},
 		{"TouchPartition", func(ctx context.Context) error { _, err := conn.TouchPartition(ctx, p, 1, "e1"); return err }},
 		{"RotatePartitionLogEpoch", func(ctx context.Context) error {
 			_, err := conn.RotatePartitionLogEpoch(ctx, p, "e2", 1)

@@ -158,6 +158,18 @@ type Conn interface {
 	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
 	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 	PutClientRecord(ctx context.Context, partition string, rec ClientRecord) error
+	// AckClientCursor records a client's acknowledgement of the commits
+	// through cursor (CR-6): when the partition holds a record of clientID
+	// bound to actorID (ClientRecord.ActorID) and cursor ≤ the partition's
+	// MaxCommitSeq, it sets the record's Cursor to max(Cursor, cursor) and
+	// its UpdatedAtMs to max(UpdatedAtMs, atMs), in one atomic step against
+	// every other write of the record (a PutClientRecord racing it lands
+	// wholly before or wholly after it), and returns true. Nothing else of
+	// the record changes (subscriptions, actor, wire version). Otherwise —
+	// no record, another actor's, or cursor beyond the head — it writes
+	// nothing and returns false; sync.Store.AckClientCursor tells those
+	// apart. cursor ≥ 0 (sync checks it).
+	AckClientCursor(ctx context.Context, partition, clientID, actorID string, cursor, atMs int64) (bool, error)
 	// ListClientCursors returns one page of the partition's client
 	// cursors (CR-2, CR-3): the records whose client id is bytewise
 	// greater than afterClientID ("" = from the first), ascending

@@ -10,8 +10,8 @@ import (
 )
 
 // TestD1ReadPlans pins, on the D1 double, the plans of D1's text-integer
-// variants of the window, whole-commit and client-record reads (WIN-7,
-// LOG-4, CR-3, ADM-2):
+// variants of the window, whole-commit and client-record reads and the
+// ack (WIN-7, LOG-4, CR-3, CR-6, ADM-2):
 // each is served by the index its SQLite original uses (drivers/sqlite's
 // TestPlans pins those on a loaded store). The store holds 2,000 client
 // records and ANALYZE ran, so the planner has statistics that could
@@ -57,6 +57,10 @@ func TestD1ReadPlans(t *testing.T) {
 			[]string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq>? AND seq<?)", commitByPK,
 				"SEARCH b USING PRIMARY KEY (partition=? AND seq>? AND seq<?)"},
 			[]string{"SCAN", "TEMP B-TREE"}},
+		{"ack a client cursor (CR-6)", sqlitesql.AckClient, []any{"P", "c-0100", "a", "5", "1000"},
+			[]string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
+				"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"},
+			[]string{"SCAN"}},
 	} {
 		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, pc.forbidden)
 	}

@@ -8,7 +8,8 @@ import (
 // TestPlanReadCommits pins the statements of the reads the SSP2 server
 // makes on its hot paths: a whole-commit round (LOG-4) reads the counters
 // by primary key and walks the changes' primary key from the position in
-// order (a range, no filesort), each commit by primary key.
+// order (a range, no filesort), each commit by primary key; an ack (CR-6)
+// finds the record and the partition's head by primary key.
 func TestPlanReadCommits(t *testing.T) {
 	c := planStore(t)
 	if err := c.SetHorizonSeq(t.Context(), "p", 1); err != nil { // so _sync_horizons has p's row
@@ -24,6 +25,8 @@ func TestPlanReadCommits(t *testing.T) {
 			map[string]string{"ch": "PRIMARY", "c": "PRIMARY", "_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}},
 		{"whole commits, next round (LOG-4)", logRound, []any{"p", "p", "p", 30, 1 << 40, 30, 2, 89},
 			map[string]string{"ch": "PRIMARY", "c": "PRIMARY", "_sync_partitions": "PRIMARY", "_sync_horizons": "PRIMARY"}},
+		{"ack a client cursor (CR-6)", ackClient, []any{5, 1000, "p", "c-1", "a", 5, "p"},
+			map[string]string{"_sync_clients": "PRIMARY", "_sync_partitions": "PRIMARY"}},
 	} {
 		plan := explain(t, c, tc.q, tc.args...)
 		expectPlan(t, tc.name, plan, tc.want, false)

@@ -12,7 +12,8 @@ import (
 // primary key from the cursor up to the bound — the upper bound part of
 // the index condition, never a filter on the rest of the partition's log
 // — gated by the partition's counters and joined to each commit by
-// primary key. Never a sequential scan.
+// primary key; an ack (CR-6) updates the record found by primary key.
+// Never a sequential scan.
 func TestPlansEngineReads(t *testing.T) {
 	c, _ := openTest(t)
 	ctx := t.Context()
@@ -44,6 +45,8 @@ func TestPlansEngineReads(t *testing.T) {
 			[]string{"_sync_changes_pkey", "_sync_commits_pkey", "_sync_partitions_pkey", "One-Time Filter"}, checkLogBounded},
 		{"whole commits from the start (LOG-4)", sqlReadCommits, []any{"p", int64(0), int64(400), int64(500)},
 			[]string{"_sync_changes_pkey", "_sync_commits_pkey", "_sync_partitions_pkey", "One-Time Filter"}, checkLogBounded},
+		{"ack a client cursor (CR-6)", sqlAckClient, []any{"p", "c-02500", "a", int64(5), int64(1000)},
+			[]string{"_sync_clients_pkey", "_sync_partitions_pkey"}, nil},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			what := ck.name + " (" + mode + ")"

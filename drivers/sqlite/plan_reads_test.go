@@ -12,8 +12,9 @@ import (
 // TestPlansEngineReads pins the plans of the reads the SSP2 server makes
 // on its hot paths, on an analyzed store of several partitions: a
 // whole-commit read (LOG-4) walks the changes' primary key from the
-// cursor, its bound too, and fetches each commit by primary key. Never a
-// scan of the log.
+// cursor, its bound too, and fetches each commit by primary key; an ack
+// (CR-6) finds the record and the partition's head by primary key. Never
+// a scan, of the log or of a table.
 func TestPlansEngineReads(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)
@@ -37,5 +38,9 @@ func TestPlansEngineReads(t *testing.T) {
 				"SEARCH c USING PRIMARY KEY (partition=? AND seq=?)",
 				"SEARCH b USING PRIMARY KEY (partition=? AND seq>? AND seq<?)"},
 			forbidden: []string{"SCAN", "TEMP B-TREE"}},
+		{name: "ack a client cursor (CR-6)", query: sqlitesql.AckClient, args: []any{"P", "c-0100", "a", 5, 1000},
+			want: []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
+				"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"},
+			forbidden: []string{"SCAN"}},
 	})
 }
