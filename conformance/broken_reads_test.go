@@ -9,12 +9,13 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// TestReadCasesCatchBrokenDrivers runs the cases of LOG and CR-6 against
-// wrappers of the SQLite driver that each break one promise of
-// whole-commit reads or client-cursor acks, and checks that the broken
-// rule fails and nothing else does.
+// TestReadCasesCatchBrokenDrivers runs the cases of LOG, CR-6 and ADM-3
+// against wrappers of the SQLite driver that each break one promise of
+// whole-commit reads, client-cursor acks or the admin row listing, and
+// checks that the broken rule fails and nothing else does.
 func TestReadCasesCatchBrokenDrivers(t *testing.T) {
-	logs, acks := regexp.MustCompile(`^LOG-`), regexp.MustCompile(`^CR-6/`)
+	logs, acks, rows := regexp.MustCompile(`^LOG-`), regexp.MustCompile(`^CR-6/`), regexp.MustCompile(`^ADM-3/`)
+	admin := []driver.Capability{driver.CapAdmin}
 	broken := []brokenDriver{
 		// LOG-1 (each commit whole) and the race case, which compares every
 		// read with the model, read at small limits too.
@@ -34,6 +35,10 @@ func TestReadCasesCatchBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &ackPastHead{connWrap{c}} }},
 		{name: "ack-rewrites-the-record-it-read", want: []string{"CR-6"}, match: acks,
 			wrap: func(c driver.Conn) driver.Conn { return &ackGetPut{connWrap{c}} }},
+		{name: "list-rows-after-inclusive", caps: admin, want: []string{"ADM-3"}, match: rows,
+			wrap: func(c driver.Conn) driver.Conn { return &rowsInclusive{admForward{connWrap{c}, c.(driver.AdminConn)}} }},
+		{name: "list-rows-of-the-first-scope-only", caps: admin, want: []string{"ADM-3"}, match: rows,
+			wrap: func(c driver.Conn) driver.Conn { return &rowsOneScope{admForward{connWrap{c}, c.(driver.AdminConn)}} }},
 	}
 	runBroken(t, broken)
 }
@@ -187,4 +192,75 @@ func (c *ackGetPut) AckClientCursor(ctx context.Context, p, clientID, actorID st
 	}
 	rec.Cursor, rec.UpdatedAtMs = max(rec.Cursor, cursor), max(rec.UpdatedAtMs, atMs)
 	return true, c.Conn.PutClientRecord(ctx, p, rec)
+}
+
+// ---- ADM-3: the admin forwarder, and two broken listings ----
+
+// admForward forwards the admin capability to the SQLite driver's.
+type admForward struct {
+	connWrap
+	a driver.AdminConn
+}
+
+func (c *admForward) ListClientRecords(ctx context.Context, p string, q driver.ClientRecordQuery) ([]driver.ClientRecord, error) {
+	return c.a.ListClientRecords(ctx, p, q)
+}
+
+func (c *admForward) ListCommitMeta(ctx context.Context, p string, before int64, limit int) ([]driver.CommitMeta, error) {
+	return c.a.ListCommitMeta(ctx, p, before, limit)
+}
+
+func (c *admForward) ScopeActivity(ctx context.Context, p, table string, f driver.ScopeFilter, after, through int64) (driver.ScopeActivity, error) {
+	return c.a.ScopeActivity(ctx, p, table, f, after, through)
+}
+
+func (c *admForward) RowScopes(ctx context.Context, p, table, id string) (driver.Scopes, bool, error) {
+	return c.a.RowScopes(ctx, p, table, id)
+}
+
+func (c *admForward) ListRows(ctx context.Context, p, table, after string, limit int) ([]driver.Row, error) {
+	return c.a.ListRows(ctx, p, table, after, limit)
+}
+
+// rowsInclusive lists the row named by afterRowID again.
+type rowsInclusive struct{ admForward }
+
+func (c *rowsInclusive) ListRows(ctx context.Context, p, table, after string, limit int) ([]driver.Row, error) {
+	out, err := c.a.ListRows(ctx, p, table, after, limit)
+	if err != nil || after == "" {
+		return out, err
+	}
+	r, found, err := c.Conn.GetRow(ctx, p, table, after)
+	if err != nil || !found {
+		return out, err
+	}
+	out = append([]driver.Row{r}, out...)
+	return out[:min(len(out), limit)], nil
+}
+
+// rowsOneScope lists only the rows sharing the first row's scopes, as a
+// scan of one scope would.
+type rowsOneScope struct{ admForward }
+
+func (c *rowsOneScope) ListRows(ctx context.Context, p, table, after string, limit int) ([]driver.Row, error) {
+	out, err := c.a.ListRows(ctx, p, table, after, limit)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	var kept []driver.Row
+	for _, r := range out {
+		if len(r.Scopes) == len(out[0].Scopes) && scopesEqual(r.Scopes, out[0].Scopes) {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
+}
+
+func scopesEqual(a, b driver.Scopes) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }

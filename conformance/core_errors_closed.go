@@ -139,6 +139,7 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 			return err
 		})
 		add("RowScopes", func(ctx context.Context) error { _, _, err := c.RowScopes(ctx, p, tTodos, "t1"); return err })
+		add("ListRows", func(ctx context.Context) error { _, err := c.ListRows(ctx, p, tTodos, "", 10); return err })
 	}
 	if c, ok := conn.(driver.CommitFanoutConn); ok {
 		add("SubscribeCommits", func(ctx context.Context) error {

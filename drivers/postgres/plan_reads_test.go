@@ -12,8 +12,9 @@ import (
 // primary key from the cursor up to the bound — the upper bound part of
 // the index condition, never a filter on the rest of the partition's log
 // — gated by the partition's counters and joined to each commit by
-// primary key; an ack (CR-6) updates the record found by primary key.
-// Never a sequential scan.
+// primary key; an ack (CR-6) updates the record found by primary key; an
+// admin row page (ADM-3) walks the table's primary key and stops at the
+// limit, without a sort. Never a sequential scan.
 func TestPlansEngineReads(t *testing.T) {
 	c, _ := openTest(t)
 	ctx := t.Context()
@@ -34,6 +35,10 @@ func TestPlansEngineReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, ck := range []struct {
 		name  string
 		q     string
@@ -47,6 +52,8 @@ func TestPlansEngineReads(t *testing.T) {
 			[]string{"_sync_changes_pkey", "_sync_commits_pkey", "_sync_partitions_pkey", "One-Time Filter"}, checkLogBounded},
 		{"ack a client cursor (CR-6)", sqlAckClient, []any{"p", "c-02500", "a", int64(5), int64(1000)},
 			[]string{"_sync_clients_pkey", "_sync_partitions_pkey"}, nil},
+		{"admin rows, first page (ADM-3)", x.listRows(), []any{"p", "", int64(100)}, []string{"todos_pkey", "Limit"}, checkNoSort},
+		{"admin rows, next page (ADM-3)", x.listRows(), []any{"p", "r01000", int64(100)}, []string{"todos_pkey", "Limit"}, checkNoSort},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			what := ck.name + " (" + mode + ")"
@@ -84,4 +91,12 @@ func checkLogBounded(t *testing.T, what, plan string) {
 		}
 	}
 	t.Errorf("%s: no walk of the changes cut at the bound in its index condition:\n%s", what, plan)
+}
+
+// checkNoSort fails when a page is sorted instead of walked in order.
+func checkNoSort(t *testing.T, what, plan string) {
+	t.Helper()
+	if strings.Contains(plan, "Sort") {
+		t.Errorf("%s: a page must be an index walk that stops at the limit, without a sort:\n%s", what, plan)
+	}
 }

@@ -13,8 +13,9 @@ import (
 // on its hot paths, on an analyzed store of several partitions: a
 // whole-commit read (LOG-4) walks the changes' primary key from the
 // cursor, its bound too, and fetches each commit by primary key; an ack
-// (CR-6) finds the record and the partition's head by primary key. Never
-// a scan, of the log or of a table.
+// (CR-6) finds the record and the partition's head by primary key; an
+// admin row page (ADM-3) walks the table's primary key. Never a scan, of
+// the log or of a table.
 func TestPlansEngineReads(t *testing.T) {
 	ctx := context.Background()
 	c, _ := openTest(t)
@@ -32,6 +33,10 @@ func TestPlansEngineReads(t *testing.T) {
 	if _, err := c.w.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkPlans(t, c, []planCase{
 		{name: "whole commits by seq range (LOG-4)", query: sqlitesql.ReadCommits, args: []any{"P", 10, 1 << 40, 25},
 			want: []string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq>? AND seq<?)",
@@ -42,5 +47,11 @@ func TestPlansEngineReads(t *testing.T) {
 			want: []string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
 				"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"},
 			forbidden: []string{"SCAN"}},
+		{name: "admin rows, first page (ADM-3)", query: x.ListRows(), args: []any{"P", "", 10},
+			want:      []string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id>?)"},
+			forbidden: []string{"SCAN", "TEMP B-TREE"}},
+		{name: "admin rows, next page (ADM-3)", query: x.ListRows(), args: []any{"P", "r20", 10},
+			want:      []string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id>?)"},
+			forbidden: []string{"SCAN", "TEMP B-TREE"}},
 	})
 }
