@@ -147,7 +147,8 @@ func ExampleStore_PullTo() {
 	mine := sync.PullSubscription{ID: "mine", Table: "notes", Scopes: sync.ScopeFilter{"project": {"p7"}},
 		Cursor: sync.PullBootstrap, LimitRows: 2}
 	other := sync.PullSubscription{ID: "other", Table: "notes", Scopes: sync.ScopeFilter{"project": {"p8"}}}
-	req := sync.PullRequest{ClientID: "phone-1", ActorID: "user-1", Subscriptions: []sync.PullSubscription{mine, other}}
+	req := sync.PullRequest{ClientID: "phone-1", ActorID: "user-1", RestartBootstraps: true,
+		Subscriptions: []sync.PullSubscription{mine, other}}
 	resp, err := store.PullTo(ctx, "tenant-1", req, &lineSink{budget: 2})
 	if err != nil {
 		panic(err)

@@ -37,7 +37,10 @@ import (
 //     cannot continue: its cursor, or its bootstrap's pin, is below the
 //     partition's horizon (Reason CodeCursorExpired, decided by the window
 //     read in its own snapshot, HZ-4) or beyond the head (CodeCursorAhead)
-//     (PULL-2). A cursor equal to the horizon is served.
+//     (PULL-2). A cursor equal to the horizon is served. With
+//     req.RestartBootstraps, a subscription that cannot continue — but
+//     for a cursor below the horizon — and one whose token does not
+//     verify get a fresh bootstrap instead (PULL-11).
 //
 // Every subscription is served through one head, PullResponse.MaxCommitSeq,
 // read once per pull (PULL-7). Then the client record is written — actor,
@@ -159,7 +162,7 @@ func (s *Store) pull(ctx context.Context, op, partition string, req PullRequest,
 			"%s: the client id is bound to another actor; a client id belongs to the actor that first pulled with it (PULL-9)", op)
 	}
 	resp := PullResponse{MaxCommitSeq: head, Subscriptions: make([]PullResult, len(plans))}
-	served := pullServer{s: s, op: op, partition: partition, head: head, horizon: horizon}
+	served := pullServer{s: s, op: op, partition: partition, head: head, horizon: horizon, restart: req.RestartBootstraps}
 	if err := served.stream(ctx, plans, sink, resp.Subscriptions); err != nil {
 		return PullResponse{}, err
 	}
@@ -228,6 +231,7 @@ type pullPlan struct {
 	empty        bool       // a filter key with no values: nothing matches
 	binding      []byte     // what its bootstrap tokens are bound to
 	token        *pullToken // a bootstrap to resume, or nil
+	badToken     bool       // a token that did not verify, with RestartBootstraps
 	limitChanges int
 	limitRows    int
 }
@@ -235,7 +239,8 @@ type pullPlan struct {
 // planPull checks a pull request (PULL-1) in argument order — client id,
 // actor id, the number of subscriptions, then each subscription's id
 // (distinct), table, scopes, cursor, limits and token — and returns one
-// plan per subscription.
+// plan per subscription. With RestartBootstraps a token
+// that does not verify is not an error: the plan bootstraps afresh.
 func (cs *compiledSchema) planPull(op, partition string, req PullRequest) ([]pullPlan, error) {
 	if err := firstErr(checkClientID(op, req.ClientID), idActor.check(op, req.ActorID)); err != nil {
 		return nil, err
@@ -278,10 +283,14 @@ func (cs *compiledSchema) planPull(op, partition string, req PullRequest) ([]pul
 		p.binding = pullBinding(partition, sub.Table, sub.Scopes)
 		if sub.BootstrapToken != "" {
 			t, err := decodePullToken(sop, sub.BootstrapToken, p.binding)
-			if err != nil {
+			switch {
+			case err == nil:
+				p.token = &t
+			case req.RestartBootstraps:
+				p.badToken = true // PULL-11: a fresh bootstrap instead
+			default:
 				return nil, err
 			}
-			p.token = &t
 		}
 		plans[i] = p
 	}
@@ -295,6 +304,7 @@ type pullServer struct {
 	partition string
 	head      int64
 	horizon   int64 // read when a plan resumes a bootstrap
+	restart   bool  // RestartBootstraps (PULL-11)
 }
 
 // pullFirst is a subscription's first read: its result so far (no Rows,
@@ -369,19 +379,28 @@ func (ps *pullServer) serve(ctx context.Context, p pullPlan) (pullFirst, error) 
 	reset := func(reason Code) (pullFirst, error) {
 		return pullFirst{res: PullResult{ID: p.sub.ID, Status: PullReset, Reason: reason, NextCursor: PullBootstrap}}, nil
 	}
+	// cannot answers a subscription that cannot go on from where the
+	// client is: a reset, or with RestartBootstraps a fresh bootstrap
+	// (PULL-11).
+	cannot := func(reason Code) (pullFirst, error) {
+		if ps.restart {
+			return ps.bootstrap(ctx, p, ps.head, "")
+		}
+		return reset(reason)
+	}
 	switch {
 	case p.token != nil:
 		switch {
 		case p.token.asOf < ps.horizon:
-			return reset(CodeCursorExpired)
+			return cannot(CodeCursorExpired)
 		case p.token.asOf > ps.head:
-			return reset(CodeCursorAhead)
+			return cannot(CodeCursorAhead)
 		}
 		return ps.bootstrap(ctx, p, p.token.asOf, p.token.lastRowID)
-	case p.sub.Cursor == PullBootstrap:
+	case p.badToken || p.sub.Cursor == PullBootstrap:
 		return ps.bootstrap(ctx, p, ps.head, "")
 	case p.sub.Cursor > ps.head:
-		return reset(CodeCursorAhead)
+		return cannot(CodeCursorAhead)
 	case p.sub.Cursor == ps.head:
 		// Caught up: nothing lies after the cursor through head, and the
 		// horizon never passes the head (HZ-1), so there is nothing to
@@ -392,8 +411,10 @@ func (ps *pullServer) serve(ctx context.Context, p pullPlan) (pullFirst, error) 
 	commits, err := ps.s.conn.ReadCommitWindow(ctx, ps.partition, WindowQuery{Table: p.sub.Table,
 		Filter: p.sub.Scopes, AfterSeq: p.sub.Cursor, ThroughSeq: ps.head, LimitChanges: p.limitChanges})
 	switch code := CodeOf(err); {
-	case code == CodeCursorExpired || code == CodeCursorAhead:
-		return reset(code)
+	case code == CodeCursorExpired:
+		return reset(code) // with RestartBootstraps too (PULL-11)
+	case code == CodeCursorAhead:
+		return cannot(code)
 	case err != nil:
 		return pullFirst{}, err
 	}

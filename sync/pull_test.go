@@ -170,6 +170,16 @@ func TestPullRoundTrips(t *testing.T) {
 	if d := cmp.Diff(want, conn.reset()); d != "" {
 		t.Errorf("calls of a pull streaming three pages (-want +got):\n%s", d)
 	}
+	// A token that does not verify, with RestartBootstraps, is a fresh
+	// bootstrap: no horizon read.
+	req.Subscriptions[0].BootstrapToken, req.RestartBootstraps = "made-up", true
+	if _, err := s.Pull(ctx, "p", req); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{"GetClientRecord": 1, "MaxCommitSeq": 1, "ScanRows": 1, "PutClientRecord": 1, "TouchPartition": 1}
+	if d := cmp.Diff(want, conn.reset()); d != "" {
+		t.Errorf("calls of a pull restarting a bootstrap (-want +got):\n%s", d)
+	}
 }
 
 // budgetSink is a PullSink that takes budget pages of each bootstrap and

@@ -38,6 +38,17 @@ type PullRequest struct {
 	// Subscriptions are served in order, each independently: 0…100
 	// (MaxPullSubscriptions), with distinct IDs.
 	Subscriptions []PullSubscription
+	// RestartBootstraps opts into SSP2's self-healing bootstrap (PULL-11):
+	// a subscription that cannot go on from where the client is — a
+	// bootstrap token that does not verify (altered, made up, issued for
+	// another partition, table or filter), a resumed pin below the
+	// horizon or beyond the head, a cursor beyond the head — starts a
+	// fresh bootstrap pinned at the head in this pull (its result is
+	// Fresh) instead of failing the pull with CodeInvalidArgument or
+	// being reset. A cursor below the horizon is still reset
+	// (CodeCursorExpired). false: the engine's own semantics (PULL-2,
+	// PULL-4).
+	RestartBootstraps bool
 }
 
 // PullSubscription is one subscription of a PullRequest: the rows of one
@@ -116,9 +127,10 @@ type PullResult struct {
 	// Fresh reports a bootstrap this pull pinned: its first page is in
 	// this result (Store.Pull) or the first Page of the subscription
 	// (Store.PullTo), and the client replaces the subscription's rows
-	// with the pages it gets (PULL-3): true exactly when the request's
-	// cursor was PullBootstrap and it had no token; false for a resumed
-	// bootstrap, a window or a reset.
+	// with the pages it gets (PULL-3). Without RestartBootstraps it is
+	// true exactly when the request's cursor was PullBootstrap and it had
+	// no token; with it, also when the engine restarted the bootstrap
+	// (PULL-11). false for a resumed bootstrap, a window or a reset.
 	Fresh bool
 	// AsOfCommitSeq is the commit seq a bootstrap is pinned at (its first
 	// page read it as the partition's head); 0 when not bootstrapping.
