@@ -26,14 +26,14 @@ func TestPullCasesCatchBrokenDrivers(t *testing.T) {
 		{name: "expired-cursor-served-from-the-horizon", want: []string{"PULL-2", "PULL-8", "PULL-10", "PULL-11"}, also: []string{"PULL-5"},
 			wrap: func(c driver.Conn) driver.Conn { return &curServeExpired{connWrap{c}} }},
 		// Paging by the last id skips the row after it (SCAN-2).
-		{name: "scan-skips-the-row-after-the-page", want: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8", "PULL-10", "PULL-11"},
+		{name: "scan-skips-the-row-after-the-page", want: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8", "PULL-10", "PULL-11", "PULL-12"},
 			wrap: func(c driver.Conn) driver.Conn { return &pullScanSkips{connWrap{c}} }},
 		// A window that stops after its first commit though under its
 		// limit (WIN-5): Pull would move the cursor past the rest.
-		{name: "window-stops-after-one-commit", want: []string{"PULL-2", "PULL-5", "PULL-6", "PULL-7", "PULL-11"},
+		{name: "window-stops-after-one-commit", want: []string{"PULL-2", "PULL-5", "PULL-6", "PULL-7", "PULL-11", "PULL-12"},
 			wrap: func(c driver.Conn) driver.Conn { return &pullWindowShort{connWrap{c}} }},
 		// Client records that are never stored: no record, no actor binding.
-		{name: "client-records-not-stored", want: []string{"PULL-3", "PULL-8", "PULL-9", "PULL-10", "PULL-11"},
+		{name: "client-records-not-stored", want: []string{"PULL-3", "PULL-8", "PULL-9", "PULL-10", "PULL-11", "PULL-12"},
 			wrap: func(c driver.Conn) driver.Conn { return &pullRecordsLost{connWrap{c}} }},
 	}
 	for i := range broken {

@@ -8,13 +8,14 @@ import (
 )
 
 // Cases for PULL-11 (RestartBootstraps: a subscription that cannot go on
-// bootstraps afresh).
+// bootstraps afresh) and PULL-12 (the client record keeps RecordScopes).
 
 func init() {
 	register(
 		Case{Name: "PULL-11/unusable-token-restarts-a-fresh-bootstrap", Run: pullRestartBadToken},
 		Case{Name: "PULL-11/pin-or-cursor-outside-the-log-restarts-at-the-head", Run: pullRestartPins},
 		Case{Name: "PULL-11/restarted-client-converges", Run: pullRestartConverges},
+		Case{Name: "PULL-12/record-keeps-record-scopes-reads-scopes", Run: pullRecordScopes},
 	)
 }
 
@@ -172,4 +173,55 @@ func pullRestartConverges(t T, h Harness) {
 	}
 	expectEqual(t, "PULL-11: resets of a replica restarted from a pin below the horizon", 0, rep.resets)
 	expectEqual(t, "PULL-11: the replica after the restart", pullServerRows(t, conn, "p1", rep.sub), rep.sorted())
+}
+
+// Catches: RecordScopes read instead of Scopes (rows or commits of the
+// recorded scopes the actor was not given), not recorded (the record
+// holds Scopes), an empty RecordScopes taken for nil, RecordScopes
+// counted in the token's binding, bad RecordScopes accepted or written.
+func pullRecordScopes(t T, h Harness) {
+	conn, s := pullStore(t, h)
+	pullWriteRows(t, conn, "p1", pullRows("r", "p7", 3)...)
+	pullWriteRows(t, conn, "p1", pullRows("q", "p8", 2)...)
+	boot := pullSub("boot", "p7", syncstore.PullBootstrap)
+	boot.LimitRows = 2
+	boot.RecordScopes = driver.ScopeFilter{"project": {"p8", "p7"}, "owner": {"u1"}}
+	win := pullSub("win", "p7", 0)
+	win.RecordScopes = driver.ScopeFilter{"project": {"p7", "p8"}}
+	plain := pullSub("plain", "p8", 5)
+	none := pullSub("none", "p8", 5)
+	none.RecordScopes = driver.ScopeFilter{}
+	resp := pullDo(t, s, "p1", pullReq(boot, win, plain, none))
+	expectEqual(t, "PULL-12: the bootstrap page reads Scopes", pullRows("r", "p7", 2), resp.Subscriptions[0].Rows)
+	expectEqual(t, "PULL-12: the window reads Scopes", []int64{1, 2, 3}, pullSeqs(resp.Subscriptions[1]))
+	rec, _ := crGet(t, conn, "p1", "c1")
+	expectEqual(t, "PULL-12: the record's subscriptions", []driver.Subscription{
+		{ID: "boot", Table: tTodos, Scopes: driver.ScopeFilter{"project": {"p8", "p7"}, "owner": {"u1"}}},
+		{ID: "win", Table: tTodos, Scopes: driver.ScopeFilter{"project": {"p7", "p8"}}},
+		{ID: "plain", Table: tTodos, Scopes: driver.ScopeFilter{"project": {"p8"}}},
+		{ID: "none", Table: tTodos},
+	}, rec.Subscriptions)
+
+	// The token is bound to Scopes, not to RecordScopes.
+	boot.BootstrapToken = resp.Subscriptions[0].BootstrapToken
+	boot.RecordScopes = driver.ScopeFilter{"project": {"p9"}}
+	r := pullOne(t, s, "p1", boot)
+	expectEqual(t, "PULL-12: the next page with other RecordScopes", pullRows("r", "p7", 3)[2:], r.Rows)
+
+	// Bad RecordScopes: refused, nothing written.
+	before, _ := crGet(t, conn, "p1", "c1")
+	for name, f := range map[string]driver.ScopeFilter{
+		"an empty key":              {"": {"x"}},
+		"a value that is not UTF-8": {"project": {"\xff"}},
+		"a value with NUL":          {"project": {"a\x00"}},
+	} {
+		bad := plain
+		bad.RecordScopes = f
+		req := pullReq(bad)
+		req.AtMs = pullAt + 1
+		_, err := s.Pull(t.Context(), "p1", req)
+		expectCode(t, "PULL-12: RecordScopes with "+name, err, driver.CodeInvalidArgument)
+	}
+	after, _ := crGet(t, conn, "p1", "c1")
+	expectEqual(t, "PULL-12: the record after bad RecordScopes", before, after)
 }

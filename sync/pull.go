@@ -44,7 +44,8 @@ import (
 //
 // Every subscription is served through one head, PullResponse.MaxCommitSeq,
 // read once per pull (PULL-7). Then the client record is written — actor,
-// wire version, subscriptions, AtMs, and as cursor the smallest NextCursor
+// wire version, subscriptions (each with its RecordScopes, or its Scopes
+// when it has none, PULL-12), AtMs, and as cursor the smallest NextCursor
 // of the subscriptions not reset (PullBootstrap when none), which is what
 // retention's active-cursor floor holds (RET-1) — and the partition is
 // touched in the registry (PULL-8).
@@ -174,7 +175,11 @@ func (s *Store) pull(ctx context.Context, op, partition string, req PullRequest,
 	rec = ClientRecord{ClientID: req.ClientID, ActorID: req.ActorID, WireVersion: req.WireVersion,
 		Cursor: PullBootstrap, UpdatedAtMs: at, Subscriptions: make([]Subscription, len(plans))}
 	for i, p := range plans {
-		rec.Subscriptions[i] = Subscription{ID: p.sub.ID, Table: p.sub.Table, Scopes: p.sub.Scopes}
+		scopes := p.sub.RecordScopes
+		if scopes == nil {
+			scopes = p.sub.Scopes
+		}
+		rec.Subscriptions[i] = Subscription{ID: p.sub.ID, Table: p.sub.Table, Scopes: scopes}
 		if r := resp.Subscriptions[i]; r.Status == PullActive && (rec.Cursor < 0 || r.NextCursor < rec.Cursor) {
 			rec.Cursor = r.NextCursor
 		}
@@ -238,8 +243,8 @@ type pullPlan struct {
 
 // planPull checks a pull request (PULL-1) in argument order — client id,
 // actor id, the number of subscriptions, then each subscription's id
-// (distinct), table, scopes, cursor, limits and token — and returns one
-// plan per subscription. With RestartBootstraps a token
+// (distinct), table, scopes, record scopes, cursor, limits and token —
+// and returns one plan per subscription. With RestartBootstraps a token
 // that does not verify is not an error: the plan bootstraps afresh.
 func (cs *compiledSchema) planPull(op, partition string, req PullRequest) ([]pullPlan, error) {
 	if err := firstErr(checkClientID(op, req.ClientID), idActor.check(op, req.ActorID)); err != nil {
@@ -265,6 +270,11 @@ func (cs *compiledSchema) planPull(op, partition string, req PullRequest) ([]pul
 		empty, err := checkFilter(sop, sub.Scopes)
 		if err != nil {
 			return nil, err
+		}
+		if sub.RecordScopes != nil {
+			if _, err := checkFilterEntries(sop+" RecordScopes", sub.RecordScopes); err != nil {
+				return nil, err
+			}
 		}
 		if sub.Cursor < PullBootstrap {
 			return nil, argErr(sop, "PULL-1", "cursor %d is below -1 (PullBootstrap)", sub.Cursor)

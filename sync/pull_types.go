@@ -77,6 +77,14 @@ type PullSubscription struct {
 	// LimitRows bounds the rows of a bootstrap page (PULL-3): 1…10,000
 	// (V-5), 0 = DefaultPullLimitRows.
 	LimitRows int
+	// RecordScopes are the scopes the client record keeps for the
+	// subscription (PULL-8, PULL-12): nil records Scopes. A protocol
+	// layer that reads a subset the actor is granted (SSP2's effective
+	// scopes, in Scopes) records what the client asked for here (SSP2's
+	// requested scopes), which a realtime channel resolves again later.
+	// Keys and values are checked as text (V-6); any number of keys, an
+	// empty list included. Nothing is read with them.
+	RecordScopes ScopeFilter
 }
 
 // PullStatus says how a subscription was served.
