@@ -120,6 +120,12 @@
 // calling Pull; a client id stays bound to the actor that first pulled
 // with it (ErrClientActorMismatch).
 //
+// Store.PullTo is the same pull streamed to a PullSink — each
+// subscription's start, its pages or window, its end — with as many
+// pages of a bootstrap per call as the sink takes, in the memory of a
+// few pages: the form for a protocol layer that writes its response as
+// it goes (docs/pull.md).
+//
 // # Capabilities
 //
 // Optional driver capabilities are detected by type assertion
