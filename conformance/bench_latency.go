@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Latency per operation (issue 17): every workload records the duration
+// Latency per operation: every workload records the duration
 // of each of its operations inside the loop that already times it, with
 // no second clock: an opClock keeps the time the previous operation ended,
 // and each operation's end — one time.Now — is both its own end and the

@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// W8 (issue 17, docs/performance.md): many tenants. A store of many
+// W8 (docs/performance.md): many tenants. A store of many
 // partitions, each small, written round robin, then the reads of one of
 // them: a push must not slow down with the number of partitions (goal:
 // W8's commits/s ≥ 0.9 of W1's) and a partition's reads must not depend on

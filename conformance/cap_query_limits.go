@@ -13,8 +13,7 @@ import (
 // Cases of AQ-6: every authoritative query is bounded — rows, result
 // bytes, built value size, time on the engine, rewrite cost — and a bound
 // hit is a typed, non-retryable sync.storage.query_limit naming it. Each
-// attack here took a bundled driver down or stalled it before AQ-6 (issue
-// 18). Times are never asserted except as generous upper bounds
+// attack here takes an unbounded driver down or stalls it. Times are never asserted except as generous upper bounds
 // (aqLimitWithin), far above any bound the case sets.
 
 // aqLimitWithin is the generous upper bound on the wall time of a query

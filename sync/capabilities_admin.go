@@ -20,6 +20,9 @@ func (s *Store) admin(op string) (driver.AdminConn, error) {
 	return a, nil
 }
 
+// ListClientRecords is an admin call (ADM-2), made beside the engine: an
+// operator's view.
+//
 // ListClientRecords returns one page of the partition's client records,
 // newest first (UpdatedAtMs descending, then client id descending), after
 // the exclusive position (q.AfterUpdatedAtMs, q.AfterClientID), at most
@@ -54,6 +57,9 @@ func checkClientRecordPosition(op string, q ClientRecordQuery) error {
 	return checkAfterClientID(op, q.AfterClientID)
 }
 
+// ListCommitMeta is an admin call (ADM-1), made beside the engine: an
+// operator's view.
+//
 // ListCommitMeta returns the metadata of the retained commits with seq <
 // beforeSeq (exclusive; 0 = from the newest), newest first, at most limit:
 // passing the last seq of a page as the next beforeSeq reaches every page
@@ -76,6 +82,9 @@ func (s *Store) ListCommitMeta(ctx context.Context, partition string, beforeSeq 
 	return a.ListCommitMeta(ctx, partition, beforeSeq, limit)
 }
 
+// ScopeActivity is an admin call (ADM-1), made beside the engine: an
+// operator's view.
+//
 // ScopeActivity counts, among the commits with afterSeq < seq ≤
 // throughSeq, the changes to table whose scopes match filter (WIN-3) and
 // the commits holding at least one of them (ADM-1). Checks: V-1
@@ -112,6 +121,9 @@ func (s *Store) ScopeActivity(ctx context.Context, partition, table string, filt
 	return a.ScopeActivity(ctx, partition, table, filter, afterSeq, throughSeq)
 }
 
+// RowScopes is an admin call (ADM-1), made beside the engine: an operator's
+// view.
+//
 // RowScopes returns the scopes of the current row (table, rowID) and
 // true, or false when it does not exist (ADM-1). Checks: V-1 partition, a
 // known table (SCH-8), V-2 row id.

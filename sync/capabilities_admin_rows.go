@@ -2,6 +2,9 @@ package sync
 
 import "context"
 
+// ListRows is an admin call (ADM-3), made beside the engine: an operator's
+// view.
+//
 // ListRows returns one page of the current rows of table in partition,
 // whatever their scopes (ADM-3): the rows whose id is bytewise greater
 // than afterRowID ("" = from the first), ascending bytewise by id, at

@@ -57,6 +57,9 @@ func (tx *Tx) SetBlobRefs(ctx context.Context, table, rowID string, blobIDs []st
 	return b.SetBlobRefs(ctx, table, rowID, blobIDs)
 }
 
+// ListRowsReferencingBlob is a capability call (BLOB-1), made beside the
+// engine: for a blob store's garbage collector.
+//
 // ListRowsReferencingBlob returns the existing rows of partition that
 // reference blobID, each with its table, id and current scopes, at most
 // limit (BLOB-1; no order is promised). Checks: V-1 partition, V-2 blob
@@ -77,6 +80,9 @@ func (s *Store) ListRowsReferencingBlob(ctx context.Context, partition, blobID s
 	return b.ListRowsReferencingBlob(ctx, partition, blobID, limit)
 }
 
+// ListReferencedBlobIDs is a capability call (BLOB-1), made beside the
+// engine: for a blob store's garbage collector.
+//
 // ListReferencedBlobIDs returns the distinct blob ids referenced in
 // partition that are greater than afterBlobID ("" = from the start),
 // ascending bytewise, at most limit: paging by the last id returns every

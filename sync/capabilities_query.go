@@ -18,6 +18,9 @@ import (
 // MaxQueryBytes bounds the text of an authoritative query.
 const MaxQueryBytes = 100_000
 
+// AuthoritativeQuery is a capability call (AQ), made beside the engine: a
+// host's own query of one partition.
+//
 // AuthoritativeQuery runs q, a host-registered SELECT (or WITH … SELECT)
 // in the portable SQLite-family dialect with `?`/`?N` parameters, against
 // the rows of partition only, and returns its rows — values int64 |

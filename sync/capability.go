@@ -30,6 +30,9 @@ func (s *Store) driverLabel() string {
 	return fmt.Sprintf("%T", s.conn)
 }
 
+// ScanRowsByIndex is a capability call (IXL), made beside the engine: a
+// host's own lookup of one partition.
+//
 // ScanRowsByIndex returns the rows of partition whose index columns equal
 // q.Values position by position (nil matches NULL), ascending bytewise by
 // id, after q.AfterRowID, at most q.Limit (IXL-1). Capability

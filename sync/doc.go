@@ -1,30 +1,127 @@
-// Package sync is what a host server imports to use syncstore: the driver
-// registry, *Store and *Tx (the driver's operations behind input
-// validation), schema compilation, and the error codes.
+// Package sync is the engine a host server runs syncstore with. A host
+// opens a Store over a driver, ensures its schema, and serves its clients
+// with four calls: Push applies a client's commit, Pull serves its
+// subscriptions, Prune applies retention, and SubscribeCommits wakes
+// waiting pullers when a commit lands; a Worker runs the reactions commits
+// enqueue. To serve upstream Syncular's clients over their wire protocol
+// (SSP2), mount package github.com/syncstore/syncstore/server, which is
+// built on these calls.
 //
-// The package is named sync, as users call it (sync.Open). A file that
-// also needs the standard library's sync imports one of them under an
-// alias:
-//
-//	import (
-//		gosync "sync"
-//
-//		"github.com/syncstore/syncstore/sync"
-//		_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
-//	)
+// The Store's other methods are the primitives the engine is built on and
+// the admin and capability calls; they are grouped under Primitives below,
+// and each says in its first line what it is and which engine call a host
+// normally uses instead (docs/decisions.md, "The Store's surface").
 //
 // # Opening a store
 //
-// Drivers register themselves in init (Register), as database/sql drivers
-// do. A host blank-imports the driver, then opens a Store by name and
-// ensures its schema:
+// Drivers register themselves in init, as database/sql drivers do. A host
+// blank-imports one, opens a Store by name and ensures its schema:
 //
-//	store, err := sync.Open("sqlite", "file:app.db")
+//	import _ "github.com/syncstore/syncstore/drivers/postgres" // or sqlite, mysql, d1http
+//
+//	store, err := sync.Open("postgres", dsn)
 //	if err != nil { … }
 //	defer store.Close()
 //	if err := store.EnsureSchema(ctx, schema); err != nil { … }
 //
-// OpenConn wraps a driver.Conn opened by other means.
+// OpenConn wraps a driver.Conn opened by other means (over a host's pool).
+// A Store is safe for concurrent use; every call checks its input first, so
+// bad input writes nothing (see Validation).
+//
+// # Pushing client commits
+//
+// Store.Push applies one client commit (rule group PUSH), all or nothing,
+// with idempotent replay, base-version conflicts that carry the server's
+// row, server versions and scopes computed, and the log built from the
+// rows written:
+//
+//	resp, err := store.Push(ctx, partition, sync.PushRequest{
+//		ClientID: "phone-1", ClientCommitID: "c-42", ActorID: user,
+//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: sync.OpUpsert,
+//			Values: values, BaseVersion: sync.Version(3)}},
+//	})
+//	switch {
+//	case err != nil: // bad input (typed, nothing written) or the engine failed
+//	case resp.Status == sync.PushRejected: // resp.Ops says which op and why
+//	default: // applied at resp.CommitSeq; resp.Changes for live delivery
+//	}
+//
+// The ops of a commit apply in order, each checked against the row as the
+// ones before it left it. SetPushOptions adds host hooks run inside the
+// push's Tx (Authorize, ValidateOp, ValidateCommit, PlanReactions: see
+// PushOptions); a *Refusal from a hook rejects the commit with an
+// application code, stored and replayed like a conflict. PushWith takes
+// options for one call; PushCommand pushes as the server.
+//
+// # Pulling
+//
+// Store.Pull serves one client's subscriptions (rule group PULL): a
+// subscription with cursor PullBootstrap gets its scope's rows in pages
+// pinned at one commit seq, with a BootstrapToken for the next page; one
+// with a cursor gets the whole commits after it that touched its scope,
+// and a NextCursor that moves past the commits that did not. A
+// subscription whose cursor fell below the horizon is reset
+// (ErrCursorExpired as its Reason): the client drops its rows and
+// bootstraps again. The client sends back NextCursor and BootstrapToken:
+//
+//	resp, err := store.Pull(ctx, partition, sync.PullRequest{ClientID: c, ActorID: a,
+//		Subscriptions: []sync.PullSubscription{{ID: "mine", Table: "todos",
+//			Scopes: sync.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
+//
+// The host authorizes the scopes before calling Pull; a client id stays
+// bound to the actor that first pulled with it (ErrClientActorMismatch).
+// Store.PullTo streams the same pull to a PullSink, as many bootstrap pages
+// per call as the sink takes, in the memory of a few: the form for a
+// protocol layer that writes its response as it goes (docs/pull.md).
+//
+// # Retention, realtime and reactions
+//
+// Store.Prune applies upstream Syncular's retention rule to one partition
+// (rule group RET); run it on a schedule beside Pull, whose client records
+// hold its active-cursor floor (docs/retention.md). Store.SubscribeCommits
+// delivers a (partition, seq) wake for every commit any instance lands
+// (FAN-1); a server instance then reads what landed with
+// Store.ReadCommits (LOG) and records a client's acknowledgement with
+// Store.AckClientCursor (CR-6). NewWorker runs the reactions commits
+// enqueue (PlanReactions), each under a lease, with retries and a
+// dead-letter state (rule group RX). Store.SetReadReplica sends reads a
+// host marks with AllowReplica to a replica (REP).
+//
+// # Primitives
+//
+// The engine is written once over these calls, each a driver's behind
+// input validation (docs/contract.md gives each rule group). A host reaches for
+// them for what the engine does not do; each one's doc starts by naming
+// the engine call it stands under.
+//
+//   - Transactions (TX, SEQ): Begin and RunInTx return a *Tx whose
+//     UpsertRow, DeleteRow, AppendCommit, PutPushResult, CommitRejected,
+//     EnqueueReactions and reads are what Push runs; hosts meet a Tx in
+//     push hooks and through Tx.As.
+//   - Rows and windows (ROW, SCAN, WIN, SEQ-5): GetRow, ScanRows,
+//     ReadCommitWindow, MaxCommitSeq — what Pull reads.
+//   - Push results (PR): GetPushResult — what Push replays.
+//   - Horizon and retention (HZ, PR-7, CR-4, CR-5): HorizonSeq,
+//     SetHorizonSeq, PruneCommitsThrough, CommitSeqBefore,
+//     DeletePushResultsBefore, DeleteClientRecordsBefore, MinClientCursor
+//     — what Prune runs.
+//   - Client records (CR): GetClientRecord, PutClientRecord,
+//     ListClientCursors — what Pull writes and Prune reads.
+//   - Partition registry (REG): TouchPartition, RotatePartitionLogEpoch,
+//     ListPartitionRegistry, ListPartitions — Pull touches a partition;
+//     ListPartitions feeds a Prune loop or a Worker's Partitions.
+//   - Reaction leases (RX-2…RX-6): ClaimReactions, CompleteReaction,
+//     ExtendReactionLease, FailReaction — what a Worker runs.
+//
+// Admin and capability calls, which a host makes beside the engine:
+// reactions for operators (GetReaction, ListReactions, RetryReaction,
+// PruneReactions), authoritative queries (AuthoritativeQuery, AQ), index
+// lookups (ScanRowsByIndex, IXL), blob references (ListRowsReferencingBlob,
+// ListReferencedBlobIDs, BLOB) and admin views (ListClientRecords,
+// ListCommitMeta, ScopeActivity, RowScopes, ListRows, ADM). Optional
+// driver capabilities are detected by type assertion (Store.Capabilities,
+// Store.Supports); a call whose capability the driver lacks returns
+// ErrUnsupported, an *Error whose Capability names it (ERR-2).
 //
 // # Validation
 //
@@ -69,71 +166,6 @@
 // error means nothing was written. RunInTx never retries after
 // ErrCommitOutcomeUnknown.
 //
-// # Pushing client commits
-//
-// Store.Push is the engine's write path (rule group PUSH): one client
-// commit, all or nothing, with idempotent replay, base-version conflicts
-// that carry the server's row, server versions and scopes computed, and
-// the log built from the rows written. Hosts push through it and keep Tx
-// for special cases:
-//
-//	resp, err := store.Push(ctx, partition, sync.PushRequest{
-//		ClientID: "phone-1", ClientCommitID: "c-42", ActorID: user,
-//		Ops: []sync.PushOp{{Table: "todos", RowID: "t1", Op: sync.OpUpsert,
-//			Values: values, BaseVersion: sync.Version(3)}},
-//	})
-//	switch {
-//	case err != nil: // bad input (typed, nothing written) or the engine failed
-//	case resp.Status == sync.PushRejected: // resp.Ops says which op and why
-//	default: // applied at resp.CommitSeq; resp.Changes for live delivery
-//	}
-//
-// The ops of a commit apply in order, a row possibly written by several
-// of them, each checked against the row as the ones before it left it.
-// SetPushOptions adds host hooks run inside the push's Tx: Authorize and
-// ValidateOp per op (ValidateOp sees the row the op replaces and may
-// return the values to write: merged CRDT columns, scope columns put
-// back), ValidateCommit per commit (the whole candidate commit, staged
-// in the Tx) and PlanReactions per applied commit (reactions enqueued
-// with it); a *Refusal from a hook rejects the commit with an
-// application code, stored and replayed like a conflict. PushWith takes
-// options for one call (hooks resolved per request); PushCommand pushes
-// as the server, under the client-id namespace clients cannot use.
-//
-// # Pulling
-//
-// Store.Pull serves one client's subscriptions (rule group PULL): a
-// subscription with cursor PullBootstrap gets its scope's rows in pages
-// pinned at one commit seq, with a BootstrapToken for the next page; one
-// with a cursor gets the whole commits after it that touched its scope,
-// and a NextCursor that moves past the commits that did not. A
-// subscription whose cursor fell below the horizon is reset
-// (ErrCursorExpired as its Reason): the client drops its rows and
-// bootstraps again. The client sends back NextCursor and BootstrapToken:
-//
-//	resp, err := store.Pull(ctx, partition, sync.PullRequest{ClientID: c, ActorID: a,
-//		Subscriptions: []sync.PullSubscription{{ID: "mine", Table: "todos",
-//			Scopes: sync.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
-//
-// Pull writes the client record that Prune's active-cursor floor reads
-// (RET-1), so run Prune beside it. The host authorizes the scopes before
-// calling Pull; a client id stays bound to the actor that first pulled
-// with it (ErrClientActorMismatch).
-//
-// Store.PullTo is the same pull streamed to a PullSink — each
-// subscription's start, its pages or window, its end — with as many
-// pages of a bootstrap per call as the sink takes, in the memory of a
-// few pages: the form for a protocol layer that writes its response as
-// it goes (docs/pull.md).
-//
-// # Capabilities
-//
-// Optional driver capabilities are detected by type assertion
-// (Store.Capabilities, Store.Supports) and reached through Store and Tx
-// methods such as ScanRowsByIndex, which return ErrUnsupported — an *Error
-// whose Capability names what is missing — when the driver lacks it
-// (ERR-2).
-//
 // # Observing
 //
 // Store.SetHooks installs Hooks for tracing and metrics: each Store or Tx
@@ -152,4 +184,17 @@
 //	if errors.As(err, &e) && e.Code == sync.CodeInvalidValue {
 //		log.Printf("bad column %s", e.Column)
 //	}
+//
+// # The package name
+//
+// The package is named sync, as users call it (sync.Open). A file that
+// also needs the standard library's sync imports one of them under an
+// alias:
+//
+//	import (
+//		gosync "sync"
+//
+//		"github.com/syncstore/syncstore/sync"
+//		_ "github.com/syncstore/syncstore/drivers/sqlite" // registers "sqlite"
+//	)
 package sync

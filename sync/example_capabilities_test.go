@@ -72,26 +72,23 @@ func ExampleStore_ScanRowsByIndex() {
 	// Output: n2 1
 }
 
-// A reaction is enqueued with its commit and runs once on a Worker, which
-// claims it under a lease and records the outcome (RX).
+// A push plans a reaction, which is enqueued with its commit and runs
+// once on a Worker, which claims it under a lease and records the
+// outcome (RX).
 func ExampleWorker() {
 	store, done := exampleStore()
 	defer done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		row := note("n4")
-		if err := tx.UpsertRow(ctx, "notes", row); err != nil {
-			return err
-		}
-		seq, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1_700_000_000_000, Changes: []sync.Change{{
-			Table: "notes", RowID: "n4", Op: sync.OpUpsert, Scopes: row.Scopes, Values: row.Values, RowVersion: 1}}})
-		if err != nil {
-			return err
-		}
-		return tx.EnqueueReactions(ctx, seq, []sync.ReactionInput{{Key: "email-n4", Type: "email",
-			Payload: sync.JSON(`{"to":"a@example.com"}`), MaxAttempts: 5, CreatedAtMs: 1_700_000_000_000}})
+	store.SetPushOptions(sync.PushOptions{
+		PlanReactions: func(ctx context.Context, tx *sync.Tx, c sync.AppliedCommit) ([]sync.ReactionInput, error) {
+			return []sync.ReactionInput{{Key: "email-" + c.ClientCommitID, Type: "email",
+				Payload: sync.JSON(`{"to":"a@example.com"}`), MaxAttempts: 5, CreatedAtMs: 1_700_000_000_000}}, nil
+		},
 	})
+	_, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "phone-1", ClientCommitID: "c-4", ActorID: "alice",
+		Ops: []sync.PushOp{{Table: "notes", RowID: "n4", Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+			Values: note("n4").Values}}})
 	if err != nil {
 		panic(err)
 	}
@@ -109,5 +106,5 @@ func ExampleWorker() {
 	}
 	go func() { _ = w.Run(ctx) }()
 	fmt.Println(<-ran)
-	// Output: tenant-1 email-n4 after commit 4: {"to":"a@example.com"}
+	// Output: tenant-1 email-c-4 after commit 4: {"to":"a@example.com"}
 }

@@ -24,24 +24,16 @@ func ExampleStore_SubscribeCommits() {
 		panic(err)
 	}
 	defer store.Close()
-	schema := notesSchema()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
 		panic(err)
 	}
 	wakes, err := store.SubscribeCommits(ctx)
 	if err != nil {
 		panic(err)
 	}
-	table, _ := schema.Table("notes")
-	values := sync.Values{"id": "n1", "proj": "p7", "body": "hello"}
-	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		if err := tx.UpsertRow(ctx, "notes", sync.Row{ID: "n1", ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}); err != nil {
-			return err
-		}
-		_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
-			Table: "notes", RowID: "n1", Op: sync.OpUpsert, Scopes: sync.ScopesOf(table, values), Values: values, RowVersion: 1}}})
-		return err
-	})
+	_, err = store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "phone-1", ClientCommitID: "c-1", ActorID: "alice",
+		Ops: []sync.PushOp{{Table: "notes", RowID: "n1", Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+			Values: sync.Values{"id": "n1", "proj": "p7", "body": "hello"}}}})
 	if err != nil {
 		panic(err)
 	}

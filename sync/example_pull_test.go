@@ -18,22 +18,13 @@ func ExampleStore_Pull() {
 		panic(err)
 	}
 	defer store.Close()
-	schema := notesSchema()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
 		panic(err)
 	}
-	table, _ := schema.Table("notes")
-	write := func(id, proj string) { // a commit written with the primitives (hosts use Push)
-		values := sync.Values{"id": id, "proj": proj, "body": "body " + id}
-		row := sync.Row{ID: id, ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
-		err := store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-			if err := tx.UpsertRow(ctx, "notes", row); err != nil {
-				return err
-			}
-			_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: []sync.Change{{
-				Table: "notes", RowID: id, Op: sync.OpUpsert, Scopes: row.Scopes, Values: values, RowVersion: 1}}})
-			return err
-		})
+	write := func(id, proj string) { // another client's commit
+		_, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "c-" + id, ActorID: "user-2",
+			Ops: []sync.PushOp{{Table: "notes", RowID: id, Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+				Values: sync.Values{"id": id, "proj": proj, "body": "body " + id}}}})
 		if err != nil {
 			panic(err)
 		}
@@ -121,26 +112,16 @@ func ExampleStore_PullTo() {
 		panic(err)
 	}
 	defer store.Close()
-	schema := notesSchema()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
 		panic(err)
 	}
-	table, _ := schema.Table("notes")
-	err = store.RunInTx(ctx, "tenant-1", func(ctx context.Context, tx *sync.Tx) error {
-		var changes []sync.Change // one commit, written with the primitives (hosts use Push)
-		for i, proj := range []string{"p7", "p7", "p7", "p7", "p7", "p8"} {
-			values := sync.Values{"id": fmt.Sprintf("n%d", i+1), "proj": proj, "body": "…"}
-			row := sync.Row{ID: values["id"].(string), ServerVersion: 1, Values: values, Scopes: sync.ScopesOf(table, values)}
-			if err := tx.UpsertRow(ctx, "notes", row); err != nil {
-				return err
-			}
-			changes = append(changes, sync.Change{Table: "notes", RowID: row.ID, Op: sync.OpUpsert, Scopes: row.Scopes,
-				Values: values, RowVersion: 1})
-		}
-		_, err := tx.AppendCommit(ctx, sync.CommitInput{CreatedAtMs: 1700000000000, Changes: changes})
-		return err
-	})
-	if err != nil {
+	var ops []sync.PushOp // one commit of six notes, from another client
+	for i, proj := range []string{"p7", "p7", "p7", "p7", "p7", "p8"} {
+		id := fmt.Sprintf("n%d", i+1)
+		ops = append(ops, sync.PushOp{Table: "notes", RowID: id, Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+			Values: sync.Values{"id": id, "proj": proj, "body": "…"}})
+	}
+	if _, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "laptop-2", ClientCommitID: "c-1", ActorID: "user-2", Ops: ops}); err != nil {
 		panic(err)
 	}
 

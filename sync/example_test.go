@@ -12,9 +12,66 @@ import (
 	"github.com/syncstore/syncstore/sync"
 )
 
-// A host opens a store by driver name, ensures its schema, writes a row
-// and its commit in one transaction, and tests errors by code.
+// A host opens a store by driver name and ensures its schema, then serves
+// its clients with the engine: one client's commit goes in through Push,
+// another client bootstraps it through Pull and then pulls incrementally
+// from the cursor it was given. Bad input is a typed error and writes
+// nothing.
 func Example() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "syncstore-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+
+	store, err := sync.Open("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	if err := store.EnsureSchema(ctx, notesSchema()); err != nil {
+		panic(err)
+	}
+
+	// Alice's phone pushes a new note (base version 0: a create).
+	push, err := store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "phone-1", ClientCommitID: "c-1", ActorID: "alice",
+		Ops: []sync.PushOp{{Table: "notes", RowID: "n1", Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+			Values: sync.Values{"id": "n1", "proj": "p7", "body": "hello"}}}})
+	fmt.Println("push:", push.Status, "at commit", push.CommitSeq, err)
+
+	// Bob's laptop subscribes to project p7: a bootstrap, then a pull from its cursor.
+	sub := sync.PullSubscription{ID: "p7", Table: "notes", Scopes: sync.ScopeFilter{"project": {"p7"}}, Cursor: sync.PullBootstrap}
+	for range 2 {
+		pull, err := store.Pull(ctx, "tenant-1", sync.PullRequest{ClientID: "laptop-2", ActorID: "bob",
+			Subscriptions: []sync.PullSubscription{sub}})
+		if err != nil {
+			panic(err)
+		}
+		r := pull.Subscriptions[0]
+		fmt.Println("pull: bootstrap", r.Bootstrap, "rows", len(r.Rows), "commits", len(r.Commits), "next cursor", r.NextCursor)
+		sub.Cursor, sub.BootstrapToken = r.NextCursor, r.BootstrapToken
+	}
+
+	// An int, not an int64: rejected before anything is written (V-3).
+	_, err = store.Push(ctx, "tenant-1", sync.PushRequest{ClientID: "phone-1", ClientCommitID: "c-2", ActorID: "alice",
+		Ops: []sync.PushOp{{Table: "notes", RowID: "n2", Op: sync.OpUpsert,
+			Values: sync.Values{"id": "n2", "proj": "p7", "body": 42}}}})
+	var e *sync.Error
+	if errors.Is(err, sync.ErrInvalidValue) && errors.As(err, &e) {
+		fmt.Println("rejected column", e.Column)
+	}
+	// Output:
+	// push: applied at commit 1 <nil>
+	// pull: bootstrap true rows 1 commits 0 next cursor 1
+	// pull: bootstrap false rows 0 commits 0 next cursor 1
+	// rejected column body
+}
+
+// The primitives under the engine: a row and its commit written in one
+// transaction, as Push does, for writes the engine does not make
+// (hosts push client commits with Store.Push).
+func Example_primitives() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "syncstore-example")
 	if err != nil {

@@ -109,6 +109,9 @@ func checkLease(op string, nowMs, leaseMs int64) error {
 	return nil
 }
 
+// ClaimReactions is a primitive (RX-2): hosts run reactions with a
+// [Worker], which claims them.
+//
 // ClaimReactions leases up to req.Limit due reactions of partition to
 // req.Owner (RX-2): pending rows with availableAt ≤ NowMs and leased rows
 // whose lease expired (leaseExpiresAt ≤ NowMs), of req.Types, chosen by
@@ -154,6 +157,9 @@ func checkOwnerOp(op, partition, key, owner string) error {
 	return firstErr(idPartition.check(op, partition), idReactionKey.check(op, key), idLeaseOwner.check(op, owner))
 }
 
+// CompleteReaction is a primitive (RX-5): hosts run reactions with a
+// [Worker], which completes them.
+//
 // CompleteReaction marks the reaction completed at nowMs and reports true
 // when it is leased to owner; otherwise it reports false and changes
 // nothing (RX-5). A lease stays owner's after its expiry until another
@@ -174,6 +180,9 @@ func (s *Store) CompleteReaction(ctx context.Context, partition, key, owner stri
 	return rc.CompleteReaction(ctx, partition, key, owner, nowMs)
 }
 
+// ExtendReactionLease is a primitive (RX-5): hosts run reactions with a
+// [Worker], which extends running leases.
+//
 // ExtendReactionLease sets the lease of a reaction leased to owner to
 // expire at nowMs + leaseMs and reports true; otherwise false, nothing
 // changed (RX-5). A worker's heartbeat: false means ownership is lost.
@@ -194,6 +203,9 @@ func (s *Store) ExtendReactionLease(ctx context.Context, partition, key, owner s
 	return rc.ExtendReactionLease(ctx, partition, key, owner, nowMs, leaseMs)
 }
 
+// FailReaction is a primitive (RX-6): hosts run reactions with a [Worker],
+// which records failures and retries.
+//
 // FailReaction records a failed attempt of a reaction leased to owner and
 // reports true; otherwise false, nothing changed (RX-5). With req.Retry the
 // reaction becomes pending at req.RetryAtMs; without, it is dead-lettered
@@ -253,6 +265,9 @@ func checkFailure(op, code string, details JSON, reserved bool) error {
 	return nil
 }
 
+// RetryReaction is an admin call (RX-7), an operator's retry of a dead
+// letter; a [Worker] runs reactions.
+//
 // RetryReaction turns a dead-letter reaction into pending at nowMs with
 // attempts 0 and reports true; any other state, or a missing key, reports
 // false and changes nothing (RX-7). Its last failure is cleared, as
@@ -274,6 +289,9 @@ func (s *Store) RetryReaction(ctx context.Context, partition, key string, nowMs 
 	return rc.RetryReaction(ctx, partition, key, nowMs)
 }
 
+// GetReaction is an admin call (RX-11), made beside the engine: a [Worker]
+// runs reactions.
+//
 // GetReaction returns the reaction of partition with key, and false when
 // there is none (RX-11). Input: V-1, key V-2 (CodeInvalidArgument).
 func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ Reaction, _ bool, err error) {
@@ -292,6 +310,9 @@ func (s *Store) GetReaction(ctx context.Context, partition, key string) (_ React
 	return rc.GetReaction(ctx, partition, key)
 }
 
+// ListReactions is an admin call (RX-8), made beside the engine: a [Worker]
+// runs reactions.
+//
 // ListReactions returns reactions of partition in q.Statuses and q.Types
 // (empty = all), newest first (createdAt desc, then key desc), at most
 // q.Limit (RX-8), after the cursor (q.AfterCreatedAtMs, q.AfterKey) — the
@@ -331,6 +352,9 @@ func (s *Store) ListReactions(ctx context.Context, partition string, q ReactionL
 	return rc.ListReactions(ctx, partition, q)
 }
 
+// PruneReactions is an admin call (RX-9): no engine call prunes reactions;
+// run it on a schedule beside [Store.Prune].
+//
 // PruneReactions deletes at most req.Limit terminal reactions of
 // partition, oldest (UpdatedAtMs) first: completed ones with UpdatedAtMs <
 // CompletedBeforeMs and dead letters with UpdatedAtMs < DeadLetterBeforeMs

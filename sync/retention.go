@@ -7,6 +7,9 @@ import "context"
 // retention rule; they are public for special cases (a host's own
 // schedule, an operator's tool).
 
+// DeletePushResultsBefore is a primitive (PR-7): hosts apply retention with
+// [Store.Prune], which calls it.
+//
 // DeletePushResultsBefore is driver.Conn's, after V-1 and limit 1…10,000
 // (V-5): it deletes at most limit push results of partition recorded
 // (PushResult.RecordedAtMs) strictly before beforeMs, oldest first, and
@@ -22,6 +25,9 @@ func (s *Store) DeletePushResultsBefore(ctx context.Context, partition string, b
 	return s.conn.DeletePushResultsBefore(ctx, partition, beforeMs, limit)
 }
 
+// DeleteClientRecordsBefore is a primitive (CR-4): hosts apply retention
+// with [Store.Prune], which calls it.
+//
 // DeleteClientRecordsBefore is driver.Conn's, after V-1 and limit
 // 1…10,000 (V-5): it deletes at most limit client records of partition
 // whose UpdatedAtMs is strictly before beforeMs, oldest first, and returns
@@ -36,6 +42,9 @@ func (s *Store) DeleteClientRecordsBefore(ctx context.Context, partition string,
 	return s.conn.DeleteClientRecordsBefore(ctx, partition, beforeMs, limit)
 }
 
+// MinClientCursor is a primitive (CR-5): hosts apply retention with
+// [Store.Prune], which calls it.
+//
 // MinClientCursor is driver.Conn's, after V-1 and atLeast ≥ 0
 // (CodeInvalidArgument): the smallest cursor ≥ atLeast among partition's
 // client records updated at or after updatedSinceMs, and true; 0 and

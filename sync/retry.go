@@ -49,6 +49,9 @@ func (s *Store) retryPolicy() RetryPolicy {
 	return DefaultRetryPolicy
 }
 
+// RunInTx is a primitive (TX): hosts write client commits with
+// [Store.Push]; RunInTx is for writes the engine does not make.
+//
 // RunInTx runs fn in a transaction on partition: Begin, fn, Commit. When
 // fn returns an error or panics, the Tx is rolled back and the error
 // returned (the panic re-raised). When fn ends the Tx itself (Commit,

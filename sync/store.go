@@ -7,7 +7,14 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Store is an open store: a driver.Conn behind the validation of
+// Store is an open store. Its engine calls are what a host serves clients
+// with: [Store.Push], [Store.PushWith], [Store.PushCommand], [Store.Pull],
+// [Store.PullTo], [Store.Prune], [Store.SubscribeCommits],
+// [Store.ReadCommits], [Store.AckClientCursor], with [Store.EnsureSchema]
+// and [NewWorker]. Its other methods are primitives and admin calls, each
+// saying so in its first line (the package doc groups them).
+//
+// A Store is a driver.Conn behind the validation of
 // docs/contract.md group V. It has the methods of driver.Conn with the same
 // signatures; each checks its input first, in argument order (partition,
 // then table, then the rest), and calls the driver only when the input is
@@ -106,6 +113,9 @@ func (s *Store) Schema() (Schema, bool) {
 	return copySchema(cs.schema), true
 }
 
+// Begin is a primitive (TX): hosts write client commits with [Store.Push],
+// which begins its own Tx.
+//
 // Begin starts a write transaction on partition (TX-1), validated per V-1.
 // The Tx validates its input against the schema ensured when it began.
 func (s *Store) Begin(ctx context.Context, partition string) (_ *Tx, err error) {
@@ -134,6 +144,9 @@ func (s *Store) newTx(dtx driver.Tx) *Tx {
 	return &Tx{tx: dtx, schema: s.schema.Load(), store: s}
 }
 
+// MaxCommitSeq is a primitive (SEQ-5): [Store.Pull] reads the head for
+// every subscription it serves.
+//
 // MaxCommitSeq is driver.Conn's, after V-1.
 func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (_ int64, err error) {
 	defer s.observe(&ctx, "Store.MaxCommitSeq", partition).done(&err)
@@ -146,6 +159,9 @@ func (s *Store) MaxCommitSeq(ctx context.Context, partition string) (_ int64, er
 	return s.reader(ctx).MaxCommitSeq(ctx, partition)
 }
 
+// ReadCommitWindow is a primitive (WIN): hosts serve incremental pulls with
+// [Store.Pull], which reads the windows itself.
+//
 // ReadCommitWindow is driver.Conn's, after V-1; a known table (SCH-8);
 // LimitChanges 1…10,000 (V-5); 0 ≤ AfterSeq ≤ ThroughSeq
 // (CodeInvalidArgument, WIN-8); a filter with ≥ 1 key (V-6). The driver
@@ -193,6 +209,9 @@ func (s *Store) checkWindow(op, partition string, q WindowQuery) error {
 	return err
 }
 
+// CommitSeqBefore is a primitive (HZ-3): hosts apply retention with
+// [Store.Prune], which uses it for the force age.
+//
 // CommitSeqBefore is driver.Conn's, after V-1 (atMs is any int64).
 func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int64) (_ int64, err error) {
 	defer s.observe(&ctx, "Store.CommitSeqBefore", partition).done(&err)
@@ -205,6 +224,9 @@ func (s *Store) CommitSeqBefore(ctx context.Context, partition string, atMs int6
 	return s.conn.CommitSeqBefore(ctx, partition, atMs)
 }
 
+// GetRow is a primitive (ROW): clients get rows through [Store.Pull];
+// GetRow is for the host's own reads.
+//
 // GetRow is driver.Conn's, after V-1, SCH-8 and V-2 on id.
 func (s *Store) GetRow(ctx context.Context, partition, table, id string) (_ Row, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetRow", partition).done(&err)
@@ -228,6 +250,9 @@ func checkGetRow(op string, cs *compiledSchema, table, id string) error {
 	return idRow.check(op, id)
 }
 
+// ScanRows is a primitive (SCAN): hosts bootstrap subscriptions with
+// [Store.Pull], which scans page by page itself.
+//
 // ScanRows is driver.Conn's, after V-1; a known table (SCH-8); Limit
 // 1…10,000 (V-5); a filter with ≥ 1 key (V-6); AfterRowID "" or V-2. A
 // filter key with an empty value list matches nothing: the result is empty
@@ -262,6 +287,9 @@ func checkScan(op string, cs *compiledSchema, q ScanQuery) (empty bool, err erro
 	return empty, idAfterRow.checkOptional(op, q.AfterRowID)
 }
 
+// GetPushResult is a primitive (PR): [Store.Push] answers a retried commit
+// from its stored result itself.
+//
 // GetPushResult is driver.Conn's, after V-1, V-2 and V-7.
 func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCommitID string) (_ PushResult, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetPushResult", partition).done(&err)
@@ -276,6 +304,9 @@ func (s *Store) GetPushResult(ctx context.Context, partition, clientID, clientCo
 	return s.conn.GetPushResult(ctx, partition, clientID, clientCommitID)
 }
 
+// HorizonSeq is a primitive (HZ): hosts apply retention with [Store.Prune],
+// which moves the horizon.
+//
 // HorizonSeq is driver.Conn's, after V-1.
 func (s *Store) HorizonSeq(ctx context.Context, partition string) (_ int64, err error) {
 	defer s.observe(&ctx, "Store.HorizonSeq", partition).done(&err)
@@ -288,6 +319,9 @@ func (s *Store) HorizonSeq(ctx context.Context, partition string) (_ int64, err 
 	return s.conn.HorizonSeq(ctx, partition)
 }
 
+// SetHorizonSeq is a primitive (HZ-1): hosts apply retention with
+// [Store.Prune], which moves the horizon.
+//
 // SetHorizonSeq is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-1's bounds are the driver's.
 func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) (err error) {
@@ -302,6 +336,9 @@ func (s *Store) SetHorizonSeq(ctx context.Context, partition string, seq int64) 
 	return s.conn.SetHorizonSeq(ctx, partition, seq)
 }
 
+// PruneCommitsThrough is a primitive (HZ-2): hosts apply retention with
+// [Store.Prune], which prunes through the horizon.
+//
 // PruneCommitsThrough is driver.Conn's, after V-1 and seq ≥ 0
 // (CodeInvalidArgument); HZ-2's bound is the driver's.
 func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq int64) (_ int64, err error) {
@@ -316,6 +353,9 @@ func (s *Store) PruneCommitsThrough(ctx context.Context, partition string, seq i
 	return s.conn.PruneCommitsThrough(ctx, partition, seq)
 }
 
+// GetClientRecord is a primitive (CR): [Store.Pull] writes client records
+// and [Store.Prune] reads them.
+//
 // GetClientRecord is driver.Conn's, after V-1, V-2 and V-7.
 func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string) (_ ClientRecord, _ bool, err error) {
 	defer s.observe(&ctx, "Store.GetClientRecord", partition).done(&err)
@@ -329,6 +369,9 @@ func (s *Store) GetClientRecord(ctx context.Context, partition, clientID string)
 	return s.conn.GetClientRecord(ctx, partition, clientID)
 }
 
+// PutClientRecord is a primitive (CR): [Store.Pull] writes client records;
+// [Store.AckClientCursor] raises a cursor.
+//
 // PutClientRecord is driver.Conn's, after V-1 and the record's checks:
 // client id (V-2, V-7), actor id (V-2), each subscription's id (V-2),
 // table (SCH-8) and filter text (V-6).
@@ -347,6 +390,9 @@ func (s *Store) PutClientRecord(ctx context.Context, partition string, rec Clien
 	return s.conn.PutClientRecord(ctx, partition, rec)
 }
 
+// ListClientCursors is a primitive (CR-2, CR-3): [Store.Prune] finds the
+// active-cursor floor itself.
+//
 // ListClientCursors is driver.Conn's: one page of the partition's client
 // cursors, ascending bytewise by client id after afterClientID (exclusive;
 // "" = from the first), at most limit (CR-2, CR-3). Checks: V-1
@@ -365,6 +411,9 @@ func (s *Store) ListClientCursors(ctx context.Context, partition, afterClientID 
 	return s.conn.ListClientCursors(ctx, partition, afterClientID, limit)
 }
 
+// TouchPartition is a primitive (REG-1): [Store.Pull] touches the partition
+// it serves.
+//
 // TouchPartition is driver.Conn's, after V-1 and a non-empty epoch
 // (REG-1, V-2 → CodeInvalidArgument).
 func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64, initialEpoch string) (_ PartitionEntry, err error) {
@@ -379,6 +428,9 @@ func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64
 	return s.conn.TouchPartition(ctx, partition, atMs, initialEpoch)
 }
 
+// RotatePartitionLogEpoch is a primitive (REG-2), an operator's call: no
+// engine call rotates an epoch.
+//
 // RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
 // epoch (REG-1, V-2 → CodeInvalidArgument).
 func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (_ PartitionEntry, err error) {
@@ -393,6 +445,9 @@ func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch st
 	return s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
 }
 
+// ListPartitionRegistry is a primitive (REG-3): [Store.Pull] registers
+// partitions; list them to walk every partition.
+//
 // ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
 // and limit 1…10,000 (V-5).
 func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string, limit int) (_ []PartitionEntry, err error) {
@@ -407,6 +462,9 @@ func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string
 	return s.conn.ListPartitionRegistry(ctx, afterPartition, limit)
 }
 
+// ListPartitions is a primitive (REG-3): [Store.Pull] registers partitions;
+// list them to run [Store.Prune] or a [Worker] over every partition.
+//
 // ListPartitions is driver.Conn's, after afterPartition "" or V-1 and
 // limit 1…10,000 (V-5).
 func (s *Store) ListPartitions(ctx context.Context, afterPartition string, limit int) (_ []string, err error) {

@@ -7,6 +7,10 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
+// Tx is a primitive, as are all its methods: hosts write client commits
+// with [Store.Push], which runs its own Tx, and meet a Tx in push hooks
+// (reads of the candidate state) and through [Tx.As].
+//
 // Tx is a write transaction on one partition (rule group TX) behind the
 // validation of group V. It has the methods of driver.Tx with the same
 // signatures; each checks its input against the schema ensured when the Tx

@@ -213,7 +213,7 @@ func writeBenchTable(w io.Writer, reps []conformance.BenchReport) error {
 		if s := r.Scaling; s != nil && len(s.Tenths) == 10 {
 			_, err := fmt.Fprint(w, "\nW1 scaling is the last tenth's rate over the first's; the benchmark asks for ≥ 0.90 (a push must\n"+
 				"not slow down as the store grows). It is a figure, not a failure: the exit status ignores it. See\n"+
-				"docs/performance.md (Scaling) for what lowers it, e.g. SQLite's B-tree warm-up over the first commits.\n")
+				"docs/performance.md (Known limits) for what lowers it, e.g. SQLite's B-tree warm-up over the first commits.\n")
 			return err
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 // TestOpenFailureCodes: a DSN D1 will never accept (a refused token, an
 // unknown database) is permanent (invalid_argument with D1's reason); an
-// endpoint that does not answer is retryable (issue 14 item 4). Before, a
-// refused token was sync.storage.internal and an unknown database too.
+// endpoint that does not answer is retryable; a refused token or an
+// unknown database is never sync.storage.internal.
 func TestOpenFailureCodes(t *testing.T) {
 	srv, base := newDouble(t)
 	dsn, _, err := Driver{}.Provision(context.Background(), base)

@@ -141,8 +141,7 @@ func w1Push(ctx context.Context, c *Conn, i int) ([]driver.Row, error) {
 	return cm.Rows, tx.Commit(ctx)
 }
 
-// TestPushCommitStatements pins the cost of a W1 push commit (issues 7
-// and 17): ONE request once the Conn knows the partition's stamp and max
+// TestPushCommitStatements pins the cost of a W1 push commit: ONE request once the Conn knows the partition's stamp and max
 // seq from its previous commit there (the first push of the Conn also
 // reads them at Begin: 2), and 8 statements in the Commit batch — the
 // stamp guard, ONE upsert of the 10 rows, the commit, its changes, their

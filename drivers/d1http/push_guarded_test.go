@@ -37,7 +37,7 @@ func sqlHeads(b []stmt) []string {
 	return out
 }
 
-// TestGuardedPushRequests pins the cost of a W7 push (issue 13): through
+// TestGuardedPushRequests pins the cost of a W7 push: through
 // guarded writes (PUSH-9) a push of creates is ONE request once the Conn
 // has committed in the partition, as W1's commit (TestPushCommitStatements),
 // where the read-first push (BeginPush) took 2; and its batch has W1's 8

@@ -233,8 +233,8 @@ type upsertRun struct {
 // stageUpsert stages the upsert of one row (args: D1RowArgs). Adjacent
 // upserts of one table share one statement of up to u.MaxRows rows (D1's
 // 100 parameters and 100,000 bytes per statement), applied in order, so
-// the batch leaves the state the single-row statements would (issue 7:
-// D1 parses and bills per statement). Anything staged in between (a
+// the batch leaves the state the single-row statements would (D1 parses
+// and bills per statement). Anything staged in between (a
 // delete, blob refs, a commit, reactions) starts a new statement, so the
 // order of writes is kept. The caller holds the Tx's lock.
 func (t *Tx) stageUpsert(x *sqlitesql.Table, u *d1sql.D1Upserts, args []any, id string) {

@@ -32,9 +32,8 @@ import (
 // The driver takes 8 too: its Begin locks the partition and reserves the
 // seq with the statement above; the upserts, the log and the result wait
 // for Commit (stage.go), so the TX-8 savepoint a rejection rolls back to
-// is not needed (9 while it was taken at Begin). Before issue 7's MySQL
-// pass it took 19 (SELECT … FOR UPDATE, one upsert per row, max_seq
-// written at Commit); TestPushRoundTrips pins the count.
+// is not needed (9 if it were taken at Begin); TestPushRoundTrips pins
+// the count.
 // Compare (docs/performance.md, "Raw-loop ratios per engine"):
 //
 //	go test ./drivers/mysql -run '^$' -bench 'RawLoop|Workloads/W1-push$' -benchtime 1x -count 3

@@ -18,7 +18,7 @@ import (
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
-// The multi-primary lane (issue 15, docs/scaling.md): a 3-node MariaDB
+// The multi-primary lane (docs/scaling.md): a 3-node MariaDB
 // Galera cluster on loopback, started by .ci/galera.sh, whose server DSNs
 // SYNCSTORE_TEST_GALERA_DSNS lists comma-separated. Without it these
 // tests skip, loudly; SYNCSTORE_TEST_REQUIRE_GALERA=1 (set by .ci/run)

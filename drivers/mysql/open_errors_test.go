@@ -13,8 +13,8 @@ import (
 
 // TestOpenFailureCodes: a DSN that can never work is permanent
 // (invalid_argument with the server's reason), an unreachable server is
-// retryable (issue 14 item 4). Before, an unknown database and a refused
-// login were the retryable sync.storage.unavailable.
+// retryable: an unknown database or a refused login is never the
+// retryable sync.storage.unavailable.
 func TestOpenFailureCodes(t *testing.T) {
 	server := testdb.MySQLServer(t)
 	unknownDB, err := testdb.MySQLDSNFor(server, "syncstore_no_such_db_"+testdb.RandomName())

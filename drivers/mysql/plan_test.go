@@ -193,8 +193,7 @@ func TestPlanPushRead(t *testing.T) {
 	}
 }
 
-// TestPlanManyPartitions is the plan half of W8 (issue 17,
-// docs/performance.md): on a store of 1,000 small partitions besides
+// TestPlanManyPartitions is the plan half of W8 (docs/performance.md): on a store of 1,000 small partitions besides
 // planStore's, analyzed, a window read and a scan of one small partition
 // are served by the indexes that lead with the partition, as on a store
 // of one partition.

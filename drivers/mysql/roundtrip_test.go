@@ -15,8 +15,8 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Round trips per push commit (issue 7, docs/performance.md "Raw-loop
-// ratios per engine"): the client has no pipelining, so every statement
+// Round trips per push commit (docs/performance.md "Raw-loop ratios per
+// engine"): the client has no pipelining, so every statement
 // costs one round trip, a write and a read syscall and a wake-up.
 
 // rtCounter counts request/response exchanges on the connections dialled

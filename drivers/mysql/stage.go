@@ -9,8 +9,8 @@ import (
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
-// The push path's statements (issue 7, docs/performance.md "Raw-loop
-// ratios per engine"): go-sql-driver/mysql has no pipelining, so every
+// The push path's statements (docs/performance.md "Raw-loop ratios per
+// engine"): go-sql-driver/mysql has no pipelining, so every
 // statement is a round trip (a write, a read and a wake-up). A commit's
 // upserts of one table, its changes and its change-scope entries are
 // written with one multi-row INSERT each, every value bound, split by
@@ -24,7 +24,7 @@ import (
 // wait for Commit (a push's) therefore never needs the TX-8 savepoint,
 // which is taken before the first write sent ahead of Commit
 // (savepointFirst): W1's commit makes 8 round trips, as the raw loop
-// does, instead of 9 (issue 17). Guarded writes (guarded.go) are kept
+// does (9 with the savepoint). Guarded writes (guarded.go) are kept
 // the same way; a guard that fails makes the statement that carries it
 // fail, and the Tx with it (flushStaged).
 

@@ -12,7 +12,7 @@ import (
 	"github.com/syncstore/syncstore/internal/faulttest"
 )
 
-// Probes of the deferred Begin (issue 17 part 1: a Tx begun from the max
+// Probes of the deferred Begin (a Tx begun from the max
 // seq its Conn knows, guarded at Commit) against the contract, with
 // several Conns on one database standing for several hosts.
 

@@ -10,8 +10,8 @@ import (
 
 // TestOpenFailureCodes: a DSN that can never work is permanent
 // (invalid_argument with the server's reason), an unreachable server is
-// retryable (issue 14 item 4). Before, an unknown database and an unknown
-// role were sync.storage.internal with only "SQLSTATE 3D000".
+// retryable: an unknown database or role is never sync.storage.internal
+// with only "SQLSTATE 3D000".
 func TestOpenFailureCodes(t *testing.T) {
 	server := testdb.PostgresServer(t)
 	role, err := url.Parse(testdb.PostgresDSNFor(server, "postgres"))

@@ -168,7 +168,7 @@ func checkPlanUse(t *testing.T, c *Conn, checks []planCheck) {
 // of the index condition, not a filter applied to every entry after the
 // cursor — which, when statistics made the planner join the bound instead
 // of passing it in, made a pull of a partition's history O(N²/page)
-// (issue 17: 20 heap hits per matched change at 5,000 commits, 170 at
+// (measured: 20 heap hits per matched change at 5,000 commits, 170 at
 // 50,000).
 //
 // And every walk is one value's range: the value is part of the index
@@ -243,8 +243,7 @@ FROM generate_series(1, 20000) AS s, generate_series(0, 9) AS i, (VALUES ('proje
 	}
 }
 
-// TestPlansManyPartitions is the plan half of W8 (issue 17,
-// docs/performance.md): on a store of 1,000 small partitions and one of
+// TestPlansManyPartitions is the plan half of W8 (docs/performance.md): on a store of 1,000 small partitions and one of
 // 200 commits, analyzed, a window read and a scan of one small partition
 // use only indexes that lead with the partition — every index condition
 // names it, nothing is scanned sequentially — custom and generic plans

@@ -47,7 +47,7 @@ func TestQueryHostilePostgres(t *testing.T) {
 		`SELECT id::text FROM todos`,
 		`SELECT t.id FROM todos t, _sync_partitions p`,
 		`SELECT id FROM users`,
-		// Field notation: t.f is f(t) (AQ-1; issue 18).
+		// Field notation: t.f is f(t) (AQ-1).
 		`SELECT t.quote_literal AS q FROM todos t`,
 		`SELECT t.to_json AS j FROM todos t`,
 		`SELECT (t).row_to_json AS j FROM todos t`,

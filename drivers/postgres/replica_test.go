@@ -14,7 +14,7 @@ import (
 	"github.com/syncstore/syncstore/sync"
 )
 
-// The read-replica lane (issue 15, docs/scaling.md): a primary and a hot
+// The read-replica lane (docs/scaling.md): a primary and a hot
 // standby started by .ci/pg-replica.sh, whose server DSNs
 // SYNCSTORE_TEST_PG_REPLICA holds ("PRIMARY STANDBY"). Without it the test
 // skips, loudly; SYNCSTORE_TEST_REQUIRE_REPLICA=1 (set by .ci/run) makes

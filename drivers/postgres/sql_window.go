@@ -40,7 +40,7 @@ package postgres
 // index condition whatever the statistics; joined as a row of b, it was a
 // filter on every entry after $5 under some statistics (many partitions,
 // a large store), and a pull of a long history cost O(N²/page)
-// (TestPlansUseIndexes, TestPlansManyPartitions pin it; issue 17).
+// (TestPlansUseIndexes, TestPlansManyPartitions pin it).
 const sqlWindow = `WITH p AS (
 	SELECT coalesce(max(s.max_seq), 0) AS max_seq, coalesce(max(s.horizon_seq), 0) AS horizon_seq
 	FROM _sync_partitions AS s WHERE s.partition = $1),

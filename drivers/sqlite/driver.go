@@ -36,7 +36,7 @@
 //   - The writer checkpoints the WAL every 8,192 pages (32 MiB; SQLite's
 //     default is 1,000) and keeps an 8 MiB page cache, so the cost of a
 //     push stops growing once the indexes are warm, after about 2,000
-//     W1 commits (docs/performance.md, "Push scaling on SQLite").
+//     W1 commits (docs/performance.md, "Known limits").
 //   - One writer connection (a *sql.DB with one connection, every
 //     transaction BEGIN IMMEDIATE) carries every write, Conn-level ones
 //     included (PutClientRecord, SetHorizonSeq, TouchPartition, …), so every
@@ -101,8 +101,8 @@ var (
 	_ driver.Provisioner = Driver{}
 )
 
-// Push-path tuning of the writer (docs/performance.md, "Why the push
-// slowed down as the store grew"). Every commit dirties one leaf page per
+// Push-path tuning of the writer (docs/performance.md, "Known
+// limits"). Every commit dirties one leaf page per
 // insertion point of each index it writes (~60 scattered 4 KiB pages for
 // a 10-row commit), and each is written to the WAL as a full frame; a
 // checkpoint then copies every distinct page of the WAL into the database

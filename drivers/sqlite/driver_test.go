@@ -110,8 +110,8 @@ func TestOpenErrors(t *testing.T) {
 	_, err := Driver{}.Open(ctx, "")
 	wantCode(t, "empty DSN", err, driver.CodeInvalidArgument)
 	_, err = Driver{}.Open(ctx, filepath.Join(t.TempDir(), "missing-dir", "x.db"))
-	// A missing directory can never open: permanent (issue 14 item 4;
-	// open_errors_test.go has the other cases).
+	// A missing directory can never open: permanent (open_errors_test.go
+	// has the other cases).
 	wantCode(t, "uncreatable file", err, driver.CodeInvalidArgument)
 }
 

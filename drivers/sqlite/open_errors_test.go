@@ -11,9 +11,8 @@ import (
 
 // TestOpenFailureCodes: a path that can never be opened as a store is
 // permanent (invalid_argument, saying why), never the retryable
-// unavailable (issue 14 item 4). Before, a missing directory and a
-// directory were sync.storage.unavailable and a non-database file was
-// sync.storage.internal. (No-permission paths are refused the same way
+// unavailable: a missing directory, a directory and a non-database file
+// are never sync.storage.unavailable or sync.storage.internal. (No-permission paths are refused the same way
 // but cannot be shown when the tests run as root.)
 func TestOpenFailureCodes(t *testing.T) {
 	dir := t.TempDir()

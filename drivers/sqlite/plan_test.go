@@ -174,8 +174,7 @@ func TestPlans(t *testing.T) {
 	})
 }
 
-// TestPlansManyPartitions is the plan half of W8 (issue 17,
-// docs/performance.md): on a store of 1,000 small partitions, analyzed,
+// TestPlansManyPartitions is the plan half of W8 (docs/performance.md): on a store of 1,000 small partitions, analyzed,
 // a window read and a scan of one of them are served by the indexes that
 // lead with the partition — a search of that partition's entries, never a
 // scan — so their cost does not depend on the other partitions.

@@ -9,8 +9,8 @@ import (
 	"github.com/syncstore/syncstore/internal/txstate"
 )
 
-// The push path's statements (issue 7, docs/performance.md "W1 against
-// the raw loop"): a commit's upserts, changes and change-scope entries
+// The push path's statements (docs/performance.md "Raw-loop ratios per
+// engine"): a commit's upserts, changes and change-scope entries
 // are written with one multi-row INSERT each instead of one statement per
 // row, as the raw loop does: each statement costs a round through
 // database/sql and modernc (argument conversion, a context watcher,

@@ -1,6 +1,6 @@
 //go:build aqmeasure
 
-// Package aqmeasure measures the authoritative-query attacks of issue 18
+// Package aqmeasure measures the authoritative-query attacks of AQ-6
 // on every bundled driver: wall time and the process's peak RSS growth
 // per attack, printed as a table. It asserts nothing and runs only with
 // the build tag:

@@ -1,4 +1,4 @@
-// Package modeltest is the model-based test of the sync engine (issue 13):
+// Package modeltest is the model-based test of the sync engine:
 // simulated clients with their own scopes make random offline edits, send
 // duplicate and reordered retries, pull with small limits, abandon
 // bootstraps midway, while retention prunes the log; at the end each

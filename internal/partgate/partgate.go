@@ -2,8 +2,8 @@
 // serializes the Conn's transactions of one partition in the process, and
 // remembers what the Conn last learnt of each partition for certain (its
 // committed max seq, a D1 stamp), so a transaction can be begun without a
-// round trip and checked by a guard at commit instead (issue 17: one
-// round trip per push). A partition whose guard failed — another store
+// round trip and checked by a guard at commit instead (one round trip
+// per push). A partition whose guard failed — another store
 // committed there — is left out of that for Backoff, so stores that share
 // a partition do not retry every push.
 package partgate

@@ -10,8 +10,8 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// Multi-row statements of the push path (issue 7: the driver's own cost
-// per commit). A commit's rows, changes and change-scope entries are each
+// Multi-row statements of the push path (the driver's own cost per
+// commit). A commit's rows, changes and change-scope entries are each
 // written with one INSERT of several VALUES tuples, the arguments bound
 // directly, instead of one statement per row or a JSON array expanded by
 // json_each in the engine (InsertChanges, InsertChangeScopes, which D1's

@@ -11,7 +11,7 @@ import (
 )
 
 // OpenFailure is a DSN that must not open and how Open must fail
-// (issue 14 item 4; the table of docs/reliability.md "Open failures"):
+// (the table of docs/reliability.md "Open failures"):
 // with Code, which says truthfully whether a retry can help, and with a
 // message that keeps the engine's or the system's reason (Reason, a
 // substring).

@@ -9,7 +9,7 @@ import (
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 )
 
-// The D1 push path's multi-row upsert (issue 7): the adjacent upserts a
+// The D1 push path's multi-row upsert: the adjacent upserts a
 // transaction stages into one table go to the engine as ONE statement of
 // several VALUES tuples, one JSON parameter per row (D1RowArgs), instead of
 // one D1Upsert each — D1 parses (and bills) every statement of a batch.
