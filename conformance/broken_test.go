@@ -30,7 +30,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &splitAtLimit{connWrap{c}} }},
 		// Its results live in memory, beyond the reach of the retention
 		// deletions too.
-		{name: "last-push-result-wins", want: []string{"PR-3"}, also: []string{"PR-7", "RET-5", "RET-8"},
+		{name: "last-push-result-wins", want: []string{"PR-3"}, also: []string{"PR-7", "RET-5", "RET-8", "RET-11"},
 			wrap: func(c driver.Conn) driver.Conn {
 				return &lastWriterWins{connWrap: connWrap{c}, latest: map[string]driver.PushResult{}}
 			}},
@@ -42,10 +42,10 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &connWrap{c} }},
 		// Push's deletes keep the row too; a bootstrap page then holds a
 		// deleted row (PULL-5).
-		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4", "PULL-5"},
+		{name: "delete-keeps-row", want: []string{"ROW-3", "TX-2", "TX-3"}, also: []string{"PUSH-3", "PUSH-4", "PUSH-12", "PULL-5", "SCH-1"},
 			wrap: func(c driver.Conn) driver.Conn { return &deleteIsNoop{connWrap{c}} }},
 		// Bootstrap pages are scans (PULL-2…PULL-5, PULL-8).
-		{name: "descending-scan", want: []string{"SCAN-1"}, also: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8", "PULL-10", "PULL-11", "PULL-12"},
+		{name: "descending-scan", want: []string{"SCAN-1"}, also: []string{"PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-8", "PULL-10", "PULL-11", "PULL-12", "SCH-1"},
 			wrap: func(c driver.Conn) driver.Conn { return &descendingScan{connWrap{c}} }},
 		{name: "integers-through-float64", want: []string{"V-3", "VAL-1"},
 			wrap: func(c driver.Conn) driver.Conn { return &lossyIntegers{connWrap{c}} }},

@@ -23,7 +23,6 @@ func init() {
 	register(
 		Case{Name: "RET-1/floor-is-the-lowest-active-cursor", Run: retFloorLowestActive},
 		Case{Name: "RET-1/active-window-boundary-inclusive", Run: retActiveBoundary},
-		Case{Name: "RET-1/no-active-client-prunes-nothing", Run: retNoActiveClient},
 		Case{Name: "RET-1/cursors-below-the-horizon-hold-nothing", Run: retBelowHorizonIgnored},
 		Case{Name: "RET-2/commits-older-than-force-age-go", Run: retForceAge},
 		Case{Name: "RET-2/negative-force-age-never", Run: retForceAgeOff},
@@ -150,20 +149,6 @@ func retActiveBoundary(t T, h Harness) {
 		rep := retPrune(t, s, c.p, retOnly(retNow))
 		expectEqual(t, "RET-1: horizon with the lowest cursor's client updated "+c.wantNote, c.wantHzn, rep.HorizonAfter)
 	}
-}
-
-// Catches: a floor of MaxCommitSeq (or of anything) when no client is
-// active: upstream's rule keeps the whole log then, and only age prunes.
-func retNoActiveClient(t T, h Harness) {
-	conn, s := retStore(t, h)
-	rep := retPrune(t, s, "empty", retOnly(retNow))
-	expectEqual(t, "RET-1: report of an empty partition", syncstore.PruneReport{NowMs: retNow}, rep)
-	retCommits(t, conn, "p1", 10)
-	retClient(t, conn, "p1", "old", 8, retNow-60_000)
-	retClient(t, conn, "p1", "boot", -1, retNow)
-	rep = retPrune(t, s, "p1", retOnly(retNow))
-	expectEqual(t, "RET-1: report with no active cursor", syncstore.PruneReport{NowMs: retNow, MaxCommitSeq: 10}, rep)
-	expectEqual(t, "RET-1: log with no active cursor", retWantLog(0, 10), retLogOf(t, conn, "p1", 10))
 }
 
 // Catches: a floor taken from a cursor already below the horizon (that

@@ -6,40 +6,59 @@ import (
 	"time"
 )
 
-// RetentionPolicy configures Prune (rule group RET). Zero fields take
-// DefaultRetentionPolicy's values; durations count in whole milliseconds
-// (a positive duration under 1 ms is CodeInvalidArgument). docs/retention.md
-// explains the defaults and how to choose others.
+// RetentionPolicy configures Prune (rule group RET). Its zero value is
+// DefaultRetentionPolicy: a zero field takes the default's value — unless
+// NoDefaults is set, which makes a zero retention field mean zero
+// (RET-11). Durations count in whole milliseconds (a positive duration
+// under 1 ms is CodeInvalidArgument). docs/retention.md explains the
+// defaults, how to choose others, and how upstream Syncular's retention
+// options (activeWindowMs, ageForceMs, minRetainedCommits) map onto it.
 type RetentionPolicy struct {
 	// ActiveWindow: a client whose record was updated (by a pull) at most
-	// this long ago is active, and its cursor holds the log (RET-1).
-	// Must not be negative.
+	// this long ago is active, and its cursor holds the log (RET-1); with
+	// no active client nothing but MinRetainedCommits holds it (RET-10).
+	// Zero with NoDefaults: only records updated at now or later are
+	// active. Must not be negative.
 	ActiveWindow time.Duration
 	// ForceAge: commits created longer ago than this may be pruned even
 	// when an active cursor still needs them (RET-2); that client then
-	// gets sync.cursor_expired and bootstraps. Negative: never.
+	// gets sync.cursor_expired and bootstraps. Zero with NoDefaults: every
+	// commit created before now. Negative: never.
 	ForceAge time.Duration
 	// MinRetainedCommits: the newest commits always kept: the horizon
 	// never passes MaxCommitSeq − MinRetainedCommits (RET-3), whatever
-	// the cursors and ages. Negative: no minimum.
+	// the cursors and ages. Zero with NoDefaults, or negative: no minimum.
 	MinRetainedCommits int64
 	// PushResultRetention: push results recorded longer ago than this are
 	// deleted (RET-5). It is how long a client may retry an
 	// unacknowledged push and still get its stored result: a retry after
-	// it is applied again. Negative: kept forever.
+	// it is applied again. Zero with NoDefaults: every result recorded
+	// before now goes. Negative: kept forever.
 	PushResultRetention time.Duration
 	// ClientRecordRetention: client records not updated for longer than
 	// this are deleted (RET-6); the client is then unknown until its next
 	// pull. At least ActiveWindow, so an active client's record is never
-	// deleted. Negative: kept forever.
+	// deleted. Zero with NoDefaults: every record not updated since now
+	// goes (ActiveWindow must then be zero too). Negative: kept forever.
 	ClientRecordRetention time.Duration
 	// Limit bounds one call (1…10,000, CodeInvalidLimit): each
 	// transaction prunes at most Limit commits, and one call deletes at
 	// most Limit push results and at most Limit client records (RET-4…RET-6).
+	// 0 is the default, 1,000, with or without NoDefaults.
 	Limit int
 	// Now is the clock whose epoch milliseconds the rule compares with
-	// commit, result and record times. Default time.Now.
+	// commit, result and record times. nil: time.Now, with or without
+	// NoDefaults.
 	Now func() time.Time
+	// NoDefaults makes a zero ActiveWindow, ForceAge, MinRetainedCommits,
+	// PushResultRetention or ClientRecordRetention mean zero instead of
+	// DefaultRetentionPolicy's value (RET-11). To leave some fields at
+	// their defaults and set others to zero, start from a copy of
+	// DefaultRetentionPolicy:
+	//
+	//	pol := sync.DefaultRetentionPolicy
+	//	pol.NoDefaults, pol.ForceAge, pol.MinRetainedCommits = true, 0, 0
+	NoDefaults bool
 }
 
 // DefaultRetentionPolicy holds the values of RetentionPolicy's zero
@@ -48,8 +67,9 @@ type RetentionPolicy struct {
 // results and client records are kept 90 days (three times the force age:
 // a client away that long has long lost its place in the log, and a push
 // it still retries after 90 days is applied again); at most 1,000 of each
-// per call. Upstream Syncular's prune uses the same three commit rules and
-// the same first three values.
+// per call. Upstream Syncular's pruneCommitLog uses the same three commit
+// rules and the same first three values (docs/retention.md lists where the
+// rules differ).
 var DefaultRetentionPolicy = RetentionPolicy{
 	ActiveWindow:          14 * 24 * time.Hour,
 	ForceAge:              30 * 24 * time.Hour,
@@ -67,14 +87,16 @@ type PruneReport struct {
 	MaxCommitSeq int64
 	// Floor is the active-cursor floor: the smallest cursor at or above
 	// HorizonBefore among active clients (RET-1); Active is false, and
-	// Floor 0, when no active client holds the log.
+	// Floor 0, when no active client holds the log — then no floor bounds
+	// Target (RET-10).
 	Floor  int64
 	Active bool
 	// ForceSeq is the newest commit created before NowMs − ForceAge (0:
 	// none, or ForceAge disabled) (RET-2).
 	ForceSeq int64
 	// Target is the horizon the policy asks for: max(Floor, ForceSeq),
-	// capped at MaxCommitSeq − MinRetainedCommits (RET-3). Below
+	// or with no active client the cap alone (RET-10), capped at
+	// MaxCommitSeq − MinRetainedCommits and at least 0 (RET-3). Below
 	// HorizonBefore it changes nothing: the horizon never drops.
 	Target int64
 	// HorizonBefore and HorizonAfter are the partition's horizon when
@@ -94,10 +116,11 @@ type PruneReport struct {
 // Prune applies the retention rule to partition (rule group RET):
 //
 //  1. Target horizon: the smallest cursor at or above the current horizon
-//     among clients whose record was updated within ActiveWindow (RET-1;
-//     none: 0, so only age prunes), raised to the newest commit created
-//     before now − ForceAge (RET-2), capped at MaxCommitSeq −
-//     MinRetainedCommits (RET-3).
+//     among clients whose record was updated within ActiveWindow (RET-1),
+//     raised to the newest commit created before now − ForceAge (RET-2),
+//     capped at MaxCommitSeq − MinRetainedCommits (RET-3). With no such
+//     client there is no floor: the target is the cap (RET-10), as in
+//     upstream Syncular's pruneCommitLog.
 //  2. The horizon is raised to the target and the commits through it are
 //     pruned, in steps of at most Limit commits; each step raises the
 //     horizon before it deletes, so a pull never meets a gap without
@@ -110,7 +133,8 @@ type PruneReport struct {
 //
 // Run it per partition on a schedule (docs/retention.md), from any number
 // of instances at once: concurrent Prunes end as one would (RET-8). Input:
-// V-1 and the policy (RET-7: CodeInvalidArgument, Limit → CodeInvalidLimit);
+// V-1 and the policy (RET-7: CodeInvalidArgument, Limit → CodeInvalidLimit;
+// RET-11 for NoDefaults);
 // nothing is written on bad input. On a driver error Prune stops and
 // returns the report of what it did so far with the error; everything it
 // did is committed and a later call resumes.
@@ -172,7 +196,11 @@ func (s *Store) pruneCommits(ctx context.Context, p string, pol RetentionPolicy,
 	if pol.MinRetainedCommits >= 0 {
 		ceiling = max(0, rep.MaxCommitSeq-pol.MinRetainedCommits)
 	}
-	rep.Target = min(max(rep.Floor, rep.ForceSeq), ceiling)
+	floor := rep.Floor
+	if !rep.Active {
+		floor = math.MaxInt64 // RET-10: no active cursor, no floor
+	}
+	rep.Target = min(max(floor, rep.ForceSeq), ceiling)
 
 	// Commits an interrupted Prune left at or below the horizon go first,
 	// then the horizon rises in steps of at most Limit commits, each
@@ -203,7 +231,8 @@ func (s *Store) pruneCommits(ctx context.Context, p string, pol RetentionPolicy,
 }
 
 // resolve checks the policy (RET-7) and fills its zero fields from
-// DefaultRetentionPolicy.
+// DefaultRetentionPolicy: all of them, or with NoDefaults only Limit and
+// Now (RET-11).
 func (p RetentionPolicy) resolve(op string) (RetentionPolicy, error) {
 	d := DefaultRetentionPolicy
 	type dur struct {
@@ -219,7 +248,7 @@ func (p RetentionPolicy) resolve(op string) (RetentionPolicy, error) {
 		{"ClientRecordRetention", &p.ClientRecordRetention, d.ClientRecordRetention, true},
 	} {
 		switch v := *f.v; {
-		case v == 0:
+		case v == 0 && !p.NoDefaults:
 			*f.v = f.def
 		case v < 0 && !f.neg:
 			return p, argErr(op, "RET-7", "RetentionPolicy.%s is negative", f.name)
@@ -227,7 +256,7 @@ func (p RetentionPolicy) resolve(op string) (RetentionPolicy, error) {
 			return p, argErr(op, "RET-7", "RetentionPolicy.%s is under 1 ms", f.name)
 		}
 	}
-	if p.MinRetainedCommits == 0 {
+	if p.MinRetainedCommits == 0 && !p.NoDefaults {
 		p.MinRetainedCommits = d.MinRetainedCommits
 	}
 	if p.Limit == 0 {

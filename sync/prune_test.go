@@ -40,9 +40,9 @@ func (c *argsConn) DeleteClientRecordsBefore(ctx context.Context, p string, befo
 }
 
 // TestPruneDefaults pins DefaultRetentionPolicy as the zero policy's
-// values, down to the millisecond bounds the driver receives, and the
-// switches: a negative ForceAge, PushResultRetention or
-// ClientRecordRetention skips its call.
+// values, down to the millisecond bounds the driver receives, the
+// switches (a negative ForceAge, PushResultRetention or
+// ClientRecordRetention skips its call), and NoDefaults' zeros (RET-11).
 func TestPruneDefaults(t *testing.T) {
 	base := openSQLite(t)
 	conn := &argsConn{Conn: base.Conn()}
@@ -79,6 +79,22 @@ func TestPruneDefaults(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{fmt.Sprintf("MinClientCursor(since %d, atLeast 0)", now-1)}, conn.calls); d != "" {
 		t.Errorf("calls with every switch off, ActiveWindow 1.5 ms (-want +got):\n%s", d)
+	}
+
+	// NoDefaults: the zero fields are zero, the limit still 1,000.
+	conn.calls = nil
+	_, err = s.Prune(t.Context(), "p", sync.RetentionPolicy{Now: clock, NoDefaults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		fmt.Sprintf("MinClientCursor(since %d, atLeast 0)", now),
+		fmt.Sprintf("CommitSeqBefore(%d)", now),
+		fmt.Sprintf("DeletePushResultsBefore(%d, 1000)", now),
+		fmt.Sprintf("DeleteClientRecordsBefore(%d, 1000)", now),
+	}
+	if d := cmp.Diff(want, conn.calls); d != "" {
+		t.Errorf("calls of the zero policy with NoDefaults (-want +got):\n%s", d)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 )
 
@@ -158,6 +159,63 @@ func TestPlanScans(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectPlan(t, "scan, "+tc.name, explain(t, c, q, args...), map[string]string{"todos": project}, tc.sorted)
+	}
+}
+
+// TestPlanScansOfAKeyScope: a scope on the primary-key column has no
+// index of its own (SCH-1/scope-on-the-primary-key-column); its scans walk
+// the primary key.
+func TestPlanScansOfAKeyScope(t *testing.T) {
+	c := openStore(t)
+	ctx := t.Context()
+	lists := driver.Table{Name: "lists", Columns: []driver.Column{{Name: "id", Type: driver.TypeString},
+		{Name: "owner", Type: driver.TypeString}}, PrimaryKey: "id",
+		Scopes: []driver.Scope{{Variable: "list", Column: "id"}, {Variable: "owner", Column: "owner"}}}
+	schema := conformance.TestSchema()
+	schema.Version++
+	schema.Tables = append(schema.Tables, lists)
+	if err := c.EnsureSchema(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		id, owner := fmt.Sprintf("l%04d", i), fmt.Sprintf("o%d", i%7)
+		if err := tx.UpsertRow(ctx, "lists", driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"list": id, "owner": owner},
+			Values: driver.Values{"id": id, "owner": owner}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c", ClientCommitID: "k", CreatedAtMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.db.Exec("ANALYZE TABLE lists"); err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.state.Table("lists")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		filter driver.ScopeFilter
+		sorted bool
+	}{
+		{"one value", driver.ScopeFilter{"list": {"l0003"}}, false},
+		{"one value and another key", driver.ScopeFilter{"list": {"l0003"}, "owner": {"o1", "o3"}}, false},
+		{"three values", driver.ScopeFilter{"list": {"l0001", "l0002", "l0003"}}, true},
+		{"a long list as JSON", driver.ScopeFilter{"list": manyValues(maxInlineValues + 8)}, true},
+	} {
+		q, args, err := c.scanSQL(x, "p", driver.ScanQuery{Table: "lists", Filter: tc.filter, Limit: 100}, "list")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectPlan(t, "scan by the key scope, "+tc.name, explain(t, c, q, args...), map[string]string{"lists": "PRIMARY"}, tc.sorted)
 	}
 }
 

@@ -218,7 +218,13 @@ func columnDef(c driver.Column, keyed bool, coll string) string {
 // t: "_sync_s" + the column's position, short (MySQL names ≤ 64) and
 // stable (columns are never reordered, SCH-6). Index names are per table
 // in MySQL, and declared index names never start with "_sync" (SCH-2).
+// A scope on the primary-key column has no index of its own: the primary
+// key (partition, id) is that index, and its name is "PRIMARY" (a key
+// (partition, id, id) is refused by MySQL, error 1060).
 func scopeIndexName(t driver.Table, col string) string {
+	if col == t.PrimaryKey {
+		return "PRIMARY"
+	}
 	for i, c := range t.Columns {
 		if c.Name == col {
 			return "_sync_s" + itoa(int64(i))
@@ -239,8 +245,8 @@ func (x *table) createSQL(coll string) string {
 	defs = append(defs, "PRIMARY KEY ("+quoteIdent(partitionColumn)+", "+quoteIdent(t.PrimaryKey)+")")
 	seen := map[string]bool{}
 	for _, s := range t.Scopes {
-		if seen[s.Column] {
-			continue
+		if seen[s.Column] || s.Column == t.PrimaryKey {
+			continue // one index per column; the primary key serves a scope on it
 		}
 		seen[s.Column] = true
 		defs = append(defs, "KEY "+quoteIdent(scopeIndexName(t, s.Column))+" ("+quoteIdent(partitionColumn)+", "+
