@@ -158,6 +158,9 @@ type env struct {
 	mu      gosync.Mutex
 	grants  map[string]map[string][]string
 	failing bool
+	// hook, when set, runs before each resolution (a test blocks rounds
+	// with it).
+	hook func(ctx context.Context, id Identity, clientID string)
 }
 
 type envOption func(*Config)
@@ -194,6 +197,12 @@ func newEnvOn(t testing.TB, st *sync.Store, sch ssp2.Schema, opts ...envOption) 
 		},
 		ResolveScopes: func(ctx context.Context, id Identity, clientID string) (map[string][]string, error) {
 			e.mu.Lock()
+			hook := e.hook
+			e.mu.Unlock()
+			if hook != nil {
+				hook(ctx, id, clientID)
+			}
+			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.failing {
 				return nil, errors.New("resolver down")
@@ -224,6 +233,33 @@ func (e *env) grant(actor string, allowed map[string][]string) {
 	e.mu.Lock()
 	e.grants[actor] = allowed
 	e.mu.Unlock()
+}
+
+func (e *env) setHook(h func(ctx context.Context, id Identity, clientID string)) {
+	e.mu.Lock()
+	e.hook = h
+	e.mu.Unlock()
+}
+
+// blockClient makes resolutions for clientID signal blocked and wait for
+// release.
+func (e *env) blockClient(clientID string) (blocked <-chan struct{}, release func()) {
+	b, r := make(chan struct{}, 1), make(chan struct{})
+	e.setHook(func(ctx context.Context, _ Identity, c string) {
+		if c != clientID {
+			return
+		}
+		select {
+		case b <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r:
+		case <-ctx.Done():
+		}
+	})
+	var once gosync.Once
+	return b, func() { once.Do(func() { close(r); e.setHook(nil) }) }
 }
 
 func (e *env) setFailing(f bool) {
