@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -441,3 +442,6 @@ func errorCode(res httpResult) string {
 	c, _ := res.err["code"].(string)
 	return c
 }
+
+// discardLogger drops every log line (benchmarks).
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
