@@ -708,3 +708,55 @@ func (e *env) waitRecordCursor(client string, cursor int64) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestRealtimeOwnCommitInRound: a socket round's own push fans out to its
+// own session mid-round: a catchup-required wake-up, never a delta — on
+// every driver, however late its commit fanout — and after the post-round
+// ack, deltas resume (§8.7; the catalog's
+// ws-round/commit-during-round-wakes-then-deltas-resume).
+func TestRealtimeOwnCommitInRound(t *testing.T) {
+	forEachLane(t, func(t *testing.T, l lane) {
+		e := newEnv(t, l)
+		e.grant("alice", p1)
+		ep := e.epoch("alice", "b1")
+		b := e.mustDial("alice", "b1")
+		b.event()
+		b.round(req(2, hdr("b1", ep), &ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, -1)))
+		b.sendRound(req(2, hdr("b1", ep), commit("k1", upsert("tasks", "t1", e.task("t1", "p1", "own"))),
+			&ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, 0)), 1<<20)
+		m, evs := b.readRound()
+		if secs := sections(m); secs[0].end.NextCursor != 1 {
+			t.Fatalf("round %+v", secs[0].end)
+		}
+		// At least one wake-up (the fanout may add coalescible ones), each
+		// catchup-required at the round's commit.
+		if len(evs) == 0 {
+			evs = append(evs, b.event())
+		}
+		for _, ev := range evs {
+			if ev.Kind != ssp2.EventSync || ev.Sync.Reason != ssp2.WakeCatchupRequired || ev.Sync.Cursor != 1 {
+				t.Fatalf("events %+v", evs)
+			}
+		}
+		e.ack(b, "b1", 1)
+		e.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "resumed"))))
+		for {
+			m := b.next()
+			if m.err != nil {
+				t.Fatal(m.err)
+			}
+			if m.text != nil {
+				// Late wake-ups of commit 1 may still arrive; nothing newer.
+				if ev, _ := ssp2.ParseServerEvent(m.text); ev.Kind == ssp2.EventSync && ev.Sync.Cursor <= 1 || ev.Kind == ssp2.EventHeartbeat {
+					continue
+				}
+				t.Fatalf("%s where a delta was expected", m.text)
+			}
+			d, err := ssp2.DecodeResponse(m.bin[1:])
+			if err != nil || m.bin[0] != ssp2.TagDelta || sections(d)[0].commits[0].CommitSeq != 2 {
+				t.Fatalf("deltas did not resume: %v", err)
+			}
+			break
+		}
+	})
+}
