@@ -556,7 +556,9 @@ func pushProtocolRefusals(t T, h Harness) {
 		client := fmt.Sprintf("c%d", i+1)
 		hooks := []syncstore.PushOptions{
 			{Authorize: func(context.Context, *syncstore.Tx, syncstore.AuthorizeInput) error { return refuse(code) }},
-			{ValidateOp: func(context.Context, *syncstore.Tx, syncstore.OpInput) (syncstore.Values, error) { return nil, refuse(code) }},
+			{ValidateOp: func(context.Context, *syncstore.Tx, syncstore.OpInput) (syncstore.Values, error) {
+				return nil, refuse(code)
+			}},
 		}
 		for j, o := range hooks {
 			req := pushReq(client, fmt.Sprintf("k%d", j), pushTodo("t-new", "p7", "o1", "x", nil), pushTodo("t-stored", "p7", "o1", "b", nil))
