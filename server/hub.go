@@ -285,10 +285,10 @@ func (h *hub) fanout(ph *partHub) {
 			target := ph.target
 			gone := h.parts[ph.name] != ph
 			var sessions []*session
-			var filters []commitFilter
+			registered := false
 			for ss := range ph.sessions {
 				sessions = append(sessions, ss)
-				filters = append(filters, ss.filters()...)
+				registered = registered || ss.registered()
 			}
 			if gone {
 				ph.running = false
@@ -299,14 +299,14 @@ func (h *hub) fanout(ph *partHub) {
 			if ph.cursor >= target {
 				break
 			}
-			if len(filters) == 0 { // nobody registered: nothing to read
+			if !registered { // nobody registered: nothing to read
 				for _, ss := range sessions {
 					ss.observe(target)
 				}
 				ph.cursor = target
 				break
 			}
-			commits, err := h.s.eng.readCommits(ctx, ph.name, ph.cursor, target, fanoutBatch, filters)
+			commits, err := h.s.eng.readCommits(ctx, ph.name, ph.cursor, target, fanoutBatch)
 			switch {
 			case sync.CodeOf(err) == sync.CodeCursorExpired:
 				// Pruned past what this instance fanned out: every session

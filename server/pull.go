@@ -84,16 +84,12 @@ type pullStream struct {
 // subState is the subscription being streamed.
 type subState struct {
 	plan      *subPlan
-	res       pullResult
+	res       sync.PullResult
 	pages     int
 	truncated bool
 	last      int64
 	imageDone bool
 }
-
-// imaging reports whether a SQLite image is being built (it takes every
-// page of its table).
-func (ps *pullStream) imaging() bool { return ps.image != nil }
 
 func (ps *pullStream) close() {
 	if ps.image != nil {
@@ -125,7 +121,7 @@ func (ps *pullStream) revokedUpTo(end int) error {
 	return nil
 }
 
-func (ps *pullStream) start(ctx context.Context, res pullResult) error {
+func (ps *pullStream) start(ctx context.Context, res sync.PullResult) error {
 	sp := ps.active[ps.k]
 	ps.k++
 	if err := ps.revokedUpTo(sp.index); err != nil {
@@ -215,7 +211,7 @@ func opOf(o sync.Op) ssp2.Op {
 // page takes one bootstrap page: the SQLite image lane at a table's start
 // when the client accepts images and the snapshot is more than one page
 // (§5.3), else one rows segment per page, inline or stored (§5.2, §5.7).
-func (ps *pullStream) page(ctx context.Context, p pullPage) (bool, error) {
+func (ps *pullStream) page(ctx context.Context, p sync.PullPage) (bool, error) {
 	sts := &ps.r.s.stats
 	raise(&sts.peakPages, sts.livePages.Add(1))
 	defer sts.livePages.Add(-1)
@@ -236,7 +232,7 @@ func (ps *pullStream) page(ctx context.Context, p pullPage) (bool, error) {
 // rowsSegment writes one page as a rows segment: inline when the client
 // accepts inline segments and it is small enough (or the client accepts
 // no other), else stored and referenced.
-func (ps *pullStream) rowsSegment(ctx context.Context, p pullPage) error {
+func (ps *pullStream) rowsSegment(ctx context.Context, p sync.PullPage) error {
 	st := &ps.cur
 	t := st.plan.t
 	ps.seg.Reset()
@@ -298,7 +294,7 @@ func segmentRef(rec SegmentRecord) *ssp2.SegmentRef {
 // same (partition, epoch, table, schema version, scope digest, pin) is
 // served as it is (§5.3: never rebuilt per client); otherwise the image is
 // built from this and every following page.
-func (ps *pullStream) imageStart(ctx context.Context, p pullPage) (bool, error) {
+func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, error) {
 	st := &ps.cur
 	key := SegmentKey{Partition: ps.r.id.Partition, LogEpoch: ps.r.entry.Epoch, Table: st.plan.t.Name,
 		SchemaVersion: ps.r.s.version, MediaType: ssp2.MediaSQLite, ScopeDigest: st.plan.digest, AsOfCommitSeq: st.res.AsOfCommitSeq}
@@ -320,7 +316,7 @@ func (ps *pullStream) imageStart(ctx context.Context, p pullPage) (bool, error) 
 
 // imagePage adds a page to the image being built; after the last page it
 // stores the image and writes its SEGMENT_REF.
-func (ps *pullStream) imagePage(ctx context.Context, p pullPage) (bool, error) {
+func (ps *pullStream) imagePage(ctx context.Context, p sync.PullPage) (bool, error) {
 	st := &ps.cur
 	if err := ps.image.add(p.Rows); err != nil {
 		return false, err
@@ -346,7 +342,7 @@ func (ps *pullStream) imagePage(ctx context.Context, p pullPage) (bool, error) {
 	return false, ps.r.rw.SegmentRef(segmentRef(rec))
 }
 
-func (ps *pullStream) end(ctx context.Context, res pullResult) error {
+func (ps *pullStream) end(ctx context.Context, res sync.PullResult) error {
 	st := &ps.cur
 	sp := st.plan
 	f := &ssp2.SubEnd{NextCursor: res.NextCursor}

@@ -208,7 +208,7 @@ func forbidden() error {
 // validateOp is §3.4 rule 5: an upsert of an existing row keeps the
 // stored values of the table's scope columns (a client cannot move a row
 // across scopes).
-func (r *round) validateOp(_ context.Context, in opInput) (sync.Values, error) {
+func (r *round) validateOp(_ context.Context, in sync.OpInput) (sync.Values, error) {
 	if in.Op.Op != sync.OpUpsert || !in.Exists {
 		return nil, nil
 	}

@@ -231,15 +231,11 @@ func (ss *session) setRegistrations(regs []registration) {
 	h.reconcilePresenceLocked(ss, old)
 }
 
-// filters returns the session's registrations as fanout read filters.
-func (ss *session) filters() []commitFilter {
+// registered reports whether the session has a registration.
+func (ss *session) registered() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	out := make([]commitFilter, 0, len(ss.regs))
-	for _, r := range ss.regs {
-		out = append(out, commitFilter{table: r.t.Name, filter: scopeFilter(r.eff)})
-	}
-	return out
+	return len(ss.regs) > 0
 }
 
 // close closes the socket with code and reason (once): the close

@@ -257,11 +257,12 @@ type table struct {
 }
 
 // New returns a Server over store for cfg. The store's ensured schema must
-// be cfg.Schema's engine form (an error says what differs). New sets the
-// store's push options to cfg.Now (Store.SetPushOptions: commit times come
-// from the server clock; push hooks a host set there are replaced). New
-// starts no goroutine: the commit-fanout subscription starts with the
-// first realtime connection. Close ends it.
+// be cfg.Schema's engine form (an error says what differs). Pushes run
+// with the store's push options (Store.SetPushOptions: a host's
+// PlanReactions, ValidateCommit…) and the server's own Authorize,
+// ValidateOp and clock for the call (Store.PushWith). New starts no
+// goroutine: the commit-fanout subscription starts with the first
+// realtime connection. Close ends it.
 func New(store *sync.Store, cfg Config) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("server: nil store")
