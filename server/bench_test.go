@@ -19,7 +19,7 @@ import (
 // incremental pull of one subscription — through the handler (decode,
 // validation, scope resolution, the engine calls, encoding; no network:
 // ServeHTTP on a recorder) and as the same Store.Push and Store.Pull calls
-// made directly, alternately, each on a store of its own (so the machine's
+// made directly (PushWith with the same two hooks, and Pull), alternately, each on a store of its own (so the machine's
 // drift reaches both alike). It reports the p50 and p90 of each and
 // overhead-p50-µs, the median of the paired differences: the protocol
 // layer's cost.
@@ -27,8 +27,23 @@ import (
 //	go test ./server -run '^$' -bench BenchmarkRound -benchtime 2000x
 func BenchmarkRound(b *testing.B) {
 	for _, l := range lanes() {
-		b.Run(l.name, func(b *testing.B) {
+		for _, skip := range []bool{false, true} {
+			name := l.name
+			if skip {
+				// Without the client record read a push makes until the
+				// engine's push binds client ids itself.
+				name += "/no-binding-read"
+			}
+			b.Run(name, func(b *testing.B) { benchRound(b, l, skip) })
+		}
+	}
+}
+
+func benchRound(b *testing.B, l lane, skipBindingRead bool) {
+	{
+		{
 			h := newHandlerBench(b, l)
+			h.e.srv.pushBinds = skipBindingRead
 			d := newDirectBench(b, l)
 			hs := make([]time.Duration, 0, b.N)
 			ds := make([]time.Duration, 0, b.N)
@@ -48,7 +63,7 @@ func BenchmarkRound(b *testing.B) {
 			b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "direct-p50-µs")
 			b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds()), "direct-p90-µs")
 			b.ReportMetric(float64(diffs[len(diffs)/2].Microseconds()), "overhead-p50-µs")
-		})
+		}
 	}
 }
 
@@ -112,9 +127,22 @@ func (d *directBench) round(b *testing.B, i int) time.Duration {
 		Values: driver.Values{"id": id, "project_id": "p1", "title": "title", "done": nil, "n": int64(5), "data": nil, "raw": nil}}}}
 	pull := sync.PullRequest{ClientID: "c1", ActorID: "alice", WireVersion: 2, Subscriptions: []sync.PullSubscription{{ID: "s", Table: "tasks",
 		Scopes: sync.ScopeFilter{"project_id": {"p1"}}, Cursor: d.cursor}}}
+	// The same engine call the server makes: a push with an Authorize and
+	// a ValidateOp hook (they make the engine read the rows first) and the
+	// clock.
+	hooks := sync.PushOptions{
+		Authorize: func(_ context.Context, _ *sync.Tx, in sync.AuthorizeInput) error {
+			if in.Op.Values["project_id"] != "p1" {
+				return &sync.Refusal{Code: "sync.forbidden"}
+			}
+			return nil
+		},
+		ValidateOp: func(context.Context, *sync.Tx, sync.OpInput) (sync.Values, error) { return nil, nil },
+		Now:        time.Now,
+	}
 	b.StartTimer()
 	t0 := time.Now()
-	if _, err := d.e.store.Push(ctx, "p1", push); err != nil {
+	if _, err := d.e.store.PushWith(ctx, "p1", push, hooks); err != nil {
 		b.Fatal(err)
 	}
 	resp, err := d.e.store.Pull(ctx, "p1", pull)

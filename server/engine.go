@@ -64,7 +64,9 @@ func (e storeEngine) push(ctx context.Context, partition string, req sync.PushRe
 		o.Authorize = func(ctx context.Context, _ *sync.Tx, in sync.AuthorizeInput) error { return h.authorize(ctx, in) }
 	}
 	if h.validateOp != nil {
-		o.ValidateOp = func(ctx context.Context, _ *sync.Tx, in sync.OpInput) (sync.Values, error) { return h.validateOp(ctx, in) }
+		o.ValidateOp = func(ctx context.Context, _ *sync.Tx, in sync.OpInput) (sync.Values, error) {
+			return h.validateOp(ctx, in)
+		}
 	}
 	return e.s.PushWith(ctx, partition, req, o)
 }
@@ -86,8 +88,10 @@ func (a sinkAdapter) Start(ctx context.Context, r sync.PullResult) error { retur
 func (a sinkAdapter) Page(ctx context.Context, p sync.PullPage) (bool, error) {
 	return a.s.page(ctx, p)
 }
-func (a sinkAdapter) Commits(ctx context.Context, cs []sync.Commit) error { return a.s.commits(ctx, cs) }
-func (a sinkAdapter) End(ctx context.Context, r sync.PullResult) error    { return a.s.end(ctx, r) }
+func (a sinkAdapter) Commits(ctx context.Context, cs []sync.Commit) error {
+	return a.s.commits(ctx, cs)
+}
+func (a sinkAdapter) End(ctx context.Context, r sync.PullResult) error { return a.s.end(ctx, r) }
 
 func (e storeEngine) readCommits(ctx context.Context, partition string, afterSeq, throughSeq int64, limitChanges int) ([]sync.Commit, error) {
 	return e.s.ReadCommits(ctx, partition, sync.CommitsQuery{AfterSeq: afterSeq, ThroughSeq: throughSeq, LimitChanges: limitChanges})
