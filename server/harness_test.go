@@ -120,6 +120,14 @@ func testSchema() ssp2.Schema {
 	   {"name": "id", "type": "string", "nullable": false},
 	   {"name": "owner", "type": "string", "nullable": false},
 	   {"name": "body", "type": "string", "nullable": false}],
+	  "scopes": [{"pattern": "user:{owner}"}],
+	  "indexes": [{"name": "notes_body", "columns": ["body"], "unique": true}]},
+	 {"name": "docs", "primaryKey": "id",
+	  "columns": [
+	   {"name": "id", "type": "string", "nullable": false},
+	   {"name": "owner", "type": "string", "nullable": false},
+	   {"name": "state", "type": "crdt", "nullable": true},
+	   {"name": "file", "type": "blob_ref", "nullable": true}],
 	  "scopes": [{"pattern": "user:{owner}"}]}
 	]}`))
 	if err != nil {
@@ -353,6 +361,18 @@ func (e *env) task(id, project, title string) []byte {
 	t, _ := c.Table("tasks")
 	b, err := t.Codec.Append(nil, driver.Values{"id": id, "project_id": project, "title": title, "done": nil, "n": int64(len(title)),
 		"data": nil, "raw": nil})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// row encodes a row of table with values.
+func (e *env) row(table string, v driver.Values) []byte {
+	e.t.Helper()
+	c, _ := ssp2.Compile(&e.schema)
+	t, _ := c.Table(table)
+	b, err := t.Codec.Append(nil, v)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -9,11 +9,10 @@ import (
 )
 
 // pushCommit runs one PUSH_COMMIT through the engine and writes its
-// PUSH_RESULT (SPEC §6). Operation-level problems the engine never sees
+// PUSH_RESULT (SPEC §6). Operation-level problems found before the engine
 // (an unknown table, a payload the row codec refuses, a primary key other
-// than the rowId, a crdt or blob_ref value this server cannot take) reject
-// the commit without storing the rejection: the same commit is refused the
-// same way when it is sent again.
+// than the rowId) reject the commit without storing the rejection: the
+// same commit is refused the same way when it is sent again.
 func (r *round) pushCommit(ctx context.Context, i int, c *ssp2.PushCommit) error {
 	req := sync.PushRequest{ClientID: r.req.Header.ClientID, ClientCommitID: c.ClientCommitID, ActorID: r.id.ActorID,
 		Ops: make([]sync.PushOp, len(c.Operations))}
@@ -30,16 +29,6 @@ func (r *round) pushCommit(ctx context.Context, i int, c *ssp2.PushCommit) error
 			}
 			if pk, _ := vals[t.PrimaryKey].(string); pk != op.RowID {
 				return r.writeRejected(ctx, c.ClientCommitID, opError(j, ssp2.CodeInvalidRequest, "the payload's primary key is not the operation's rowId"))
-			}
-			for _, k := range t.crdtCols {
-				if vals[t.Columns[k].Name] != nil {
-					return r.writeRejected(ctx, c.ClientCommitID, opError(j, ssp2.CodeCRDTMergeFailed, "the row writes a crdt column and this server has no CRDT merger registered (§5.10.2)"))
-				}
-			}
-			for _, k := range t.blobCols {
-				if vals[t.Columns[k].Name] != nil {
-					return r.writeRejected(ctx, c.ClientCommitID, opError(j, ssp2.CodeBlobNotFound, "the row references a blob and this server has no blob store (§5.9.6)"))
-				}
 			}
 			po.Values = vals
 			po.BaseVersion = op.BaseVersion.Ptr()
@@ -161,6 +150,11 @@ func (r *round) writePushResult(ctx context.Context, c *ssp2.PushCommit, res syn
 				}
 			default:
 				rec.Status, rec.Code, rec.Message, rec.Retryable = ssp2.OpError, op.Code, op.Message, op.Retryable
+				if op.Code == sync.OpCodeConstraintViolation {
+					// The engine's unique-index collision is the catalog's
+					// constraint violation (§10.2).
+					rec.Code, rec.Message = string(ssp2.CodeConstraintViolation), "the write collides with another row on a unique index"
+				}
 				if op.Details != "" && ssp2.CheckRejectionDetails(op.Details) == nil {
 					details = &ssp2.PushResultDetails{ClientCommitID: c.ClientCommitID,
 						Entries: []ssp2.DetailEntry{{OpIndex: int32(j), Details: op.Details}}}
@@ -205,14 +199,31 @@ func forbidden() error {
 	return &sync.Refusal{Code: string(ssp2.CodeForbidden), Message: "the write is outside the actor's scopes (§3.4)"}
 }
 
-// validateOp is §3.4 rule 5: an upsert of an existing row keeps the
-// stored values of the table's scope columns (a client cannot move a row
-// across scopes).
+// validateOp runs for each op that passed authorization and its base
+// version, in the push's Tx: an upsert writing a crdt column is refused
+// with sync.crdt_merge_failed (no merger is registered, §5.10.2), one
+// referencing a blob with blob.not_found (no blob store, §6.6) — stored
+// with the result, as upstream does; and §3.4 rule 5: an upsert of an
+// existing row keeps the stored values of the table's scope columns (a
+// client cannot move a row across scopes).
 func (r *round) validateOp(_ context.Context, in sync.OpInput) (sync.Values, error) {
-	if in.Op.Op != sync.OpUpsert || !in.Exists {
+	if in.Op.Op != sync.OpUpsert {
 		return nil, nil
 	}
 	t := r.s.tables[in.Op.Table]
+	for _, k := range t.crdtCols {
+		if in.Op.Values[t.Columns[k].Name] != nil {
+			return nil, &sync.Refusal{Code: string(ssp2.CodeCRDTMergeFailed), Message: "the row writes a crdt column and this server has no CRDT merger registered (§5.10.2)"}
+		}
+	}
+	for _, k := range t.blobCols {
+		if in.Op.Values[t.Columns[k].Name] != nil {
+			return nil, &sync.Refusal{Code: string(ssp2.CodeBlobNotFound), Message: "the row references a blob and this server has no blob store (§5.9.6)"}
+		}
+	}
+	if !in.Exists {
+		return nil, nil
+	}
 	var out sync.Values
 	for _, sc := range t.engine.Scopes {
 		stored := in.Current.Values[sc.Column]

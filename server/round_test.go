@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/ssp2"
 	"github.com/syncstore/syncstore/sync"
 )
@@ -400,3 +402,69 @@ func TestRoundCursorExpired(t *testing.T) {
 }
 
 var _ = sync.PullBootstrap
+
+// TestRoundStoredRejections: rejections decided inside the push — a write
+// outside the grant (§3.4), a unique-index collision, a crdt value without
+// a merger, a blob reference without a blob store — are stored with the
+// commit and replay as themselves, even after the grant changed (§2.3).
+func TestRoundStoredRejections(t *testing.T) {
+	forEachLane(t, func(t *testing.T, l lane) {
+		e := newEnv(t, l)
+		e.grant("alice", map[string][]string{"project_id": {"p1"}, "owner": {"alice"}})
+		ep := e.epoch("alice", "c1")
+		note := func(id, body string) []byte {
+			return e.row("notes", driver.Values{"id": id, "owner": "alice", "body": body})
+		}
+		doc := func(id string, state []byte, file driver.JSON) []byte {
+			v := driver.Values{"id": id, "owner": "alice", "state": nil, "file": nil}
+			if state != nil {
+				v["state"] = state
+			}
+			if file != "" {
+				v["file"] = file
+			}
+			return e.row("docs", v)
+		}
+		blob := driver.JSON(`{"blobId":"sha256:` + strings.Repeat("a", 64) + `","byteLength":3}`)
+		commits := []*ssp2.PushCommit{
+			commit("n1", upsert("notes", "n1", note("n1", "same"))),
+			commit("n2", upsert("notes", "n2", note("n2", "same"))),
+			commit("d1", upsert("docs", "d1", doc("d1", []byte{1, 2}, ""))),
+			commit("d2", upsert("docs", "d2", doc("d2", nil, blob))),
+			commit("d3", upsert("docs", "d3", doc("d3", nil, ""))),
+			commit("f1", upsert("tasks", "t1", e.task("t1", "p2", "elsewhere"))),
+		}
+		want := []string{"", "sync.constraint_violation", "sync.crdt_merge_failed", "blob.not_found", "", "sync.forbidden"}
+		check := func(m *ssp2.Message, what string) {
+			t.Helper()
+			for i, r := range framesOf[*ssp2.PushResult](m) {
+				if want[i] == "" {
+					if r.Status != ssp2.PushApplied && r.Status != ssp2.PushCached {
+						t.Fatalf("%s: commit %d: %+v", what, i, r)
+					}
+					continue
+				}
+				if r.Status != ssp2.PushRejected || r.Results[0].Code != want[i] {
+					t.Fatalf("%s: commit %d: %+v, want %s", what, i, r, want[i])
+				}
+				if _, ok := ssp2.Lookup(ssp2.Code(r.Results[0].Code)); !ok {
+					t.Fatalf("%s: a code outside the catalog: %s", what, r.Results[0].Code)
+				}
+			}
+		}
+		check(e.sync("alice", 2, append([]ssp2.Frame{hdr("c1", ep)}, framesAsAny(commits)...)...), "first")
+		e.grant("alice", map[string][]string{"project_id": {"p1", "p2"}, "owner": {"alice"}})
+		check(e.sync("alice", 2, append([]ssp2.Frame{hdr("c1", ep)}, framesAsAny(commits)...)...), "replay")
+		if _, found, _ := e.store.GetRow(context.Background(), "p1", "tasks", "t1"); found {
+			t.Fatal("the replay of a forbidden commit applied it")
+		}
+	})
+}
+
+func framesAsAny(cs []*ssp2.PushCommit) []ssp2.Frame {
+	out := make([]ssp2.Frame, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
