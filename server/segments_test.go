@@ -364,3 +364,21 @@ func TestSegmentStores(t *testing.T) {
 		t.Fatal("stored a segment over the bound")
 	}
 }
+
+// TestInlineBound: a negative InlineSegmentMaxBytes stores every rows
+// segment for a client accepting both kinds; a client accepting inline
+// segments only still gets them inline (§4.2, §5.7).
+func TestInlineBound(t *testing.T) {
+	e := newEnv(t, sqliteLane(), func(c *Config) { c.Limits.InlineSegmentMaxBytes = -1 })
+	e.grant("alice", p1)
+	ep := e.epoch("alice", "c1")
+	e.seed("alice", "c1", ep, "p1", 3)
+	m := e.sync("alice", 2, hdr("c1", ep), &ssp2.PullHeader{Accept: 3}, sub("s", "tasks", p1, -1))
+	if sec := sections(m)[0]; len(sec.refs) != 1 || len(sec.inline) != 0 {
+		t.Fatalf("both kinds: %+v", sec)
+	}
+	m = e.sync("alice", 2, hdr("c1", ep), &ssp2.PullHeader{Accept: 1}, sub("s", "tasks", p1, -1))
+	if sec := sections(m)[0]; len(sec.refs) != 0 || len(sec.inline) != 1 {
+		t.Fatalf("inline only: %+v", sec)
+	}
+}

@@ -103,7 +103,8 @@ type Limits struct {
 	MaxOperationsPerRequest int
 	// InlineSegmentMaxBytes: rows segments up to this size ride inline
 	// (SEGMENT_INLINE) when the client accepts both kinds (SPEC §5.7).
-	// Default 256 KiB.
+	// Default 256 KiB; negative: none (every rows segment is stored and
+	// referenced, unless the client accepts inline segments only).
 	InlineSegmentMaxBytes int
 	// MaxDeltaBytes: a realtime delta larger than this becomes a
 	// delta-too-large wake-up (SPEC §8.2). Default 1 MiB.
@@ -201,7 +202,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, errors.New("server: Limits.MaxRequestBytes must be at least 64")
 	case l.MaxOperationsPerRequest < 1 || l.MaxOperationsPerRequest > sync.MaxPushOps:
 		return l, fmt.Errorf("server: Limits.MaxOperationsPerRequest must be 1…%d", sync.MaxPushOps)
-	case l.InlineSegmentMaxBytes < 0, l.MaxDeltaBytes < 0, l.MaxPresenceBytes < 0,
+	case l.MaxDeltaBytes < 0, l.MaxPresenceBytes < 0,
 		l.SendQueueMessages < 0, l.SendQueueBytes < 0, l.MaxConnections < 0,
 		l.MaxConnectionsPerClient < 0, l.MemorySegmentBytes < 0:
 		return l, errors.New("server: negative limit")
