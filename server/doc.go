@@ -14,11 +14,12 @@
 // partition and the actor), authorization (Config.ResolveScopes: actor →
 // the scope values it may read and write), the schema (Config.Schema, the
 // one version served), and bounds (Config.Limits). The protocol layer
-// holds no storage logic: every round is engine calls — Store.Push for
-// each commit with the write-path authorization as a hook, a streaming
-// Store.Pull for the subscriptions, Store.SubscribeCommits and a read of
-// the landed commits for realtime fanout — so several host instances
-// behind a load balancer serve one store on every driver.
+// holds no storage logic: every round is engine calls — Store.PushWith
+// for each commit with the write-path authorization as its hooks,
+// Store.PullTo streaming the subscriptions, Store.SubscribeCommits and
+// Store.ReadCommits for realtime fanout, Store.AckClientCursor for acks —
+// so several host instances behind a load balancer serve one store on
+// every driver.
 //
 // # A round
 //
