@@ -468,3 +468,55 @@ func framesAsAny(cs []*ssp2.PushCommit) []ssp2.Frame {
 	}
 	return out
 }
+
+// TestRoundBootstrapPaging: one pull serves up to maxSnapshotPages pages
+// pinned at one head, the resume token goes on from there, and an unusable
+// token or a cursor beyond the head restarts the bootstrap rather than
+// failing (§4.7).
+func TestRoundBootstrapPaging(t *testing.T) {
+	forEachLane(t, func(t *testing.T, l lane) {
+		e := newEnv(t, l)
+		e.grant("alice", p1)
+		ep := e.epoch("alice", "c1")
+		e.seed("alice", "c1", ep, "p1", 250)
+		ph := &ssp2.PullHeader{Accept: 3, LimitSnapshotRows: 50, MaxSnapshotPages: 3}
+		m := e.sync("alice", 2, hdr("c1", ep), ph, sub("s", "tasks", p1, -1))
+		sec := sections(m)[0]
+		if len(sec.inline) != 3 || sec.end.BootstrapState == "" || sec.end.NextCursor != 3 {
+			t.Fatalf("first pull: %d segments, %+v", len(sec.inline), sec.end)
+		}
+		// A commit after the pin, of a row before the pages served, does
+		// not disturb the resumed bootstrap (the window after the pin
+		// brings it).
+		e.sync("alice", 2, hdr("c1", ep), commit("late", upsert("tasks", "p0-late", e.task("p0-late", "p1", "late"))))
+		s := &ssp2.Subscription{ID: "s", Table: "tasks", Scopes: p1, Cursor: 3, BootstrapState: sec.end.BootstrapState}
+		m = e.sync("alice", 2, hdr("c1", ep), ph, s)
+		sec = sections(m)[0]
+		rows := 0
+		for _, in := range sec.inline {
+			seg, _ := ssp2.DecodeSegment(in.Payload)
+			for _, b := range seg.Blocks {
+				rows += len(b)
+			}
+		}
+		if rows != 100 || sec.end.BootstrapState != "" || sec.end.NextCursor != 3 {
+			t.Fatalf("resumed: %d rows, %+v", rows, sec.end)
+		}
+		// An altered token and a cursor from the future restart.
+		for _, bad := range []*ssp2.Subscription{
+			{ID: "s", Table: "tasks", Scopes: p1, Cursor: 3, BootstrapState: `{"asOfCommitSeq":3,"tables":["tasks"],"tableIndex":0,"rowCursor":"AAAA"}`},
+			{ID: "s", Table: "tasks", Scopes: p1, Cursor: 3, BootstrapState: `"garbage"`},
+			{ID: "s", Table: "tasks", Scopes: p1, Cursor: 999},
+		} {
+			m = e.sync("alice", 2, hdr("c1", ep), ph, bad)
+			sec = sections(m)[0]
+			if sec.start.Status != ssp2.SubActive || !sec.start.Bootstrap || len(sec.inline) != 3 || sec.end.NextCursor != 4 {
+				t.Fatalf("restart from %+v: %+v %+v", bad, sec.start, sec.end)
+			}
+			seg, _ := ssp2.DecodeSegment(sec.inline[0].Payload)
+			if seg.Blocks[0][0].Values[0] != "p0-late" {
+				t.Fatalf("the restart did not start at the first row: %v", seg.Blocks[0][0].Values[0])
+			}
+		}
+	})
+}
