@@ -21,7 +21,7 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// applies again, a reused key is never noticed, hooks run for
 		// replays, a landed commit whose answer was lost is applied twice.
 		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"},
-			also: []string{"PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13"},
+			also: []string{"PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-15"},
 			wrap: func(c driver.Conn) driver.Conn { return &blindResults{connWrap{c}} }},
 		// A Tx whose GetRow reports an older server version than stored
 		// (ROW-2): base checks and version bumps go wrong.

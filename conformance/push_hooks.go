@@ -11,9 +11,10 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Cases for PUSH-10…PUSH-14: a commit writing one row several times, the
+// Cases for PUSH-10…PUSH-15: a commit writing one row several times, the
 // hooks that see the candidate state (ValidateOp, ValidateCommit), server
-// commands and per-call options — sync.Store.Push over any driver.
+// commands, per-call options and the protocol's refusal codes —
+// sync.Store.Push over any driver.
 
 func init() {
 	register(
@@ -25,6 +26,7 @@ func init() {
 		Case{Name: "PUSH-12/commit-validator-sees-the-candidate-and-blames-an-op", Run: pushValidateCommit},
 		Case{Name: "PUSH-13/commands-replay-clients-refused-the-namespace", Run: pushCommands},
 		Case{Name: "PUSH-14/per-call-options-replace-the-stores-for-one-call", Run: pushWithOptions},
+		Case{Name: "PUSH-15/protocol-refusal-codes-stored-and-replayed", Run: pushProtocolRefusals},
 	)
 }
 
@@ -326,7 +328,7 @@ func pushValidateOpErrors(t T, h Harness) {
 		{"a column missing", with(func(x syncstore.Values) { delete(x, "title") }), []syncstore.PushOp{upd}, driver.CodeInvalidValue},
 		{"a value of the wrong type", with(func(x syncstore.Values) { x["title"] = int64(5) }), []syncstore.PushOp{upd}, driver.CodeInvalidValue},
 		{"values for a delete", with(func(syncstore.Values) {}), []syncstore.PushOp{pushDel("t1", v(1))}, driver.CodeInvalidArgument},
-		{"a reserved refusal code", fails(&syncstore.Refusal{Code: "sync.forbidden"}), []syncstore.PushOp{upd}, driver.CodeInvalidArgument},
+		{"a reserved refusal code", fails(&syncstore.Refusal{Code: "sync.bogus"}), []syncstore.PushOp{upd}, driver.CodeInvalidArgument},
 		{"a hook error", fails(boom), []syncstore.PushOp{upd}, ""},
 	}
 	for i, c := range cases {
@@ -537,4 +539,48 @@ func opStatus(r syncstore.PushResponse, i int) driver.OpStatus {
 		return r.Ops[i].Status
 	}
 	return ""
+}
+
+// pushProtocolRefusals: a hook may refuse with one of the protocol's
+// op codes (PUSH-15) — each is stored and replayed exactly, from
+// Authorize and from ValidateOp alike — while any other reserved code is
+// still the host's bug: invalid_argument, nothing stored (PUSH-6).
+func pushProtocolRefusals(t T, h Harness) {
+	conn, s := pushStore(t, h)
+	ctx := t.Context()
+	pushDo(t, s, "p1", pushReq("c0", "k0", pushTodo("t-stored", "p7", "o1", "a", nil)))
+	refuse := func(code string) error {
+		return &syncstore.Refusal{Code: code, Message: "refused by the protocol", Retryable: code == "sync.missing_scopes"}
+	}
+	for i, code := range syncstore.ProtocolRefusalCodes {
+		client := fmt.Sprintf("c%d", i+1)
+		hooks := []syncstore.PushOptions{
+			{Authorize: func(context.Context, *syncstore.Tx, syncstore.AuthorizeInput) error { return refuse(code) }},
+			{ValidateOp: func(context.Context, *syncstore.Tx, syncstore.OpInput) (syncstore.Values, error) {
+				return nil, refuse(code)
+			}},
+		}
+		for j, o := range hooks {
+			req := pushReq(client, fmt.Sprintf("k%d", j), pushTodo("t-new", "p7", "o1", "x", nil), pushTodo("t-stored", "p7", "o1", "b", nil))
+			what := fmt.Sprintf("PUSH-15: %s from hook %d", code, j)
+			r, err := s.PushWith(ctx, "p1", req, o)
+			must(t, what, err)
+			want := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: r.RecordedAtMs, CacheIdentity: r.CacheIdentity,
+				Ops: []driver.OpResult{{Status: driver.OpError, Code: code, Message: "refused by the protocol", Retryable: code == "sync.missing_scopes"}}}
+			expectEqual(t, what+": the stored result", want, r.PushResult)
+			again, err := s.PushWith(ctx, "p1", req, o)
+			must(t, what+": replay", err)
+			expectEqual(t, what+": replayed", true, again.Replayed)
+			expectEqual(t, what+": the replayed result", want, again.PushResult)
+			pushExpectRow(t, conn, "p1", "PUSH-15", "t-new", nil)
+		}
+	}
+	before := pushStateOf(t, conn, "p1")
+	for i, code := range []string{"sync.bogus", "sync.version_conflict", "blob.forbidden", "reaction.handler_error", "SYNC.FORBIDDEN"} {
+		req := pushReq("c9", fmt.Sprintf("x%d", i), pushTodo("t-new", "p7", "o1", "x", nil))
+		_, err := s.PushWith(ctx, "p1", req, syncstore.PushOptions{
+			Authorize: func(context.Context, *syncstore.Tx, syncstore.AuthorizeInput) error { return refuse(code) }})
+		expectCode(t, "PUSH-15: a reserved code outside the protocol's: "+code, err, driver.CodeInvalidArgument)
+		pushExpectNothing(t, conn, "p1", "PUSH-15: "+code, before, "c9", req.ClientCommitID)
+	}
 }

@@ -423,7 +423,7 @@ func pushAuthorize(t T, h Harness) {
 	pushExpectRow(t, conn, "p1", "PUSH-6", "t-new", nil)
 	// A refusal with a reserved code is the host's bug: an error, nothing stored.
 	s.SetPushOptions(syncstore.PushOptions{Authorize: func(context.Context, *syncstore.Tx, syncstore.AuthorizeInput) error {
-		return &syncstore.Refusal{Code: "sync.forbidden"}
+		return &syncstore.Refusal{Code: "sync.bogus"}
 	}})
 	_, err := s.Push(t.Context(), "p1", pushReq("c3", "k1", pushTodo("t-x", "p7", "o1", "x", nil)))
 	expectCode(t, "PUSH-6: a refusal with a reserved code", err, driver.CodeInvalidArgument)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
@@ -321,10 +322,11 @@ func sameResult(tried, stored PushResult) bool {
 }
 
 // checkRefusal enforces V-8 on a hook's refusal of op i: an
-// application code, or OpCodeConstraintViolation.
+// application code, OpCodeConstraintViolation, or one of
+// ProtocolRefusalCodes (PUSH-15).
 func checkRefusal(hook string, i int, r *Refusal) error {
 	op := fmt.Sprintf("Push: op %d: %s's refusal", i, hook)
-	if r.Code != OpCodeConstraintViolation {
+	if r.Code != OpCodeConstraintViolation && !slices.Contains(ProtocolRefusalCodes, r.Code) {
 		if err := ValidateApplicationCode(r.Code); err != nil {
 			return withOpIndex(err, i)
 		}

@@ -36,6 +36,16 @@ const (
 	OpCodeConstraintViolation = string(CodeConstraintViolation)
 )
 
+// ProtocolRefusalCodes are the reserved codes a push hook's Refusal may
+// carry besides application codes (PUSH-15): the op error codes upstream
+// Syncular's wire protocol puts in a push result — a write outside the
+// actor's scopes (SSP2 §3.4), a CRDT column no merger took (§5.10), a row
+// without its scope values (§3.1), a reference to a blob never uploaded
+// (§6.6) — so the protocol layer's hooks (package server) store them with
+// the commit's result and replay them exactly. Any other reserved code in
+// a refusal → CodeInvalidArgument (V-8).
+var ProtocolRefusalCodes = []string{"sync.forbidden", "sync.crdt_merge_failed", "sync.missing_scopes", "blob.not_found"}
+
 // PushOp is one operation of a client commit.
 type PushOp struct {
 	// Table is a table of the ensured schema (SCH-8).
@@ -260,9 +270,10 @@ type AppliedCommit struct {
 // ValidateCommit) returns to reject the commit: the failing op's result
 // is an OpError with Code, Message, Retryable and Details, stored and
 // replayed as any rejection (PUSH-5). Code is an application code (V-8:
-// not starting "sync." and the other reserved prefixes), or
+// not starting "sync." and the other reserved prefixes),
 // OpCodeConstraintViolation for a write a hook finds breaks an invariant
-// it has no code of its own for; Details is "" or a JSON document
+// it has no code of its own for, or one of ProtocolRefusalCodes (a
+// protocol layer's, PUSH-15); Details is "" or a JSON document
 // (upstream's bounded rejection details, SSP2 §6.3.1, are such a
 // document). Otherwise Push fails with CodeInvalidArgument and writes
 // nothing.
