@@ -1,0 +1,362 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/syncstore/syncstore/ssp2"
+	"github.com/syncstore/syncstore/sync"
+)
+
+// bootstrapState is the resume token of SUB_END (SPEC §4.7), opaque to
+// clients: rowCursor carries the engine's bootstrap token, which is bound
+// to the partition, table and scopes it was issued for.
+type bootstrapState struct {
+	AsOfCommitSeq int64    `json:"asOfCommitSeq"`
+	Tables        []string `json:"tables"`
+	TableIndex    int      `json:"tableIndex"`
+	RowCursor     *string  `json:"rowCursor"`
+}
+
+// parseBootstrapState returns the engine token a subscription's
+// bootstrapState carries, or restart when it has one that is unusable —
+// not the shape, another table — which restarts the bootstrap (§4.7: an
+// unusable resume token is never a request error).
+func parseBootstrapState(f *ssp2.Subscription) (token string, restart bool) {
+	if f.BootstrapState == "" {
+		return "", false
+	}
+	var st bootstrapState
+	if err := json.Unmarshal([]byte(f.BootstrapState), &st); err != nil ||
+		len(st.Tables) != 1 || st.Tables[0] != f.Table || st.TableIndex != 0 ||
+		st.RowCursor == nil || *st.RowCursor == "" || len(*st.RowCursor) > 1024 {
+		return "", true
+	}
+	return *st.RowCursor, false
+}
+
+// pull runs the pull half (SPEC §4): the active subscriptions through the
+// engine's streaming pull, in request order, revoked ones answered here
+// in their places.
+func (r *round) pull(ctx context.Context) error {
+	ps := &pullStream{r: r}
+	req := pullRequest{PullRequest: sync.PullRequest{ClientID: r.req.Header.ClientID, ActorID: r.id.ActorID,
+		WireVersion: int64(r.wv), AtMs: r.s.nowMs()}}
+	for _, sp := range r.subs {
+		if !sp.active {
+			continue
+		}
+		es := sync.PullSubscription{ID: sp.frame.ID, Table: sp.t.Name, Scopes: scopeFilter(sp.eff),
+			Cursor: sp.frame.Cursor, BootstrapToken: sp.token, LimitChanges: r.limits.limitCommits, LimitRows: r.limits.limitRows}
+		if es.Cursor < 0 || sp.restart {
+			es.Cursor, es.BootstrapToken = sync.PullBootstrap, ""
+		}
+		req.Subscriptions = append(req.Subscriptions, es)
+		req.recordScopes = append(req.recordScopes, scopeFilter(sp.frame.Scopes))
+		ps.active = append(ps.active, sp)
+	}
+	defer ps.close()
+	resp, err := r.s.eng.pull(ctx, r.id.Partition, req, ps)
+	if err != nil {
+		return err
+	}
+	if err := ps.revokedUpTo(len(r.subs)); err != nil {
+		return err
+	}
+	r.pulled, r.pullHead = true, resp.MaxCommitSeq
+	return nil
+}
+
+// pullStream is the pull half's sink: it writes each subscription's
+// section as the engine streams it.
+type pullStream struct {
+	r      *round
+	active []*subPlan // the subscriptions sent to the engine, in order
+	k      int        // the next of active
+	next   int        // the next request subscription to write
+	cur    subState
+	seg    bytes.Buffer
+	row    []byte
+	image  *imageBuilder
+}
+
+// subState is the subscription being streamed.
+type subState struct {
+	plan      *subPlan
+	res       pullResult
+	pages     int
+	truncated bool
+	last      int64
+	imageDone bool
+}
+
+func (ps *pullStream) close() {
+	if ps.image != nil {
+		ps.image.close()
+		ps.image = nil
+	}
+}
+
+// revokedUpTo writes the sections of the revoked subscriptions before
+// request index end (§3.3: no data, empty effective scopes, the request
+// cursor echoed).
+func (ps *pullStream) revokedUpTo(end int) error {
+	for ; ps.next < end; ps.next++ {
+		sp := ps.r.subs[ps.next]
+		if sp.active {
+			continue
+		}
+		if err := ps.r.begin(); err != nil {
+			return err
+		}
+		if err := ps.r.rw.SubStart(&ssp2.SubStart{ID: sp.frame.ID, Status: ssp2.SubRevoked,
+			ReasonCode: string(ssp2.CodeScopeRevoked), EffectiveScopes: map[string][]string{}}); err != nil {
+			return err
+		}
+		if err := ps.r.rw.SubEnd(&ssp2.SubEnd{NextCursor: sp.frame.Cursor}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ps *pullStream) start(ctx context.Context, res pullResult) error {
+	sp := ps.active[ps.k]
+	ps.k++
+	if err := ps.revokedUpTo(sp.index); err != nil {
+		return err
+	}
+	ps.next = sp.index + 1
+	ps.cur = subState{plan: sp, res: res}
+	if err := ps.r.begin(); err != nil {
+		return err
+	}
+	f := &ssp2.SubStart{ID: sp.frame.ID, Status: ssp2.SubActive, EffectiveScopes: sp.eff, Bootstrap: res.Bootstrap}
+	if res.Status != sync.PullActive {
+		// §4.6: a cursor below the horizon is reset; the client
+		// bootstraps again with cursor -1.
+		f = &ssp2.SubStart{ID: sp.frame.ID, Status: ssp2.SubReset, ReasonCode: string(ssp2.CodeCursorExpired),
+			EffectiveScopes: map[string][]string{}}
+	}
+	return ps.r.rw.SubStart(f)
+}
+
+// commits writes an incremental window (§4.5), trimmed so a response
+// never carries more than limitCommits changes except one commit alone:
+// commits past the limit are left for the next pull, whose cursor is the
+// last commit delivered.
+func (ps *pullStream) commits(ctx context.Context, cs []sync.Commit) error {
+	st := &ps.cur
+	t := st.plan.t
+	limit := ps.r.limits.limitCommits
+	delivered := 0
+	for i, c := range cs {
+		n := len(c.Changes)
+		if delivered > 0 && delivered+n > limit {
+			st.truncated = true
+			break
+		}
+		f, err := ps.commitFrame(t, c)
+		if err != nil {
+			return err
+		}
+		if err := ps.r.rw.Commit(f); err != nil {
+			return err
+		}
+		delivered += n
+		st.last = c.Seq
+		if delivered >= limit && i < len(cs)-1 {
+			st.truncated = true
+			break
+		}
+	}
+	return nil
+}
+
+// commitFrame encodes one commit of table t's window.
+func (ps *pullStream) commitFrame(t *table, c sync.Commit) (*ssp2.Commit, error) {
+	f := &ssp2.Commit{CommitSeq: c.Seq, CreatedAtMs: c.CreatedAtMs, ActorID: c.ActorID, Tables: []string{t.Name},
+		Changes: make([]ssp2.CommitChange, len(c.Changes))}
+	ps.row = ps.row[:0]
+	offs := make([]int, 0, len(c.Changes)+1)
+	for i, ch := range c.Changes {
+		cc := ssp2.CommitChange{RowID: ch.RowID, Op: opOf(ch.Op), Scopes: ch.Scopes}
+		offs = append(offs, len(ps.row))
+		if ch.Op == sync.OpUpsert {
+			cc.RowVersion = ch.RowVersion
+			var err error
+			if ps.row, err = t.Codec.Append(ps.row, ch.Values); err != nil {
+				return nil, err
+			}
+		}
+		f.Changes[i] = cc
+	}
+	offs = append(offs, len(ps.row))
+	for i := range f.Changes {
+		if f.Changes[i].Op == ssp2.OpUpsert {
+			f.Changes[i].Row = ps.row[offs[i]:offs[i+1]:offs[i+1]]
+		}
+	}
+	return f, nil
+}
+
+func opOf(o sync.Op) ssp2.Op {
+	if o == sync.OpDelete {
+		return ssp2.OpDelete
+	}
+	return ssp2.OpUpsert
+}
+
+// page takes one bootstrap page: the SQLite image lane at a table's start
+// when the client accepts images and the snapshot is more than one page
+// (§5.3), else one rows segment per page, inline or stored (§5.2, §5.7).
+func (ps *pullStream) page(ctx context.Context, p pullPage) (bool, error) {
+	st := &ps.cur
+	if ps.image != nil {
+		return ps.imagePage(ctx, p)
+	}
+	if st.pages == 0 && p.AfterRowID == "" && p.More && ps.r.limits.accept&ssp2.AcceptSQLite != 0 && st.plan.t.imageable {
+		return ps.imageStart(ctx, p)
+	}
+	if err := ps.rowsSegment(ctx, p); err != nil {
+		return false, err
+	}
+	st.pages++
+	return st.pages < ps.r.limits.maxPages, nil
+}
+
+// rowsSegment writes one page as a rows segment: inline when the client
+// accepts inline segments and it is small enough (or the client accepts
+// no other), else stored and referenced.
+func (ps *pullStream) rowsSegment(ctx context.Context, p pullPage) error {
+	st := &ps.cur
+	t := st.plan.t
+	ps.seg.Reset()
+	sw, err := ssp2.NewSegmentWriter(&ps.seg, ssp2.SegmentHeader{Table: t.Name, SchemaVersion: ps.r.s.version, Columns: t.Columns})
+	if err != nil {
+		return err
+	}
+	for _, row := range p.Rows {
+		if err := sw.WriteRow(row.ServerVersion, row.Values); err != nil {
+			return err
+		}
+	}
+	info, err := sw.Close()
+	if err != nil {
+		return err
+	}
+	accept := ps.r.limits.accept
+	inline := accept&ssp2.AcceptInlineRows != 0 &&
+		(ps.seg.Len() <= ps.r.s.lim.InlineSegmentMaxBytes || accept&ssp2.AcceptExternalRows == 0)
+	if inline {
+		return ps.r.rw.SegmentInline(ps.seg.Bytes())
+	}
+	rec := ps.record(ssp2.MediaRows, info)
+	rec.RowCursor = p.AfterRowID
+	if p.More && len(p.Rows) > 0 {
+		rec.NextRowCursor = p.Rows[len(p.Rows)-1].ID
+	}
+	if err := ps.r.s.segments.Put(ctx, rec, bytes.NewReader(ps.seg.Bytes())); err != nil {
+		return err
+	}
+	return ps.r.rw.SegmentRef(segmentRef(rec))
+}
+
+// record returns the stored-segment record of a segment of the current
+// subscription.
+func (ps *pullStream) record(m ssp2.MediaType, info ssp2.SegmentInfo) SegmentRecord {
+	st := &ps.cur
+	now := ps.r.s.nowMs()
+	return SegmentRecord{ID: info.ID, MediaType: m, Partition: ps.r.id.Partition, LogEpoch: ps.r.entry.Epoch,
+		Table: st.plan.t.Name, SchemaVersion: ps.r.s.version, ScopeDigest: st.plan.digest,
+		AsOfCommitSeq: st.res.AsOfCommitSeq, RowCount: info.RowCount, ByteLength: info.ByteLength,
+		CreatedAtMs: now, ExpiresAtMs: now + ps.r.s.lim.SegmentTTL.Milliseconds()}
+}
+
+func segmentRef(rec SegmentRecord) *ssp2.SegmentRef {
+	f := &ssp2.SegmentRef{SegmentID: rec.ID, MediaType: rec.MediaType, Table: rec.Table, ByteLength: rec.ByteLength,
+		RowCount: rec.RowCount, AsOfCommitSeq: rec.AsOfCommitSeq, ScopeDigest: rec.ScopeDigest}
+	if rec.RowCursor != "" {
+		f.RowCursor = ssp2.Some(rec.RowCursor)
+	}
+	if rec.NextRowCursor != "" {
+		f.NextRowCursor = ssp2.Some(rec.NextRowCursor)
+	}
+	return f
+}
+
+// imageStart begins the SQLite image lane: an unexpired image for the
+// same (partition, epoch, table, schema version, scope digest, pin) is
+// served as it is (§5.3: never rebuilt per client); otherwise the image is
+// built from this and every following page.
+func (ps *pullStream) imageStart(ctx context.Context, p pullPage) (bool, error) {
+	st := &ps.cur
+	key := SegmentKey{Partition: ps.r.id.Partition, LogEpoch: ps.r.entry.Epoch, Table: st.plan.t.Name,
+		SchemaVersion: ps.r.s.version, MediaType: ssp2.MediaSQLite, ScopeDigest: st.plan.digest, AsOfCommitSeq: st.res.AsOfCommitSeq}
+	rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
+	if err != nil {
+		return false, err
+	}
+	if found {
+		st.imageDone = true
+		return false, ps.r.rw.SegmentRef(segmentRef(rec))
+	}
+	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir)
+	if err != nil {
+		return false, err
+	}
+	ps.image = b
+	return ps.imagePage(ctx, p)
+}
+
+// imagePage adds a page to the image being built; after the last page it
+// stores the image and writes its SEGMENT_REF.
+func (ps *pullStream) imagePage(ctx context.Context, p pullPage) (bool, error) {
+	st := &ps.cur
+	if err := ps.image.add(p.Rows); err != nil {
+		return false, err
+	}
+	if p.More {
+		return true, nil
+	}
+	b := ps.image
+	defer func() {
+		b.close()
+		ps.image = nil
+	}()
+	f, info, err := b.finish(ps.r.s.version, st.res.AsOfCommitSeq, st.plan.digest)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	rec := ps.record(ssp2.MediaSQLite, info)
+	if err := ps.r.s.segments.Put(ctx, rec, f); err != nil {
+		return false, err
+	}
+	st.imageDone = true
+	return false, ps.r.rw.SegmentRef(segmentRef(rec))
+}
+
+func (ps *pullStream) end(ctx context.Context, res pullResult) error {
+	st := &ps.cur
+	sp := st.plan
+	f := &ssp2.SubEnd{NextCursor: res.NextCursor}
+	switch {
+	case res.Status != sync.PullActive:
+		f.NextCursor = sp.frame.Cursor
+	case res.Bootstrap:
+		f.NextCursor = res.AsOfCommitSeq
+		if res.BootstrapToken != "" && !st.imageDone {
+			tok := res.BootstrapToken
+			b, err := json.Marshal(bootstrapState{AsOfCommitSeq: res.AsOfCommitSeq, Tables: []string{sp.t.Name}, RowCursor: &tok})
+			if err != nil {
+				return err
+			}
+			f.BootstrapState = sync.JSON(b)
+		}
+	case st.truncated:
+		f.NextCursor = st.last
+	}
+	return ps.r.rw.SubEnd(f)
+}
