@@ -50,6 +50,9 @@ type Config struct {
 	// MaxInstances bounds the instances alive at once (0 = 64); a create
 	// beyond it is refused with 503 host.too_many_instances.
 	MaxInstances int
+	// Spares is how many fresh stores are kept provisioned and opened
+	// ahead of creates (0 = none: each create provisions its own).
+	Spares int
 	// Logger receives instance lifecycle and server logs (nil = discard).
 	Logger *slog.Logger
 }
@@ -68,6 +71,15 @@ type Host struct {
 	next      uint64
 	instances map[string]*instance
 	closed    bool
+
+	// stores.go: spare stores and background drops.
+	spares   chan *freshStore
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	fillers  gosync.WaitGroup
+	bg       gosync.WaitGroup
+	errMu    gosync.Mutex
+	dropErr  error
 }
 
 // New checks cfg (the driver registered and able to provision stores)
@@ -88,7 +100,12 @@ func New(cfg Config) (*Host, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{cfg: cfg, prov: prov, log: lg, instances: map[string]*instance{}}
+	h := &Host{cfg: cfg, prov: prov, log: lg, instances: map[string]*instance{}, spares: make(chan *freshStore, max(cfg.Spares, 0))}
+	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
+	if cfg.Spares > 0 {
+		h.fillers.Add(1)
+		go h.fill()
+	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("POST /instances", h.create)
 	h.mux.HandleFunc("POST /i/{id}/ctl/{op}", h.control)
@@ -99,8 +116,9 @@ func New(cfg Config) (*Host, error) {
 // ServeHTTP routes a request (see the package doc).
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// Close closes every instance (its server, its store) and drops its
-// store; later creates are refused. It returns the first error.
+// Close closes every instance (its server, its store), drops every store
+// (the spares too) and waits for the drops; later creates are refused. It
+// returns the first error.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
@@ -112,9 +130,12 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Unlock()
 	var first error
 	for _, in := range all {
-		if err := in.close(ctx); err != nil && first == nil {
+		if err := in.close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := h.settle(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }
@@ -209,7 +230,7 @@ func (h *Host) create(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		_ = in.close(context.WithoutCancel(r.Context()))
+		_ = in.close()
 		writeErr(w, &hostError{http.StatusServiceUnavailable, "host.closed", "the host is shutting down"})
 		return
 	}
@@ -240,7 +261,7 @@ func (h *Host) control(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		delete(h.instances, id)
 		h.mu.Unlock()
-		if err := in.close(r.Context()); err != nil {
+		if err := in.close(); err != nil {
 			writeErr(w, err)
 			return
 		}

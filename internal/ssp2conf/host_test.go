@@ -36,10 +36,10 @@ type hostT struct {
 	srv  *httptest.Server
 }
 
-func newHost(t *testing.T, max int) *hostT {
+func newHost(t *testing.T, max, spares int) *hostT {
 	t.Helper()
 	base := t.TempDir()
-	h, err := New(Config{Driver: "sqlite", BaseDSN: base, MaxInstances: max})
+	h, err := New(Config{Driver: "sqlite", BaseDSN: base, MaxInstances: max, Spares: spares})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func storeDirs(t *testing.T, h *Host) []string {
 }
 
 func TestHostControls(t *testing.T) {
-	h := newHost(t, 0)
+	h := newHost(t, 0, 0)
 	id := h.create(`,"limits":{"maxOperationsPerRequest":2,"maxDeltaBytes":1}`)
 	ctl := func(op string, body any, out any) int { return h.post("/i/"+id+"/ctl/"+op, body, out) }
 
@@ -186,6 +186,7 @@ func TestHostControls(t *testing.T) {
 	if st := ctl("close", nil, nil); st != 200 {
 		t.Fatalf("close: %d", st)
 	}
+	h.host.bg.Wait() // the drop runs in the background
 	if n := len(storeDirs(t, h.host)); n != 0 {
 		t.Fatalf("%d stores after close, want 0", n)
 	}
@@ -199,7 +200,7 @@ func identity(actor string) server.Identity {
 }
 
 func TestHostRefusals(t *testing.T) {
-	h := newHost(t, 2)
+	h := newHost(t, 2, 0)
 	for _, tc := range []struct {
 		name, body string
 		status     int
@@ -238,6 +239,31 @@ func TestHostRefusals(t *testing.T) {
 	}
 	if st := h.post("/instances", `{"schema":`+fixtureSchema+`,"partition":"p","nowMs":1}`, &out); st != 503 || out.Code != "host.closed" {
 		t.Fatalf("a create after Close: %d %q", st, out.Code)
+	}
+}
+
+// Spare stores are provisioned ahead, each handed to one instance, and
+// dropped by Close with every instance's.
+func TestHostSpares(t *testing.T) {
+	h := newHost(t, 0, 2)
+	a, b, c := h.create(""), h.create(""), h.create("")
+	stores := map[*sync.Store]bool{}
+	h.host.mu.Lock()
+	for _, id := range []string{a, b, c} {
+		stores[h.host.instances[id].store] = true
+	}
+	h.host.mu.Unlock()
+	if len(stores) != 3 {
+		t.Fatalf("3 instances share %d stores", len(stores))
+	}
+	if st := h.post("/i/"+a+"/ctl/close", nil, nil); st != 200 {
+		t.Fatalf("close: %d", st)
+	}
+	if err := h.host.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(storeDirs(t, h.host)); n != 0 {
+		t.Fatalf("Close left %d stores (spares included)", n)
 	}
 }
 

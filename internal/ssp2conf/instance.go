@@ -43,6 +43,7 @@ type createLimits struct {
 // instance is one server under test: a fresh store, the SSP2 server over
 // it, its virtual clock and the grant map its scope resolver answers from.
 type instance struct {
+	host      *Host
 	id        string
 	partition string
 	schema    *ssp2.Schema
@@ -87,19 +88,16 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	in := &instance{id: id, partition: req.Partition, schema: schema, engine: engine, grants: map[string]map[string][]string{}}
 	in.nowMs.Store(req.NowMs)
 
-	dsn, drop, err := h.prov.Provision(ctx, h.cfg.BaseDSN)
+	fs, err := h.take(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("provision a %s store: %w", h.cfg.Driver, err)
+		return nil, err
 	}
-	in.drop = drop
+	in.host, in.store, in.drop = h, fs.store, fs.drop
 	defer func() {
 		if err != nil {
-			_ = in.close(context.WithoutCancel(ctx))
+			_ = in.close()
 		}
 	}()
-	if in.store, err = sync.OpenContext(ctx, h.cfg.Driver, dsn); err != nil {
-		return nil, fmt.Errorf("open the %s store: %w", h.cfg.Driver, err)
-	}
 	if err = in.store.EnsureSchema(ctx, engine); err != nil {
 		return nil, fmt.Errorf("ensure the schema: %w", err)
 	}
@@ -205,21 +203,15 @@ func (in *instance) resolveScopes(_ context.Context, id server.Identity, _ strin
 	return out, nil
 }
 
-// close ends the server, closes the store and drops it; later calls
-// return the first call's error.
-func (in *instance) close(ctx context.Context) error {
+// close ends the server, then closes the store and drops it in the
+// background (Host.Close waits for the drop); later calls return the
+// first call's error.
+func (in *instance) close() error {
 	in.closeOnce.Do(func() {
-		var errs []error
 		if in.srv != nil {
-			errs = append(errs, in.srv.Close())
+			in.closeErr = in.srv.Close()
 		}
-		if in.store != nil {
-			errs = append(errs, in.store.Close())
-		}
-		if in.drop != nil {
-			errs = append(errs, in.drop(ctx))
-		}
-		in.closeErr = errors.Join(errs...)
+		in.host.dispose(in.store, in.drop)
 	})
 	return in.closeErr
 }

@@ -9,7 +9,10 @@
 //
 // Every instance gets a fresh store from the driver's Provisioner on -dsn
 // ("" = the driver's default place; for d1http "" starts the D1 HTTP
-// double, drivers/d1http/d1test, on another loopback port). Once
+// double, drivers/d1http/d1test, on another loopback port); -spares
+// stores are kept provisioned ahead and closed instances' stores are
+// dropped in the background, since a PostgreSQL or MariaDB database costs
+// seconds to create and drop. Once
 // listening it prints "SSP2HOST_READY <port>" on stdout. SIGTERM or
 // SIGINT closes every instance, drops every store and exits 0.
 package main
@@ -41,16 +44,17 @@ func main() {
 	dsn := flag.String("dsn", "", "base DSN the stores are provisioned on (\"\" = the driver's default; d1http: an in-process D1 double)")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0 = any free port)")
 	maxInst := flag.Int("max-instances", 64, "instances alive at once")
+	spares := flag.Int("spares", 2, "fresh stores kept provisioned ahead of creates")
 	verbose := flag.Bool("v", false, "log instance lifecycle and server logs to stderr")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ssp2host: ")
-	if err := run(*drv, *dsn, *addr, *maxInst, *verbose); err != nil {
+	if err := run(*drv, *dsn, *addr, *maxInst, *spares, *verbose); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(drv, dsn, addr string, maxInstances int, verbose bool) error {
+func run(drv, dsn, addr string, maxInstances, spares int, verbose bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -71,7 +75,7 @@ func run(drv, dsn, addr string, maxInstances int, verbose bool) error {
 	if verbose {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	host, err := ssp2conf.New(ssp2conf.Config{Driver: drv, BaseDSN: dsn, MaxInstances: maxInstances, Logger: lg})
+	host, err := ssp2conf.New(ssp2conf.Config{Driver: drv, BaseDSN: dsn, MaxInstances: maxInstances, Spares: spares, Logger: lg})
 	if err != nil {
 		return err
 	}
