@@ -175,15 +175,18 @@ func (e interimEngine) pull(ctx context.Context, partition string, req pullReque
 				return resp, err
 			}
 			// The image lane takes every page: read the rest of the scope
-			// off the pin (this adapter cannot page at the pin twice).
-			for more && p.More && len(p.Rows) > 0 {
+			// off the pin (this adapter cannot page at the pin twice, nor
+			// hand out a token after a page it read itself).
+			im, _ := sink.(interface{ imaging() bool })
+			for more && p.More && len(p.Rows) > 0 && im != nil && im.imaging() {
 				last := p.Rows[len(p.Rows)-1].ID
-				next, err := e.s.ScanRows(ctx, partition, sync.ScanQuery{Table: sub.Table, Filter: sub.Scopes, AfterRowID: last, Limit: sub.LimitRows + 1})
+				limit := min(sub.LimitRows+1, sync.MaxLimit)
+				next, err := e.s.ScanRows(ctx, partition, sync.ScanQuery{Table: sub.Table, Filter: sub.Scopes, AfterRowID: last, Limit: limit})
 				if err != nil {
 					return resp, err
 				}
-				p = pullPage{Rows: next, AfterRowID: last, More: len(next) > sub.LimitRows}
-				if p.More {
+				p = pullPage{Rows: next, AfterRowID: last, More: len(next) > sub.LimitRows || len(next) == sync.MaxLimit}
+				if len(p.Rows) > sub.LimitRows {
 					p.Rows = next[:sub.LimitRows]
 				}
 				if more, err = sink.page(ctx, p); err != nil {

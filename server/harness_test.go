@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -158,6 +159,9 @@ type env struct {
 	mu      gosync.Mutex
 	grants  map[string]map[string][]string
 	failing bool
+	// hook, when set, runs before each resolution (a test blocks rounds
+	// with it).
+	hook func(ctx context.Context, id Identity, clientID string)
 }
 
 type envOption func(*Config)
@@ -194,6 +198,12 @@ func newEnvOn(t testing.TB, st *sync.Store, sch ssp2.Schema, opts ...envOption) 
 		},
 		ResolveScopes: func(ctx context.Context, id Identity, clientID string) (map[string][]string, error) {
 			e.mu.Lock()
+			hook := e.hook
+			e.mu.Unlock()
+			if hook != nil {
+				hook(ctx, id, clientID)
+			}
+			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.failing {
 				return nil, errors.New("resolver down")
@@ -224,6 +234,33 @@ func (e *env) grant(actor string, allowed map[string][]string) {
 	e.mu.Lock()
 	e.grants[actor] = allowed
 	e.mu.Unlock()
+}
+
+func (e *env) setHook(h func(ctx context.Context, id Identity, clientID string)) {
+	e.mu.Lock()
+	e.hook = h
+	e.mu.Unlock()
+}
+
+// blockClient makes resolutions for clientID signal blocked and wait for
+// release.
+func (e *env) blockClient(clientID string) (blocked <-chan struct{}, release func()) {
+	b, r := make(chan struct{}, 1), make(chan struct{})
+	e.setHook(func(ctx context.Context, _ Identity, c string) {
+		if c != clientID {
+			return
+		}
+		select {
+		case b <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r:
+		case <-ctx.Done():
+		}
+	})
+	var once gosync.Once
+	return b, func() { once.Do(func() { close(r); e.setHook(nil) }) }
 }
 
 func (e *env) setFailing(f bool) {
@@ -405,3 +442,6 @@ func errorCode(res httpResult) string {
 	c, _ := res.err["code"].(string)
 	return c
 }
+
+// discardLogger drops every log line (benchmarks).
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

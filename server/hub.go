@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -25,6 +26,10 @@ type hub struct {
 	perClient map[clientKey]int
 	closed    bool
 	subOnce   gosync.Once
+	// subReady is closed once the fanout subscription first answered (or
+	// failed for good): a session registers after it, so no commit after
+	// its hello is missed.
+	subReady chan struct{}
 }
 
 type clientKey struct{ partition, clientID string }
@@ -41,13 +46,15 @@ type partHub struct {
 	target  int64
 	poke    chan struct{}
 	running bool
-	// cursor is the highest seq handed to the sessions (fanout
-	// goroutine only, set at creation).
+	// started: start set cursor (until then wakes only raise target).
+	started bool
+	// cursor is the highest seq handed to the sessions: set by start
+	// before the fanout goroutine runs, then the goroutine's own.
 	cursor int64
 }
 
 func newHub(s *Server) *hub {
-	return &hub{s: s, parts: map[string]*partHub{}, perClient: map[clientKey]int{}}
+	return &hub{s: s, parts: map[string]*partHub{}, perClient: map[clientKey]int{}, subReady: make(chan struct{})}
 }
 
 // admit reserves a connection slot for (partition, client id).
@@ -78,14 +85,26 @@ func (h *hub) release(partition, clientID string) {
 	h.s.wg.Done()
 }
 
-// add registers a session with its partition, starting the fanout
-// subscription on the first one. head is the partition's head as the
-// session's hello reported it.
-func (h *hub) add(ss *session, head int64) bool {
+// subscribed starts the fanout subscription on the first call and waits
+// until it is listening, so that every commit landing after it returns
+// wakes the hub.
+func (h *hub) subscribed(ctx context.Context) error {
 	h.subOnce.Do(func() {
 		h.s.wg.Add(1)
 		go h.subscribe()
 	})
+	select {
+	case <-h.subReady:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// add registers a session with its partition, before the session reads
+// the partition's head (start then sets where a new partition's fanout
+// begins), so a commit's wake in between is never lost.
+func (h *hub) add(ss *session) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -94,12 +113,30 @@ func (h *hub) add(ss *session, head int64) bool {
 	ph, ok := h.parts[ss.id.Partition]
 	if !ok {
 		ph = &partHub{name: ss.id.Partition, sessions: map[*session]struct{}{}, presence: map[string]map[*session]sync.JSON{},
-			poke: make(chan struct{}, 1), target: head, cursor: head}
+			poke: make(chan struct{}, 1)}
 		h.parts[ss.id.Partition] = ph
 	}
 	ph.sessions[ss] = struct{}{}
 	ss.part = ph
 	return true
+}
+
+// start sets a new partition's fanout to begin after head (the head its
+// first session read after registering) and runs it if commits landed
+// meanwhile.
+func (h *hub) start(ss *session, head int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ph := ss.part
+	if ph == nil || ph.started {
+		return
+	}
+	ph.started = true
+	ph.cursor = head
+	ph.target = max(ph.target, head)
+	if ph.target > ph.cursor {
+		h.runLocked(ph)
+	}
 }
 
 // remove unregisters a session: its presence leaves every key (SPEC
@@ -172,8 +209,13 @@ func (h *hub) subscribe() {
 	defer h.s.wg.Done()
 	ctx := h.s.ctx
 	backoff := 100 * time.Millisecond
+	var ready gosync.Once
+	defer ready.Do(func() { close(h.subReady) })
 	for ctx.Err() == nil {
 		ch, err := h.s.store.SubscribeCommits(ctx)
+		if err == nil {
+			ready.Do(func() { close(h.subReady) })
+		}
 		if err != nil {
 			if sync.CodeOf(err) == sync.CodeUnsupported || errors.Is(err, sync.ErrClosed) {
 				h.s.log.LogAttrs(ctx, levelError, "ssp2 server: no commit fanout; realtime sends no deltas", errAttr(err))
@@ -204,6 +246,14 @@ func (h *hub) poke(partition string, seq int64) {
 		return
 	}
 	ph.target = max(ph.target, seq)
+	if ph.started { // else start runs it
+		h.runLocked(ph)
+	}
+}
+
+// runLocked pokes ph's fanout, starting its goroutine if needed (h.mu
+// held).
+func (h *hub) runLocked(ph *partHub) {
 	if !ph.running {
 		ph.running = true
 		h.s.wg.Add(1)

@@ -91,6 +91,10 @@ type subState struct {
 	imageDone bool
 }
 
+// imaging reports whether a SQLite image is being built (it takes every
+// page of its table).
+func (ps *pullStream) imaging() bool { return ps.image != nil }
+
 func (ps *pullStream) close() {
 	if ps.image != nil {
 		ps.image.close()
@@ -212,6 +216,9 @@ func opOf(o sync.Op) ssp2.Op {
 // when the client accepts images and the snapshot is more than one page
 // (§5.3), else one rows segment per page, inline or stored (§5.2, §5.7).
 func (ps *pullStream) page(ctx context.Context, p pullPage) (bool, error) {
+	sts := &ps.r.s.stats
+	raise(&sts.peakPages, sts.livePages.Add(1))
+	defer sts.livePages.Add(-1)
 	st := &ps.cur
 	if ps.image != nil {
 		return ps.imagePage(ctx, p)
@@ -246,6 +253,7 @@ func (ps *pullStream) rowsSegment(ctx context.Context, p pullPage) error {
 	if err != nil {
 		return err
 	}
+	raise(&ps.r.s.stats.peakSegmentBytes, int64(ps.seg.Cap()))
 	accept := ps.r.limits.accept
 	inline := accept&ssp2.AcceptInlineRows != 0 &&
 		(ps.seg.Len() <= ps.r.s.lim.InlineSegmentMaxBytes || accept&ssp2.AcceptExternalRows == 0)
@@ -302,7 +310,7 @@ func (ps *pullStream) imageStart(ctx context.Context, p pullPage) (bool, error) 
 		st.imageDone = true
 		return false, ps.r.rw.SegmentRef(segmentRef(rec))
 	}
-	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir)
+	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {
 		return false, err
 	}

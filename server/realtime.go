@@ -133,10 +133,8 @@ func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request) {
 		}
 		regs = s.registrations(rec.Subscriptions, g)
 	}
-	head, err := s.store.MaxCommitSeq(ctx, id.Partition)
-	if err != nil {
-		s.failRequest(w, r, err)
-		return
+	if err := s.hub.subscribed(ctx); err != nil {
+		return // the client went away
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.WebSocketOriginPatterns})
 	if err != nil {
@@ -145,25 +143,45 @@ func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(s.lim.MaxRequestBytes + 16)
 	sctx, cancel := context.WithCancel(s.ctx)
 	ss := &session{s: s, id: id, clientID: clientID, sessionID: newSessionID(), epoch: entry.Epoch, conn: conn,
-		ctx: sctx, cancel: cancel, wv: ssp2.MaxWireVersion, cursor: -1, lastKnown: head,
+		ctx: sctx, cancel: cancel, wv: ssp2.MaxWireVersion, cursor: -1, wakeDue: true,
 		notify: make(chan struct{}, 1), rounds: make(chan roundChunk), closing: make(chan struct{})}
+	// Registered first, the head read after: a commit landing in between
+	// reaches the session (as a delta or a wake-up), never nothing.
+	if !s.hub.add(ss) {
+		cancel()
+		_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
+		return
+	}
+	ss.setRegistrations(regs)
+	head, err := s.store.MaxCommitSeq(ctx, id.Partition)
+	if err != nil {
+		s.log.LogAttrs(ctx, levelWarn, "ssp2 server: realtime connect failed", errAttr(err))
+		cancel()
+		s.hub.remove(ss)
+		_ = conn.Close(websocket.StatusTryAgainLater, "try again")
+		return
+	}
+	ss.mu.Lock()
+	ss.lastKnown = max(ss.lastKnown, head)
 	if found {
 		ss.cursor = rec.Cursor
 		if rec.WireVersion >= int64(ssp2.MinWireVersion) && rec.WireVersion <= int64(ssp2.MaxWireVersion) {
 			ss.wv = uint16(rec.WireVersion)
 		}
 	}
-	ss.wakeDue = ss.cursor < head
+	// Deltas flow once the client is known to hold the head (a commit
+	// fanned out before this point owed a wake-up instead).
+	ss.wakeDue = ss.cursor < head || ss.lastKnown > head
 	hello, _ := ssp2.Hello{ProtocolVersion: 1, SessionID: ss.sessionID, ActorID: id.ActorID, ClientID: clientID,
 		Cursor: ss.cursor, LatestCursor: head, RequiresSync: !found || ss.cursor < head, Timestamp: s.nowMs()}.AppendJSON(nil)
-	ss.sendText(hello)
-	if !s.hub.add(ss, head) {
-		cancel()
-		_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
-		return
-	}
-	ss.s.log.LogAttrs(ctx, levelDebug, "ssp2 server: realtime session opened")
-	ss.setRegistrations(regs)
+	// hello goes first in the queue: the presence snapshot and any delta
+	// queued meanwhile follow it.
+	ss.queue = append([][]byte{hello}, ss.queue...)
+	ss.kinds = append([]msgKind{msgText}, ss.kinds...)
+	ss.queued += int64(len(hello))
+	ss.poke()
+	ss.mu.Unlock()
+	s.hub.start(ss, head)
 	var wg gosync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); ss.writeLoop() }()

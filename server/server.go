@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/syncstore/syncstore/ssp2"
@@ -231,6 +232,7 @@ type Server struct {
 	eng      engine
 	reg      registryCache
 	hub      *hub
+	stats    stats
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -341,6 +343,22 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hub = newHub(s)
 	return s, nil
+}
+
+// stats count what a pull holds at once, for tests of bounded memory.
+type stats struct {
+	livePages, peakPages   atomic.Int64 // bootstrap pages being handled
+	peakSegmentBytes       atomic.Int64 // largest rows-segment buffer
+	liveImages, peakImages atomic.Int64 // SQLite images being built
+}
+
+func raise(peak *atomic.Int64, v int64) {
+	for {
+		p := peak.Load()
+		if v <= p || peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
 }
 
 // normalizeSchema makes two compiled schemas comparable: nil and empty

@@ -25,14 +25,15 @@ const (
 // page by page: the whole table snapshot never sits in memory, only
 // SQLite's page cache and one page of rows.
 type imageBuilder struct {
-	t    *table
-	dir  string
-	path string
-	db   *sql.DB
-	tx   *sql.Tx
-	ins  *sql.Stmt
-	rows int64
-	args []any
+	t     *table
+	dir   string
+	path  string
+	db    *sql.DB
+	tx    *sql.Tx
+	ins   *sql.Stmt
+	rows  int64
+	args  []any
+	stats *stats
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -52,7 +53,7 @@ func sqlAffinity(t ssp2.ColumnType) string {
 
 // newImageBuilder creates the image's file in dir ("" = os.TempDir) with
 // the data table of t and the metadata table.
-func newImageBuilder(t *table, dir string) (*imageBuilder, error) {
+func newImageBuilder(t *table, dir string, st *stats) (*imageBuilder, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -60,7 +61,8 @@ func newImageBuilder(t *table, dir string) (*imageBuilder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: sqlite image: %w", err)
 	}
-	b := &imageBuilder{t: t, dir: d, path: filepath.Join(d, "image.sqlite")}
+	raise(&st.peakImages, st.liveImages.Add(1))
+	b := &imageBuilder{t: t, dir: d, path: filepath.Join(d, "image.sqlite"), stats: st}
 	if err := b.open(); err != nil {
 		b.close()
 		return nil, err
@@ -185,5 +187,9 @@ func (b *imageBuilder) close() {
 	if b.db != nil {
 		_ = b.db.Close()
 	}
-	_ = os.RemoveAll(b.dir)
+	if b.dir != "" {
+		_ = os.RemoveAll(b.dir)
+		b.dir = ""
+		b.stats.liveImages.Add(-1)
+	}
 }
