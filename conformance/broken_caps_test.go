@@ -135,6 +135,10 @@ func (c *admInclusiveCursor) RowScopes(ctx context.Context, p, table, id string)
 	return c.a.RowScopes(ctx, p, table, id)
 }
 
+func (c *admInclusiveCursor) ListRows(ctx context.Context, p, table, after string, limit int) ([]driver.Row, error) {
+	return c.a.ListRows(ctx, p, table, after, limit)
+}
+
 // ---- ListClientRecords pages by time alone (ADM-2) ----
 
 // admRecordsByTime keeps only the position's time: the next page starts

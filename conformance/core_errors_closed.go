@@ -37,6 +37,10 @@ func connCalls(conn driver.Conn, p string) []closedCall {
 			_, err := conn.ReadCommitWindow(ctx, p, driver.WindowQuery{Table: tTodos, Filter: filter, ThroughSeq: 1, LimitChanges: 10})
 			return err
 		}},
+		{"ReadCommits", func(ctx context.Context) error {
+			_, err := conn.ReadCommits(ctx, p, driver.CommitsQuery{ThroughSeq: 1, LimitChanges: 10})
+			return err
+		}},
 		{"CommitSeqBefore", func(ctx context.Context) error { _, err := conn.CommitSeqBefore(ctx, p, 1); return err }},
 		{"GetRow", func(ctx context.Context) error { _, _, err := conn.GetRow(ctx, p, tTodos, "t1"); return err }},
 		{"ScanRows", func(ctx context.Context) error {
@@ -52,6 +56,10 @@ func connCalls(conn driver.Conn, p string) []closedCall {
 			return conn.PutClientRecord(ctx, p, driver.ClientRecord{ClientID: "c9", Cursor: 1, UpdatedAtMs: 1})
 		}},
 		{"ListClientCursors", func(ctx context.Context) error { _, err := conn.ListClientCursors(ctx, p, "", 10); return err }},
+		{"AckClientCursor", func(ctx context.Context) error {
+			_, err := conn.AckClientCursor(ctx, p, "c1", "a1", 0, 1)
+			return err
+		}},
 		{"TouchPartition", func(ctx context.Context) error { _, err := conn.TouchPartition(ctx, p, 1, "e1"); return err }},
 		{"RotatePartitionLogEpoch", func(ctx context.Context) error {
 			_, err := conn.RotatePartitionLogEpoch(ctx, p, "e2", 1)
@@ -131,6 +139,7 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 			return err
 		})
 		add("RowScopes", func(ctx context.Context) error { _, _, err := c.RowScopes(ctx, p, tTodos, "t1"); return err })
+		add("ListRows", func(ctx context.Context) error { _, err := c.ListRows(ctx, p, tTodos, "", 10); return err })
 	}
 	if c, ok := conn.(driver.CommitFanoutConn); ok {
 		add("SubscribeCommits", func(ctx context.Context) error {

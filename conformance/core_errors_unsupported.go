@@ -73,6 +73,8 @@ func init() {
 			check("ScopeActivity", driver.CapAdmin, err)
 			_, _, err = store.RowScopes(ctx, p, tTodos, "t1")
 			check("RowScopes", driver.CapAdmin, err)
+			_, err = store.ListRows(ctx, p, tTodos, "", 10)
+			check("ListRows", driver.CapAdmin, err)
 			_, err = store.SubscribeCommits(ctx)
 			check("SubscribeCommits", driver.CapCommitFanout, err)
 

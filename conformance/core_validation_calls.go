@@ -195,6 +195,7 @@ func vdCallsV1(env vdEnv) []vdCall {
 			}),
 		)
 		out = append(out, vdCallsRetentionV1(p, n)...)
+		out = append(out, vdCallsReadsV1(p, n)...)
 		if p != "" { // "" is a valid afterPartition: from the start
 			out = append(out,
 				vdS("ListPartitionRegistry afterPartition "+b.name, inv, func(ctx context.Context, s *syncstore.Store) error {
@@ -225,6 +226,7 @@ func vdCallsV2(vdEnv) []vdCall {
 		id, n := b.s, " "+b.name
 		row := vdTodo(vdRowID)
 		row.ID, row.Values["id"] = id, id
+		out = append(out, vdCallsReadsV2(id, n)...)
 		rec := func(f func(r *driver.ClientRecord)) driver.ClientRecord { r := vdRecord(vdClient); f(&r); return r }
 		if id != "" { // "" is a valid afterClientID: from the first
 			out = append(out, vdS("ListClientCursors afterClientID"+n, inv, func(ctx context.Context, s *syncstore.Store) error {

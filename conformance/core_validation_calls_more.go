@@ -50,6 +50,7 @@ func vdCallsV5(env vdEnv) []vdCall {
 			}),
 		)
 		out = append(out, vdCallsRetentionV5(n)...)
+		out = append(out, vdCallsReadsV5(n)...)
 	}
 	for _, n := range []int{0, 1001} {
 		if env.ixl {
@@ -124,7 +125,7 @@ func vdCallsV6(vdEnv) []vdCall {
 // vdCallsV7: the reserved server-command prefix in every client-id input.
 func vdCallsV7(vdEnv) []vdCall {
 	cid := driver.CodeInvalidClientID
-	return []vdCall{
+	return append(vdCallsReadsV7(),
 		vdS("PutClientRecord", cid, func(ctx context.Context, s *syncstore.Store) error {
 			return s.PutClientRecord(ctx, vdP, vdRecord(vdRemoteID))
 		}),
@@ -162,7 +163,7 @@ func vdCallsV7(vdEnv) []vdCall {
 		vdT("CommitRejected", cid, func(ctx context.Context, tx *syncstore.Tx) error {
 			return tx.CommitRejected(ctx, vdRemoteID, vdCommit, vdRejected())
 		}).last(),
-	}
+	)
 }
 
 // vdCallsV8: push results that break V-8, through PutPushResult and

@@ -82,7 +82,8 @@ func gwHold(t T, h Harness) {
 // Catches: a guard that does not hold but lets the Tx commit (a create
 // over a row, an update of a missing row or at another version, or into
 // other scopes — alone or among updates that hold, in either scope —
-// logged as if nothing moved); a failed guard that keeps
+// logged as if nothing moved; an update checked against the stored row
+// where the Tx wrote it since); a failed guard that keeps
 // the Tx's other writes, its commit or its seq; a failure reported with
 // another code; a partition left unusable.
 func gwFail(t T, h Harness) {
@@ -118,6 +119,11 @@ func gwFail(t T, h Harness) {
 			[]driver.Row{gwVersion(todo("t1", "p7", "o1"), 3)}, nil},
 		{"an update to another owner before one that holds", tTodos, gwVersion(todo("t1", "p7", "o2"), 3), 2,
 			nil, []driver.Row{gwVersion(todo("t5", "p7", "o1"), 3)}},
+		// A guard checks the row as the Tx left it, not as stored: a
+		// second update at the stored version of a row the Tx updated
+		// is stale (a push writing one row twice, PUSH-10).
+		{"an update at the stored version of a row the Tx updated", tTodos, gwVersion(todo("t5", "p7", "o1"), 3), 2,
+			[]driver.Row{gwVersion(todo("t5", "p7", "o1"), 3)}, nil},
 	}
 	for i, c := range cases {
 		before := pushStateOf(t, conn, "p1")

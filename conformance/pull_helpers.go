@@ -89,7 +89,7 @@ func (r *pullReplica) apply(t T, res syncstore.PullResult) {
 		r.resets++
 		r.rows = map[string]driver.Row{}
 	case res.Bootstrap:
-		if r.sub.BootstrapToken == "" {
+		if res.Fresh || r.sub.BootstrapToken == "" {
 			r.rows = map[string]driver.Row{} // a first page replaces the rows
 		}
 		for _, row := range res.Rows {

@@ -20,23 +20,30 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// A Tx that never sees stored results (TX-3, PR-3): every retry
 		// applies again, a reused key is never noticed, hooks run for
 		// replays, a landed commit whose answer was lost is applied twice.
-		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"}, also: []string{"PUSH-9"},
+		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"},
+			also: []string{"PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13"},
 			wrap: func(c driver.Conn) driver.Conn { return &blindResults{connWrap{c}} }},
 		// A Tx whose GetRow reports an older server version than stored
 		// (ROW-2): base checks and version bumps go wrong.
 		{name: "tx-row-version-off-by-one", match: match, want: []string{"PUSH-3", "PUSH-4"},
-			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9"},
+			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13"},
 			wrap: func(c driver.Conn) driver.Conn { return &staleVersions{connWrap{c}} }},
 		// CommitRejected that commits what the Tx staged (TX-8): a commit
 		// rejected after some of its ops were written is half applied.
-		{name: "commit-rejected-keeps-writes", match: match, want: []string{"PUSH-5"}, also: []string{"PUSH-9"},
+		{name: "commit-rejected-keeps-writes", match: match, want: []string{"PUSH-5"}, also: []string{"PUSH-6", "PUSH-9", "PUSH-11", "PUSH-12"},
 			wrap: func(c driver.Conn) driver.Conn { return &rejectKeepsWrites{connWrap{c}} }},
+		// A Tx whose reads miss its own writes (TX-3): they read what is
+		// committed. The hooks then judge the partition without the
+		// commit's earlier ops (PUSH-10, PUSH-11) or without the commit
+		// they are asked about (PUSH-12).
+		{name: "tx-reads-miss-own-writes", match: match, want: []string{"PUSH-10", "PUSH-11", "PUSH-12"},
+			wrap: func(c driver.Conn) driver.Conn { return &committedReads{connWrap{c}} }},
 		// A driver.PushBeginner that files each row under the next key:
 		// its own case fails, and so do the pushes that trust it. (caps
 		// not nil: runBroken then adds no wrapper of its own, which would
 		// hide BeginPush.)
 		{name: "push-beginner-rows-shifted", match: match, want: []string{"PUSH-3"}, caps: []driver.Capability{},
-			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9"},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-11", "PUSH-12"},
 			wrap: func(c driver.Conn) driver.Conn { return &shiftedPushReads{connWrap{c}} }},
 	})
 }
@@ -48,7 +55,7 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 // (PUSH-9) is only as right as its guards.
 func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
 	match := regexp.MustCompile(`^(PUSH|GW)-[0-9]+/`)
-	push := []string{"PUSH-1", "PUSH-2", "PUSH-3", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7"}
+	push := []string{"PUSH-1", "PUSH-2", "PUSH-3", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-14"}
 	runBroken(t, []brokenDriver{
 		{name: "guarded-by-reading", match: match, caps: []driver.Capability{},
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}} }},
@@ -56,6 +63,11 @@ func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
 		// updates and scope moves land as if the rows were as assumed.
 		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: push,
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, skipRow: true} }},
+		// A row guard that checks the row as stored, not as the Tx left
+		// it: a guard over a row the Tx wrote fails, and a stale second
+		// update of one row in a push lands (PUSH-10).
+		{name: "guard-sees-only-stored-rows", match: match, caps: []driver.Capability{}, want: []string{"GW-1", "GW-2", "PUSH-10"}, also: push,
+			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, storedOnly: true} }},
 		// A result guard that checks nothing: the result is kept (first
 		// writer wins) but the Tx's writes land — a replay over deleted
 		// rows is applied again.
@@ -70,6 +82,8 @@ func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
 type readGuarded struct {
 	connWrap
 	skipRow, skipResult bool
+	// storedOnly: a row guard reads the row outside the Tx.
+	storedOnly bool
 }
 
 func (c *readGuarded) BeginGuarded(ctx context.Context, p string) (driver.GuardedTx, error) {
@@ -86,7 +100,13 @@ type readGuardedTx struct {
 }
 
 func (t *readGuardedTx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row, base int64) error {
-	cur, found, err := t.GetRow(ctx, table, row.ID)
+	get := t.GetRow
+	if t.c.storedOnly {
+		get = func(ctx context.Context, table, id string) (driver.Row, bool, error) {
+			return t.c.Conn.GetRow(ctx, t.Partition(), table, id)
+		}
+	}
+	cur, found, err := get(ctx, table, row.ID)
 	if err != nil {
 		return err
 	}
@@ -174,4 +194,27 @@ func (c *shiftedPushReads) BeginPush(ctx context.Context, p, clientID, commitID 
 		read.Found = append(read.Found[1:], read.Found[0])
 	}
 	return txWrap{tx}, read, nil
+}
+
+type committedReads struct{ connWrap }
+
+func (c *committedReads) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return committedReadsTx{txWrap{tx}, c.Conn}, nil
+}
+
+type committedReadsTx struct {
+	txWrap
+	conn driver.Conn
+}
+
+func (t committedReadsTx) GetRow(ctx context.Context, table, id string) (driver.Row, bool, error) {
+	return t.conn.GetRow(ctx, t.Partition(), table, id)
+}
+
+func (t committedReadsTx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, error) {
+	return t.conn.ScanRows(ctx, t.Partition(), q)
 }

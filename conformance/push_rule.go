@@ -496,7 +496,6 @@ func pushBadInput(t T, h Harness) {
 		{"unknown table", pushReq("c1", "k1", ok, syncstore.PushOp{Table: "nope", RowID: "x", Op: driver.OpDelete}), driver.CodeUnknownTable},
 		{"a wrong value type", pushReq("c1", "k1", ok, bad), driver.CodeInvalidValue},
 		{"a row id unlike the primary key", pushReq("c1", "k1", noPK), driver.CodeInvalidValue},
-		{"the same row twice", pushReq("c1", "k1", ok, pushDel("t5", nil)), driver.CodeInvalidArgument},
 		{"a reserved client id", pushReq(`["remote-command",7]`, "k1", ok), driver.CodeInvalidClientID},
 		{"an empty commit id", pushReq("c1", "", ok), driver.CodeInvalidArgument},
 		{"a negative base version", pushReq("c1", "k1", pushTodo("t5", "p7", "o1", "x", syncstore.Version(-1))), driver.CodeInvalidArgument},

@@ -331,7 +331,7 @@ func (q ClientRecordQuery) Next(last ClientRecord) ClientRecordQuery {
 	return q
 }
 
-// AdminConn is the admin capability: read-only console views (ADM-1, ADM-2).
+// AdminConn is the admin capability: read-only console views (ADM-1…ADM-3).
 type AdminConn interface {
 	// ListClientRecords returns one page of the partition's client
 	// records, newest first, after q's position, at most q.Limit (ADM-2;
@@ -345,6 +345,16 @@ type AdminConn interface {
 	ScopeActivity(ctx context.Context, partition, table string, filter ScopeFilter, afterSeq, throughSeq int64) (ScopeActivity, error)
 	// RowScopes returns the scopes of a current row and true, or false.
 	RowScopes(ctx context.Context, partition, table, rowID string) (Scopes, bool, error)
+	// ListRows returns one page of the current rows of table in the
+	// partition, unfiltered by scope: the rows whose id is bytewise
+	// greater than afterRowID ("" = from the first), ascending bytewise by
+	// id, at most limit (1…10,000, V-5), each whole (id, server version,
+	// scopes, values) as GetRow returns it (ADM-3). Passing the last id of
+	// a page as the next afterRowID reaches every row exactly once; a page
+	// shorter than limit is the last. Served by a walk of the table's
+	// primary key (partition, id) from afterRowID that stops at the limit.
+	// Errors: CodeUnknownTable.
+	ListRows(ctx context.Context, partition, table, afterRowID string, limit int) ([]Row, error)
 }
 
 // ---- commit fanout (FAN) ----

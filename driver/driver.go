@@ -6,9 +6,9 @@
 // # Writing a driver
 //
 //  1. Implement Driver, Conn and Tx. Every method of Conn and Tx is core:
-//     docs/contract.md's rule groups SCH, ROW/VAL, P, TX, SEQ, WIN, SCAN, PR, CR,
-//     REG, HZ and ERR bind every driver. Each method's comment names its
-//     rules.
+//     docs/contract.md's rule groups SCH, ROW/VAL, P, TX, SEQ, WIN, LOG, SCAN,
+//     PR, CR, REG, HZ and ERR bind every driver. Each method's comment names
+//     its rules.
 //  2. Input is already valid. The sync package enforces group V (ids,
 //     values, limits, filters, schema identifiers) before a driver is
 //     called, so a driver never sees malformed input; it must still behave
@@ -85,6 +85,23 @@ type Conn interface {
 	// it, WIN-8). Errors: CodeUnknownTable, CodeCursorExpired,
 	// CodeCursorAhead.
 	ReadCommitWindow(ctx context.Context, partition string, q WindowQuery) ([]Commit, error)
+	// ReadCommits returns the whole commits selected by q, oldest first
+	// (LOG-1…LOG-4): each with its metadata and every change it logged,
+	// of every table, in their original order (Change.Table set on each;
+	// an upsert with Values and RowVersion, a delete with neither, both
+	// with Scopes, as WIN-6). Commits without changes and pruned commits
+	// never appear. Reading stops after the commit that brings the changes
+	// returned to ≥ q.LimitChanges; a commit is never split (LOG-2). The
+	// cursor is checked as ReadCommitWindow checks it, against the horizon
+	// and head of the snapshot the commits are read from, in every round
+	// of a read made of several (LOG-3: below the horizon →
+	// CodeCursorExpired, beyond the head → CodeCursorAhead, no commit
+	// returned with either; ThroughSeq may lie beyond the head). The read
+	// walks the log's primary key (partition, seq) from q.AfterSeq and
+	// stops at the stop rule: never a scan of the log (LOG-4).
+	// q.AfterSeq ≤ q.ThroughSeq and LimitChanges 1…10,000 (sync checks
+	// them). Errors: CodeCursorExpired, CodeCursorAhead.
+	ReadCommits(ctx context.Context, partition string, q CommitsQuery) ([]Commit, error)
 	// CommitSeqBefore returns the largest retained commitSeq created
 	// strictly before atMs, else 0 (HZ-3).
 	CommitSeqBefore(ctx context.Context, partition string, atMs int64) (int64, error)
@@ -141,6 +158,18 @@ type Conn interface {
 	GetClientRecord(ctx context.Context, partition, clientID string) (ClientRecord, bool, error)
 	// PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
 	PutClientRecord(ctx context.Context, partition string, rec ClientRecord) error
+	// AckClientCursor records a client's acknowledgement of the commits
+	// through cursor (CR-6): when the partition holds a record of clientID
+	// bound to actorID (ClientRecord.ActorID) and cursor ≤ the partition's
+	// MaxCommitSeq, it sets the record's Cursor to max(Cursor, cursor) and
+	// its UpdatedAtMs to max(UpdatedAtMs, atMs), in one atomic step against
+	// every other write of the record (a PutClientRecord racing it lands
+	// wholly before or wholly after it), and returns true. Nothing else of
+	// the record changes (subscriptions, actor, wire version). Otherwise —
+	// no record, another actor's, or cursor beyond the head — it writes
+	// nothing and returns false; sync.Store.AckClientCursor tells those
+	// apart. cursor ≥ 0 (sync checks it).
+	AckClientCursor(ctx context.Context, partition, clientID, actorID string, cursor, atMs int64) (bool, error)
 	// ListClientCursors returns one page of the partition's client
 	// cursors (CR-2, CR-3): the records whose client id is bytewise
 	// greater than afterClientID ("" = from the first), ascending

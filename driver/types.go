@@ -181,6 +181,21 @@ type WindowQuery struct {
 	LimitChanges int
 }
 
+// CommitsQuery selects whole commits for ReadCommits (LOG-1…LOG-3).
+type CommitsQuery struct {
+	// AfterSeq is exclusive, ThroughSeq inclusive: AfterSeq < seq ≤
+	// ThroughSeq. AfterSeq is a cursor the store issued: it must lie in
+	// [horizon, MaxCommitSeq] (else CodeCursorExpired, HZ-4, or
+	// CodeCursorAhead, WIN-8) and must not exceed ThroughSeq
+	// (CodeInvalidArgument, LOG-3). ThroughSeq may exceed MaxCommitSeq.
+	AfterSeq   int64
+	ThroughSeq int64
+	// LimitChanges: 1…10,000. Reading stops after the commit that brings
+	// the changes returned to at least LimitChanges; a commit is never
+	// split (LOG-2).
+	LimitChanges int
+}
+
 // CheckWindowCursor returns the error a window read after afterSeq fails
 // with, given the partition's horizon and MaxCommitSeq (maxSeq) as the
 // read's own snapshot holds them: CodeCursorExpired when afterSeq is below

@@ -783,7 +783,7 @@ func decodePushCommit(r *reader) *PushCommit {
 	f.Operations = make([]PushOperation, n)
 	for i := range f.Operations {
 		op := &f.Operations[i]
-		op.Table = r.str("operation table")
+		op.Table = r.name("operation table")
 		op.RowID = r.str("operation rowId")
 		op.Op = decodeOp(r, "operation op")
 		if r.present("operation baseVersion") {
@@ -820,7 +820,7 @@ func decodePullHeader(r *reader) *PullHeader {
 }
 
 func decodeSubscription(r *reader) *Subscription {
-	f := &Subscription{ID: r.str("id"), Table: r.str("table")}
+	f := &Subscription{ID: r.str("id"), Table: r.name("table")}
 	f.Scopes = r.scopeListMap("scopes")
 	if r.present("params") {
 		f.Params = r.json("params")
@@ -964,14 +964,14 @@ func decodeSubStart(r *reader) *SubStart {
 }
 
 func decodeCommit(r *reader) *Commit {
-	f := &Commit{CommitSeq: r.i64("commitSeq"), CreatedAtMs: r.i64("createdAtMs"), ActorID: r.str("actorId")}
+	f := &Commit{CommitSeq: r.i64("commitSeq"), CreatedAtMs: r.i64("createdAtMs"), ActorID: r.name("actorId")}
 	nt := r.count("tables", 4)
 	if r.err != nil {
 		return f
 	}
 	f.Tables = make([]string, nt)
 	for i := range f.Tables {
-		f.Tables[i] = r.str("table")
+		f.Tables[i] = r.name("table")
 	}
 	nc := r.count("changes", 2+4+1+1+4+1)
 	if r.err != nil {

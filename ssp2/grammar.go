@@ -84,9 +84,10 @@ type responseGrammar struct {
 	lastDetail bool
 }
 
-// step accepts the next frame; a refused frame changes nothing.
-func (g *responseGrammar) step(f Frame) *Error {
-	t := f.Type()
+// step accepts the next frame, of type t; pr and d are the frame when it
+// is a PUSH_RESULT or a PUSH_RESULT_DETAILS. A refused frame changes
+// nothing.
+func (g *responseGrammar) step(t FrameType, pr *PushResult, d *PushResultDetails) *Error {
 	if g.errorSeen {
 		return invalidf("%s after ERROR (only END may follow it)", t)
 	}
@@ -114,7 +115,6 @@ func (g *responseGrammar) step(f Frame) *Error {
 		if g.subSeen {
 			return invalidf("PUSH_RESULT after SUB_START")
 		}
-		pr := f.(*PushResult)
 		g.last, g.lastID, g.lastReject, g.lastDetail = true, pr.ClientCommitID, pr.Status == PushRejected, false
 		g.lastErrIdx = g.lastErrIdx[:0]
 		for i := range pr.Results {
@@ -132,7 +132,6 @@ func (g *responseGrammar) step(f Frame) *Error {
 		if g.lastDetail {
 			return invalidf("a second PUSH_RESULT_DETAILS for one PUSH_RESULT")
 		}
-		d := f.(*PushResultDetails)
 		if !g.lastReject || d.ClientCommitID != g.lastID {
 			return invalidf("PUSH_RESULT_DETAILS does not follow a rejected PUSH_RESULT of its commit")
 		}
@@ -184,6 +183,13 @@ func (g *responseGrammar) step(f Frame) *Error {
 	g.body = true
 	g.frames++
 	return nil
+}
+
+// stepFrame is step for a decoded or whole-message frame.
+func (g *responseGrammar) stepFrame(f Frame) *Error {
+	pr, _ := f.(*PushResult)
+	d, _ := f.(*PushResultDetails)
+	return g.step(f.Type(), pr, d)
 }
 
 func (g *responseGrammar) end() *Error {

@@ -113,6 +113,7 @@ func decode(b []byte, want Kind) (*Message, *Error) {
 		req      requestGrammar
 		resp     responseGrammar
 		grammErr *Error // reported after the frames: frame errors come first
+		names    interner
 	)
 	off := HeaderLen
 	for {
@@ -137,7 +138,7 @@ func decode(b []byte, want Kind) (*Message, *Error) {
 			}
 			break
 		}
-		r := reader{b: b[start : start+int(n)], base: start, frame: t, frameAt: off}
+		r := reader{b: b[start : start+int(n)], base: start, frame: t, frameAt: off, in: &names}
 		f := decodeFrame(&r, kind, t, wv)
 		if r.err != nil {
 			return nil, r.err
@@ -146,7 +147,7 @@ func decode(b []byte, want Kind) (*Message, *Error) {
 			if kind == KindRequest {
 				grammErr = req.step(t)
 			} else {
-				grammErr = resp.step(f)
+				grammErr = resp.stepFrame(f)
 			}
 			if grammErr != nil {
 				grammErr.Message += " (frame at byte " + itoa(off) + ")"
@@ -244,7 +245,7 @@ func (m *Message) AppendEncode(dst []byte) ([]byte, error) {
 		if m.Kind == KindRequest {
 			gerr = req.step(t)
 		} else {
-			gerr = resp.step(f)
+			gerr = resp.stepFrame(f)
 		}
 		if gerr != nil {
 			return dst, encodeErrorf("frame %d: %s", i, gerr.Message)
@@ -274,12 +275,23 @@ func appendEnvelope(dst []byte, wv uint16, k Kind) []byte {
 
 // appendFrame appends f's type, length and payload to e.buf.
 func appendFrame(e *encoder, f Frame, wv uint16) {
-	at := len(e.buf)
-	e.buf = append(e.buf, byte(f.Type()), 0, 0, 0, 0)
+	at := beginFrame(e, f.Type())
 	f.encode(e, wv)
+	endFrame(e, at)
+}
+
+// beginFrame appends a frame header with a length to be set by endFrame
+// and returns its offset.
+func beginFrame(e *encoder, t FrameType) int {
+	at := len(e.buf)
+	e.buf = append(e.buf, byte(t), 0, 0, 0, 0)
+	return at
+}
+
+func endFrame(e *encoder, at int) {
 	n := len(e.buf) - at - FrameHeaderLen
 	if uint64(n) > math.MaxUint32 {
-		e.failf("%s frame payload is longer than 2^32-1 bytes", f.Type())
+		e.failf("%s frame payload is longer than 2^32-1 bytes", FrameType(e.buf[at]))
 	}
 	binary.LittleEndian.PutUint32(e.buf[at+1:], uint32(n))
 }

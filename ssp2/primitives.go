@@ -54,6 +54,41 @@ type reader struct {
 	// col is 1 + the index of the row column being read, 0 outside a row.
 	col int
 	err *Error
+	// in, when set, shares strings that repeat across a message.
+	in *interner
+}
+
+// interner returns the same string for equal short byte strings seen
+// recently, so a message naming one table or scope key many times
+// allocates it once. Lookups do not allocate.
+type interner struct {
+	s    [16]string
+	next int
+}
+
+func (in *interner) get(b []byte) string {
+	if in == nil || len(b) > 64 {
+		return string(b)
+	}
+	for i := range in.s {
+		if in.s[i] == string(b) {
+			return in.s[i]
+		}
+	}
+	s := string(b)
+	in.s[in.next] = s
+	in.next = (in.next + 1) % len(in.s)
+	return s
+}
+
+// name reads a str that may repeat in the message (a table name, a scope
+// key or value), interned.
+func (r *reader) name(field string) string {
+	b := r.strBytes(field)
+	if r.err != nil {
+		return ""
+	}
+	return r.in.get(b)
 }
 
 func (r *reader) failf(format string, args ...any) {
@@ -226,7 +261,7 @@ func (r *reader) scopeListMap(field string) map[string][]string {
 	m := make(map[string][]string, n)
 	var prev []byte
 	for i := 0; i < n && r.err == nil; i++ {
-		kb := r.strBytes(field + " key")
+		kb := r.strBytes("scope key")
 		if r.err != nil {
 			break
 		}
@@ -235,12 +270,12 @@ func (r *reader) scopeListMap(field string) map[string][]string {
 			break
 		}
 		prev = kb
-		vn := r.count(field+" value list", 4)
+		vn := r.count("scope value list", 4)
 		vals := make([]string, 0, vn)
 		for j := 0; j < vn && r.err == nil; j++ {
-			vals = append(vals, r.str(field+" value"))
+			vals = append(vals, r.name("scope value"))
 		}
-		m[string(kb)] = vals
+		m[r.in.get(kb)] = vals
 	}
 	return m
 }
@@ -252,7 +287,7 @@ func (r *reader) scopeMap(field string) map[string]string {
 	m := make(map[string]string, n)
 	var prev []byte
 	for i := 0; i < n && r.err == nil; i++ {
-		kb := r.strBytes(field + " key")
+		kb := r.strBytes("scope key")
 		if r.err != nil {
 			break
 		}
@@ -261,7 +296,7 @@ func (r *reader) scopeMap(field string) map[string]string {
 			break
 		}
 		prev = kb
-		m[string(kb)] = r.str(field + " value")
+		m[r.in.get(kb)] = r.name("scope value")
 	}
 	return m
 }
@@ -391,33 +426,63 @@ func (e *encoder) optStr(o Opt[string], field string) {
 }
 
 func (e *encoder) scopeListMap(m map[string][]string, field string) {
+	e.length(len(m), field)
+	if len(m) == 1 { // the common case: no sort, no second lookup
+		for k, vals := range m {
+			e.scopeList(k, vals)
+		}
+		return
+	}
 	keys := e.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareUTF16[string])
-	e.length(len(keys), field)
+	sortUTF16(keys)
 	for _, k := range keys {
-		e.str(k, field+" key")
-		vals := m[k]
-		e.length(len(vals), field+" value list")
-		for _, v := range vals {
-			e.str(v, field+" value")
-		}
+		e.scopeList(k, m[k])
 	}
 	e.keys = keys[:0]
 }
 
+func (e *encoder) scopeList(k string, vals []string) {
+	e.str(k, "scope key")
+	e.length(len(vals), "scope value list")
+	for _, v := range vals {
+		e.str(v, "scope value")
+	}
+}
+
 func (e *encoder) scopeMap(m map[string]string, field string) {
+	e.length(len(m), field)
+	if len(m) == 1 {
+		for k, v := range m {
+			e.str(k, "scope key")
+			e.str(v, "scope value")
+		}
+		return
+	}
 	keys := e.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareUTF16[string])
-	e.length(len(keys), field)
+	sortUTF16(keys)
 	for _, k := range keys {
-		e.str(k, field+" key")
-		e.str(m[k], field+" value")
+		e.str(k, "scope key")
+		e.str(m[k], "scope value")
 	}
 	e.keys = keys[:0]
+}
+
+// sortUTF16 sorts keys by UTF-16 code units: insertion sort for the few
+// keys a scope map has, slices.SortFunc beyond.
+func sortUTF16(keys []string) {
+	if len(keys) > 12 {
+		slices.SortFunc(keys, compareUTF16[string])
+		return
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && compareUTF16(keys[j], keys[j-1]) < 0; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
 }

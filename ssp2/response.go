@@ -66,42 +66,119 @@ func (rw *ResponseWriter) Frames() int { return rw.frames }
 // InSubscription reports whether a SubStart is open (no SubEnd yet).
 func (rw *ResponseWriter) InSubscription() bool { return rw.g.inSub }
 
+// The typed methods call each frame's encoder directly (not through the
+// Frame interface), so a frame passed as a composite literal does not
+// escape to the heap.
+
 // Header writes the envelope and RESP_HEADER.
-func (rw *ResponseWriter) Header(f *RespHeader) error { return rw.write(f) }
+func (rw *ResponseWriter) Header(f *RespHeader) error {
+	e, at, err := rw.begin(FrameRespHeader)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	if err := rw.finish(at, FrameRespHeader, nil, nil); err != nil {
+		return err
+	}
+	rw.headerOnly = f.ResetRequired || f.RequiredSchemaVersion.Present
+	return nil
+}
 
 // Lease writes LEASE (§7.3.2).
-func (rw *ResponseWriter) Lease(f *Lease) error { return rw.write(f) }
+func (rw *ResponseWriter) Lease(f *Lease) error {
+	e, at, err := rw.begin(FrameLease)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameLease, nil, nil)
+}
 
 // PushResult writes PUSH_RESULT (§6.3).
-func (rw *ResponseWriter) PushResult(f *PushResult) error { return rw.write(f) }
+func (rw *ResponseWriter) PushResult(f *PushResult) error {
+	e, at, err := rw.begin(FramePushResult)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FramePushResult, f, nil)
+}
 
 // PushResultDetails writes PUSH_RESULT_DETAILS (§6.3.1) for the rejected
 // PushResult just written.
-func (rw *ResponseWriter) PushResultDetails(f *PushResultDetails) error { return rw.write(f) }
+func (rw *ResponseWriter) PushResultDetails(f *PushResultDetails) error {
+	e, at, err := rw.begin(FramePushResultDetails)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FramePushResultDetails, nil, f)
+}
 
 // SubStart writes SUB_START (§4.4).
-func (rw *ResponseWriter) SubStart(f *SubStart) error { return rw.write(f) }
+func (rw *ResponseWriter) SubStart(f *SubStart) error {
+	e, at, err := rw.begin(FrameSubStart)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameSubStart, nil, nil)
+}
 
 // Commit writes one COMMIT (§4.5). Its rows are already encoded (a
 // RowCodec's Append into one scratch buffer serves a whole commit).
-func (rw *ResponseWriter) Commit(f *Commit) error { return rw.write(f) }
+func (rw *ResponseWriter) Commit(f *Commit) error {
+	e, at, err := rw.begin(FrameCommit)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameCommit, nil, nil)
+}
 
 // SegmentRef writes SEGMENT_REF (§5.4).
-func (rw *ResponseWriter) SegmentRef(f *SegmentRef) error { return rw.write(f) }
+func (rw *ResponseWriter) SegmentRef(f *SegmentRef) error {
+	e, at, err := rw.begin(FrameSegmentRef)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameSegmentRef, nil, nil)
+}
 
 // SegmentInline writes SEGMENT_INLINE (§5.7) with payload, a complete
 // rows segment (checked with ValidateSegment; a SegmentWriter writing to
 // a bytes.Buffer makes one).
 func (rw *ResponseWriter) SegmentInline(payload []byte) error {
-	return rw.write(&SegmentInline{Payload: payload})
+	e, at, err := rw.begin(FrameSegmentInline)
+	if err != nil {
+		return err
+	}
+	f := SegmentInline{Payload: payload}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameSegmentInline, nil, nil)
 }
 
 // SubEnd writes SUB_END (§4.4).
-func (rw *ResponseWriter) SubEnd(f *SubEnd) error { return rw.write(f) }
+func (rw *ResponseWriter) SubEnd(f *SubEnd) error {
+	e, at, err := rw.begin(FrameSubEnd)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameSubEnd, nil, nil)
+}
 
 // Error writes ERROR (§1.6); only End may follow. An open subscription
 // stays open (the client aborts it, §1.4 rule 5).
-func (rw *ResponseWriter) Error(f *ErrorFrame) error { return rw.write(f) }
+func (rw *ResponseWriter) Error(f *ErrorFrame) error {
+	e, at, err := rw.begin(FrameError)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	return rw.finish(at, FrameError, nil, nil)
+}
 
 // WriteFrame writes any response frame, an *UnknownFrame included (a
 // proxy re-emitting what it decoded).
@@ -109,42 +186,61 @@ func (rw *ResponseWriter) WriteFrame(f Frame) error {
 	if f == nil {
 		return encodeErrorf("nil frame")
 	}
-	if k := f.Type().Kind(); k == KindRequest {
-		return encodeErrorf("a %s frame in a response", f.Type())
+	t := f.Type()
+	if t.Kind() == KindRequest || t == FrameEnd {
+		return encodeErrorf("a %s frame in a response", t)
 	}
-	return rw.write(f)
+	e, at, err := rw.begin(t)
+	if err != nil {
+		return err
+	}
+	f.encode(e, rw.wv)
+	pr, _ := f.(*PushResult)
+	d, _ := f.(*PushResultDetails)
+	if err := rw.finish(at, t, pr, d); err != nil {
+		return err
+	}
+	if h, ok := f.(*RespHeader); ok {
+		rw.headerOnly = h.ResetRequired || h.RequiredSchemaVersion.Present
+	}
+	return nil
 }
 
 // ErrResponseEnded is returned for a call after End.
 var ErrResponseEnded = errors.New("ssp2: the response has ended")
 
-func (rw *ResponseWriter) write(f Frame) error {
+// begin starts frame t in the writer's buffer (after the envelope header
+// for the first frame) and returns the encoder and the frame's offset.
+func (rw *ResponseWriter) begin(t FrameType) (*encoder, int, error) {
 	if rw.err != nil {
-		return rw.err
+		return nil, 0, rw.err
 	}
 	if rw.ended {
-		return ErrResponseEnded
+		return nil, 0, ErrResponseEnded
 	}
 	if rw.wv < MinWireVersion || rw.wv > MaxWireVersion {
-		return encodeErrorf("unsupported wire version %d", rw.wv)
+		return nil, 0, encodeErrorf("unsupported wire version %d", rw.wv)
 	}
 	if rw.headerOnly {
-		return encodeErrorf("%s after a RESP_HEADER that ends the response (resetRequired or requiredSchemaVersion): only End may follow", f.Type())
+		return nil, 0, encodeErrorf("%s after a RESP_HEADER that ends the response (resetRequired or requiredSchemaVersion): only End may follow", t)
 	}
 	e := &rw.e
 	e.buf, e.err = e.buf[:0], nil
 	if rw.frames == 0 {
 		e.buf = appendEnvelope(e.buf, rw.wv, KindResponse)
 	}
-	appendFrame(e, f, rw.wv)
-	if e.err != nil {
-		return e.err
+	return e, beginFrame(e, t), nil
+}
+
+// finish closes the frame begun at at, checks the grammar and writes it.
+// A refused frame leaves the writer as it was.
+func (rw *ResponseWriter) finish(at int, t FrameType, pr *PushResult, d *PushResultDetails) error {
+	endFrame(&rw.e, at)
+	if rw.e.err != nil {
+		return rw.e.err
 	}
-	if gerr := rw.g.step(f); gerr != nil {
+	if gerr := rw.g.step(t, pr, d); gerr != nil {
 		return encodeErrorf("%s", gerr.Message)
-	}
-	if h, ok := f.(*RespHeader); ok && (h.ResetRequired || h.RequiredSchemaVersion.Present) {
-		rw.headerOnly = true
 	}
 	return rw.flush()
 }

@@ -316,3 +316,34 @@ func TestMessageScannerChunks(t *testing.T) {
 		t.Fatalf("over the bound: %v", err)
 	}
 }
+
+// The streaming path allocates nothing per frame once the writer's buffer
+// has grown, frames passed as literals included.
+func TestResponseWriterAllocations(t *testing.T) {
+	codec, _ := ssp2.NewRowCodec(notesCols)
+	row, _ := codec.Append(nil, notesRow(1))
+	rw := ssp2.NewResponseWriter(io.Discard, 2)
+	eff := map[string][]string{"project": {"p1"}}
+	scopes := map[string]string{"project": "p1"}
+	tables := []string{"notes"}
+	changes := make([]ssp2.CommitChange, 1)
+	round := func() {
+		rw.Reset(io.Discard, 2)
+		_ = rw.Header(&ssp2.RespHeader{LogEpoch: "e"})
+		_ = rw.SubStart(&ssp2.SubStart{ID: "s", Status: ssp2.SubActive, EffectiveScopes: eff})
+		for i := range 10 {
+			changes[0] = ssp2.CommitChange{RowID: "n", Op: ssp2.OpUpsert, RowVersion: 1, Scopes: scopes, Row: row}
+			if err := rw.Commit(&ssp2.Commit{CommitSeq: int64(i + 1), ActorID: "a", Tables: tables, Changes: changes}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = rw.SubEnd(&ssp2.SubEnd{NextCursor: 10})
+		if err := rw.End(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(20, round); n != 0 {
+		t.Errorf("a streamed round allocates %.1f times; want 0", n)
+	}
+}

@@ -113,7 +113,10 @@ type Column struct {
 //	float    float64     boolean  bool
 //	json     driver.JSON blob_ref driver.JSON (a §5.9.1 BlobRef document)
 //	bytes    []byte      crdt     []byte (opaque)
-//	NULL     nil (an untyped nil; also a nil []byte when encoding)
+//	NULL     nil (an untyped nil)
+//
+// As in the engine, a []byte(nil) is refused rather than read as NULL or
+// empty; decoded bytes values are never nil ([]byte{} when empty).
 //
 // A float carries any IEEE-754 bit pattern: -0.0 and NaN payloads
 // round-trip exactly (the engine itself refuses NaN and ±Inf on push).
@@ -165,7 +168,7 @@ func (c *RowCodec) Len() int { return len(c.cols) }
 // (never its value).
 func (c *RowCodec) Validate(payload []byte) error {
 	r := reader{b: payload, what: "row"}
-	c.read(&r, nil)
+	c.read(&r, nil, false)
 	r.end()
 	if r.err != nil {
 		return r.err
@@ -193,7 +196,7 @@ func (c *RowCodec) Decode(payload []byte) (driver.Values, error) {
 func (c *RowCodec) DecodeValues(dst []any, payload []byte) ([]any, error) {
 	r := reader{b: payload, what: "row"}
 	start := len(dst)
-	dst = c.read(&r, dst)
+	dst = c.read(&r, dst, true)
 	r.end()
 	if r.err != nil {
 		return dst[:start], r.err
@@ -201,9 +204,8 @@ func (c *RowCodec) DecodeValues(dst []any, payload []byte) ([]any, error) {
 	return dst, nil
 }
 
-// read reads one row from r; with dst == nil it only validates.
-func (c *RowCodec) read(r *reader, dst []any) []any {
-	build := dst != nil
+// read reads one row from r, appending its values to dst when build.
+func (c *RowCodec) read(r *reader, dst []any, build bool) []any {
 	bitmap := r.take(c.bitmapLen, "null bitmap")
 	if r.err != nil {
 		return dst
@@ -283,19 +285,28 @@ func (c *RowCodec) read(r *reader, dst []any) []any {
 
 // Append appends the encoding of row v (every column present, no other
 // key) to dst. It fails with ErrEncode, naming the column and never the
-// value, for a missing or extra column, a value of the wrong Go type, NULL
-// in a non-nullable column, a string that is not UTF-8, an integer
-// outside ±MaxSafeInt, a json value that is not a JSON document, or a
-// blob_ref value that is not a §5.9.1 BlobRef. On failure dst is returned
-// unchanged in length.
+// value, for a missing or extra column, a value of the wrong Go type (a
+// []byte(nil) included), NULL in a non-nullable column, a string that is
+// not UTF-8, an integer outside ±MaxSafeInt, a json value that is not a
+// JSON document, or a blob_ref value that is not a §5.9.1 BlobRef. On
+// failure dst is returned unchanged in length.
 func (c *RowCodec) Append(dst []byte, v driver.Values) ([]byte, error) {
 	if len(v) != len(c.cols) {
 		return dst, encodeErrorf("row has %d values for %d columns", len(v), len(c.cols))
 	}
-	return c.append(dst, func(i int) (any, bool) {
+	start := len(dst)
+	dst = c.appendBitmap(dst)
+	for i := range c.cols {
 		x, ok := v[c.cols[i].Name]
-		return x, ok
-	})
+		if !ok {
+			return dst[:start], encodeErrorf("row has no value for column %d", i)
+		}
+		var err error
+		if dst, err = c.appendValue(dst, start, i, x); err != nil {
+			return dst[:start], err
+		}
+	}
+	return dst, nil
 }
 
 // AppendValues appends the encoding of vals, one per column in order
@@ -304,87 +315,86 @@ func (c *RowCodec) AppendValues(dst []byte, vals []any) ([]byte, error) {
 	if len(vals) != len(c.cols) {
 		return dst, encodeErrorf("row has %d values for %d columns", len(vals), len(c.cols))
 	}
-	return c.append(dst, func(i int) (any, bool) { return vals[i], true })
-}
-
-func (c *RowCodec) append(dst []byte, get func(int) (any, bool)) ([]byte, error) {
 	start := len(dst)
-	for range c.bitmapLen {
-		dst = append(dst, 0)
-	}
-	for i := range c.cols {
-		col := &c.cols[i]
-		x, ok := get(i)
-		if !ok {
-			return dst[:start], encodeErrorf("row has no value for column %d", i)
-		}
-		if b, isBytes := x.([]byte); x == nil || isBytes && b == nil {
-			if !col.Nullable {
-				return dst[:start], encodeErrorf("column %d is NULL and not nullable", i)
-			}
-			dst[start+(i>>3)] |= 1 << (i & 7)
-			continue
-		}
-		var ok2 bool
-		switch col.Type {
-		case TypeString:
-			var s string
-			if s, ok2 = x.(string); ok2 {
-				if !utf8.ValidString(s) {
-					return dst[:start], encodeErrorf("column %d (string) is not valid UTF-8", i)
-				}
-				dst = appendLenString(dst, s)
-			}
-		case TypeInteger:
-			var n int64
-			if n, ok2 = x.(int64); ok2 {
-				if n > MaxSafeInt || n < -MaxSafeInt {
-					return dst[:start], encodeErrorf("column %d (integer) is outside ±(2^53-1)", i)
-				}
-				dst = binary.LittleEndian.AppendUint64(dst, uint64(n))
-			}
-		case TypeFloat:
-			var f float64
-			if f, ok2 = x.(float64); ok2 {
-				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
-			}
-		case TypeBoolean:
-			var b bool
-			if b, ok2 = x.(bool); ok2 {
-				if b {
-					dst = append(dst, 1)
-				} else {
-					dst = append(dst, 0)
-				}
-			}
-		case TypeJSON, TypeBlobRef:
-			var j driver.JSON
-			if j, ok2 = x.(driver.JSON); ok2 {
-				if !utf8.ValidString(string(j)) || !validJSON([]byte(j)) {
-					return dst[:start], encodeErrorf("column %d (%s) is not a JSON document", i, col.Type)
-				}
-				if col.Type == TypeBlobRef {
-					if _, err := parseBlobRef([]byte(j)); err != nil {
-						return dst[:start], encodeErrorf("column %d (blob_ref): %s", i, err.Message)
-					}
-				}
-				dst = appendLenString(dst, string(j))
-			}
-		case TypeBytes, TypeCRDT:
-			var b []byte
-			if b, ok2 = x.([]byte); ok2 {
-				if uint64(len(b)) > math.MaxUint32 {
-					return dst[:start], encodeErrorf("column %d (%s) is longer than 2^32-1 bytes", i, col.Type)
-				}
-				dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
-				dst = append(dst, b...)
-			}
-		}
-		if !ok2 {
-			return dst[:start], encodeErrorf("column %d (%s) holds a %T", i, col.Type, x)
+	dst = c.appendBitmap(dst)
+	for i, x := range vals {
+		var err error
+		if dst, err = c.appendValue(dst, start, i, x); err != nil {
+			return dst[:start], err
 		}
 	}
 	return dst, nil
+}
+
+func (c *RowCodec) appendBitmap(dst []byte) []byte {
+	for range c.bitmapLen {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// appendValue appends column i's value x, or sets its NULL bit in the
+// bitmap at dst[start:].
+func (c *RowCodec) appendValue(dst []byte, start, i int, x any) ([]byte, error) {
+	col := &c.cols[i]
+	if b, isBytes := x.([]byte); isBytes && b == nil {
+		return dst, encodeErrorf("column %d holds a nil []byte, which is neither NULL (nil) nor empty ([]byte{})", i)
+	}
+	if x == nil {
+		if !col.Nullable {
+			return dst, encodeErrorf("column %d is NULL and not nullable", i)
+		}
+		dst[start+(i>>3)] |= 1 << (i & 7)
+		return dst, nil
+	}
+	switch col.Type {
+	case TypeString:
+		if s, ok := x.(string); ok {
+			if !utf8.ValidString(s) {
+				return dst, encodeErrorf("column %d (string) is not valid UTF-8", i)
+			}
+			return appendLenString(dst, s), nil
+		}
+	case TypeInteger:
+		if n, ok := x.(int64); ok {
+			if n > MaxSafeInt || n < -MaxSafeInt {
+				return dst, encodeErrorf("column %d (integer) is outside ±(2^53-1)", i)
+			}
+			return binary.LittleEndian.AppendUint64(dst, uint64(n)), nil
+		}
+	case TypeFloat:
+		if f, ok := x.(float64); ok {
+			return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+		}
+	case TypeBoolean:
+		if b, ok := x.(bool); ok {
+			if b {
+				return append(dst, 1), nil
+			}
+			return append(dst, 0), nil
+		}
+	case TypeJSON, TypeBlobRef:
+		if j, ok := x.(driver.JSON); ok {
+			if !utf8.ValidString(string(j)) || !validJSON([]byte(j)) {
+				return dst, encodeErrorf("column %d (%s) is not a JSON document", i, col.Type)
+			}
+			if col.Type == TypeBlobRef {
+				if _, err := parseBlobRef([]byte(j)); err != nil {
+					return dst, encodeErrorf("column %d (blob_ref): %s", i, err.Message)
+				}
+			}
+			return appendLenString(dst, string(j)), nil
+		}
+	case TypeBytes, TypeCRDT:
+		if b, ok := x.([]byte); ok {
+			if uint64(len(b)) > math.MaxUint32 {
+				return dst, encodeErrorf("column %d (%s) is longer than 2^32-1 bytes", i, col.Type)
+			}
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
+			return append(dst, b...), nil
+		}
+	}
+	return dst, encodeErrorf("column %d (%s) holds a %T", i, col.Type, x)
 }
 
 func appendLenString(dst []byte, s string) []byte {

@@ -3,6 +3,7 @@ package ssp2
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/syncstore/syncstore/driver"
@@ -130,11 +131,7 @@ func ParseSchema(b []byte) (*Schema, error) {
 
 // ErrSchema is wrapped by every error of Validate, ParseSchema and
 // Compile.
-var ErrSchema = schemaError("ssp2: invalid schema IR")
-
-type schemaError string
-
-func (e schemaError) Error() string { return string(e) }
+var ErrSchema = errors.New("ssp2: invalid schema IR")
 
 func schemaErrf(format string, args ...any) error {
 	return wrapf(ErrSchema, format, args...)

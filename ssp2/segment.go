@@ -74,26 +74,42 @@ type SegmentWriter struct {
 // the first block fills or Close. It fails with ErrEncode for a bad column
 // list (as NewRowCodec) or a table name that is not UTF-8.
 func NewSegmentWriter(w io.Writer, h SegmentHeader) (*SegmentWriter, error) {
-	codec, err := NewRowCodec(h.Columns)
-	if err != nil {
+	sw := &SegmentWriter{h: sha256.New()}
+	if err := sw.Reset(w, h); err != nil {
 		return nil, err
 	}
-	if len(h.Columns) > math.MaxUint16 {
-		return nil, encodeErrorf("a rows segment has at most 65535 columns")
+	return sw, nil
+}
+
+// Reset starts a new segment for h on w, reusing sw's buffers (a server
+// building many segments keeps one writer per worker). It fails as
+// NewSegmentWriter does, leaving sw unusable until a Reset succeeds.
+func (sw *SegmentWriter) Reset(w io.Writer, h SegmentHeader) error {
+	codec, err := NewRowCodec(h.Columns)
+	if err == nil && len(h.Columns) > math.MaxUint16 {
+		err = encodeErrorf("a rows segment has at most 65535 columns")
 	}
-	if !utf8.ValidString(h.Table) {
-		return nil, encodeErrorf("segment table name is not valid UTF-8")
+	if err == nil && !utf8.ValidString(h.Table) {
+		err = encodeErrorf("segment table name is not valid UTF-8")
 	}
-	sw := &SegmentWriter{w: w, codec: codec, h: sha256.New(), maxRows: h.BlockRows, maxLen: h.BlockBytes}
+	if err != nil {
+		sw.err = err
+		return err
+	}
+	if sw.h == nil {
+		sw.h = sha256.New()
+	}
+	sw.h.Reset()
+	*sw = SegmentWriter{w: w, codec: codec, h: sw.h, buf: sw.buf[:0], maxRows: h.BlockRows, maxLen: h.BlockBytes}
 	if sw.maxRows <= 0 {
 		sw.maxRows = DefaultBlockRows
 	}
 	if sw.maxLen <= 0 {
 		sw.maxLen = DefaultBlockBytes
 	}
-	sw.buf = appendSegmentHeader(make([]byte, 0, 4096), h.Table, h.SchemaVersion, h.Columns)
+	sw.buf = appendSegmentHeader(sw.buf, h.Table, h.SchemaVersion, h.Columns)
 	sw.startBlock()
-	return sw, nil
+	return nil
 }
 
 func appendSegmentHeader(dst []byte, table string, schemaVersion int32, cols []Column) []byte {
@@ -355,9 +371,9 @@ func readSegment(b []byte, s *Segment) *Error {
 			}
 			var vals []any
 			if s != nil {
-				vals = codec.read(&br, make([]any, 0, nc))
+				vals = codec.read(&br, make([]any, 0, nc), true)
 			} else {
-				codec.read(&br, nil)
+				codec.read(&br, nil, false)
 			}
 			if br.err != nil {
 				// "rows segment block B: …" → "rows segment block B row I: …"

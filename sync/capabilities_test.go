@@ -108,6 +108,14 @@ func (c *capConn) RowScopes(ctx context.Context, p, table, id string) (driver.Sc
 	return nil, false, nil
 }
 
+func (c *capConn) ListRows(ctx context.Context, p, table, after string, limit int) ([]driver.Row, error) {
+	c.calls.Add(1)
+	if a, ok := c.Conn.(driver.AdminConn); ok {
+		return a.ListRows(ctx, p, table, after, limit)
+	}
+	return nil, nil
+}
+
 func (c *capConn) AuthoritativeQuery(ctx context.Context, p string, q driver.Query) (driver.QueryResult, error) {
 	c.calls.Add(1)
 	if a, ok := c.Conn.(driver.AuthoritativeQueryConn); ok {

@@ -88,9 +88,17 @@
 //	default: // applied at resp.CommitSeq; resp.Changes for live delivery
 //	}
 //
-// SetPushOptions adds host hooks run inside the push's Tx: Authorize per
-// op (a *Refusal rejects the commit with an application code) and
-// PlanReactions per applied commit (reactions enqueued with it).
+// The ops of a commit apply in order, a row possibly written by several
+// of them, each checked against the row as the ones before it left it.
+// SetPushOptions adds host hooks run inside the push's Tx: Authorize and
+// ValidateOp per op (ValidateOp sees the row the op replaces and may
+// return the values to write: merged CRDT columns, scope columns put
+// back), ValidateCommit per commit (the whole candidate commit, staged
+// in the Tx) and PlanReactions per applied commit (reactions enqueued
+// with it); a *Refusal from a hook rejects the commit with an
+// application code, stored and replayed like a conflict. PushWith takes
+// options for one call (hooks resolved per request); PushCommand pushes
+// as the server, under the client-id namespace clients cannot use.
 //
 // # Pulling
 //
@@ -111,6 +119,12 @@
 // (RET-1), so run Prune beside it. The host authorizes the scopes before
 // calling Pull; a client id stays bound to the actor that first pulled
 // with it (ErrClientActorMismatch).
+//
+// Store.PullTo is the same pull streamed to a PullSink — each
+// subscription's start, its pages or window, its end — with as many
+// pages of a bootstrap per call as the sink takes, in the memory of a
+// few pages: the form for a protocol layer that writes its response as
+// it goes (docs/pull.md).
 //
 // # Capabilities
 //

@@ -17,14 +17,15 @@ import (
 // reaches the driver — every method of driver.Conn and driver.Tx that
 // Store and Tx carry, the capability methods (ScanRowsByIndex,
 // AuthoritativeQuery, the admin, blob-refs and reactions methods),
-// SubscribeCommits, Push, Pull, Prune, RunInTx, the retention methods and
-// Close — whoever makes it: the host, a Worker (its ClaimReactions,
-// ExtendReactionLease, CompleteReaction and FailReaction calls), or the
-// host's code that sync runs (RunInTx's fn, PushOptions.Authorize and
-// PlanReactions, whose calls report nested in the Call that runs them,
-// with its context). The steps a method takes inside — Push's and
-// RunInTx's own Begin and Commit, Pull's and Prune's driver reads — are
-// not reported on their own: a Push is one Call. Methods that stay in
+// SubscribeCommits, Push, Pull, PullTo, Prune, RunInTx, the retention
+// methods and Close — whoever makes it: the host, a Worker (its
+// ClaimReactions, ExtendReactionLease, CompleteReaction and FailReaction
+// calls), or the host's code that sync runs (RunInTx's fn,
+// PushOptions.Authorize and PlanReactions, a PullSink's methods, whose
+// calls report nested in the Call that runs them, with its context). The
+// steps a method takes inside — Push's and RunInTx's own Begin and
+// Commit, Pull's and Prune's driver reads — are not reported on their
+// own: a Push is one Call. Methods that stay in
 // memory (Schema, Capabilities, Supports, As, DriverName, Tx.Partition)
 // are not reported, nor calls made on Conn() or Tx.Driver() directly.
 //

@@ -166,9 +166,43 @@ func TestHooksSeeEachCall(t *testing.T) {
 	log.expect("composite calls", ok("Store.Push", "p1"), ok("Store.Pull", "p1"), ok("Tx.UpsertRow", "p2"),
 		ok("Store.RunInTx", "p2"), ok("Store.ClaimReactions", "p1"))
 
+	// A PullTo is one Call; the calls its sink makes are reported nested
+	// in it, and a sink's error ends it.
+	sink := &callingSink{s: s}
+	req := sync.PullRequest{ClientID: "c1", ActorID: "a1", Subscriptions: []sync.PullSubscription{
+		{ID: "s1", Table: "notes", Scopes: driver.ScopeFilter{"project": {"p7"}}, Cursor: sync.PullBootstrap}}}
+	_, err = s.PullTo(ctx, "p1", req, sink)
+	must("PullTo", err)
+	sink.fail = driver.Errorf(driver.CodeUnavailable, "the sink's connection dropped")
+	_, err = s.PullTo(ctx, "p1", req, sink)
+	if driver.CodeOf(err) != driver.CodeUnavailable {
+		t.Fatalf("PullTo with a failing sink: %v", err)
+	}
+	log.expect("PullTo", ok("Store.MaxCommitSeq", "p1"), ok("Store.PullTo", "p1"), ok("Store.MaxCommitSeq", "p1"),
+		failed("Store.PullTo", "p1", driver.CodeUnavailable))
+
 	must("Close", s.Close())
 	log.expect("Close", ok("Store.Close", ""))
 }
+
+// callingSink is a PullSink that reads the head through the Store at
+// every page, then fails with fail (nil: succeeds).
+type callingSink struct {
+	s    *sync.Store
+	fail error
+}
+
+func (c *callingSink) Start(context.Context, sync.PullResult) error { return nil }
+
+func (c *callingSink) Page(ctx context.Context, _ sync.PullPage) (bool, error) {
+	if _, err := c.s.MaxCommitSeq(ctx, "p1"); err != nil {
+		return false, err
+	}
+	return true, c.fail
+}
+
+func (c *callingSink) Commits(context.Context, []driver.Commit) error { return nil }
+func (c *callingSink) End(context.Context, sync.PullResult) error     { return nil }
 
 // ctxKey marks the context a hook's Start returns.
 type ctxKey struct{}

@@ -21,6 +21,9 @@ type pullModelClient struct {
 	id   string
 	sub  sync.PullSubscription
 	rows map[string]driver.Row
+	// stream: the client is served through PullTo, with a random page
+	// budget per pull and RestartBootstraps.
+	stream bool
 }
 
 func (c *pullModelClient) apply(t *testing.T, seed uint64, head int64, r sync.PullResult) {
@@ -39,7 +42,10 @@ func (c *pullModelClient) apply(t *testing.T, seed uint64, head int64, r sync.Pu
 		}
 		c.rows = map[string]driver.Row{}
 	case r.Bootstrap:
-		if c.sub.BootstrapToken == "" {
+		if r.Fresh != (c.sub.BootstrapToken == "" && c.sub.Cursor == sync.PullBootstrap) && !c.stream {
+			fail("fresh %v for a request with cursor %d and token %q", r.Fresh, c.sub.Cursor, c.sub.BootstrapToken)
+		}
+		if r.Fresh {
 			c.rows = map[string]driver.Row{}
 		}
 		for i, row := range r.Rows {
@@ -76,12 +82,15 @@ func (c *pullModelClient) apply(t *testing.T, seed uint64, head int64, r sync.Pu
 	c.sub.Cursor, c.sub.BootstrapToken = r.NextCursor, r.BootstrapToken
 }
 
-// TestPullModel is a seeded model test of Pull on SQLite: four clients
+// TestPullModel is a seeded model test of Pull on SQLite: six clients
 // with their own scopes and small random limits pull while commits
 // (upserts and deletes of 30 rows, each fixed to one of three projects)
 // land and Prune forces the horizon up; each client pulls at random
 // moments, so its bootstraps and windows are interrupted by commits and
-// prunes, and some of its cursors expire.
+// prunes, and some of its cursors expire. Two of the clients pull with
+// PullTo and RestartBootstraps, taking 1…3 pages per pull, and commits
+// and prunes land between their pages too; their pins that fall below
+// the horizon restart.
 // Every response is checked as it comes (cursors never go back or past
 // the head, commits in order and in scope, pages in id order), and at the
 // end every client catches up and its replica equals the server's rows of
@@ -96,15 +105,52 @@ func TestPullModel(t *testing.T) {
 		st := pullModelRun(t, seed, 250)
 		total.resets += st.resets
 		total.resumed += st.resumed
+		total.restarts += st.restarts
+		total.streamed += st.streamed
 	}
 	// The seeds are fixed, so these counts are too: the run must reach
 	// the paths it is meant to test.
-	if total.resets == 0 || total.resumed == 0 {
-		t.Errorf("%d resets and %d resumed bootstraps over %d seeds; the model misses the paths it tests", total.resets, total.resumed, seeds)
+	if total.resets == 0 || total.resumed == 0 || total.restarts == 0 || total.streamed == 0 {
+		t.Errorf("%d resets, %d resumed bootstraps, %d restarts, %d pulls of several pages over %d seeds; the model misses the paths it tests",
+			total.resets, total.resumed, total.restarts, total.streamed, seeds)
 	}
+	t.Logf("over %d seeds: %d resets, %d resumed bootstraps, %d restarts, %d pulls of several pages", seeds,
+		total.resets, total.resumed, total.restarts, total.streamed)
 }
 
-type pullModelStats struct{ resets, resumed int }
+type pullModelStats struct{ resets, resumed, restarts, streamed int }
+
+// pullModelSink is the sink of a streaming model client: it merges the
+// pages of a pull into one result, takes budget pages, and runs between
+// (a commit or a prune, at random) after every page.
+type pullModelSink struct {
+	budget  int
+	between func()
+	res     sync.PullResult
+	pages   int
+}
+
+func (m *pullModelSink) Start(_ context.Context, r sync.PullResult) error {
+	m.res = r
+	return nil
+}
+
+func (m *pullModelSink) Page(_ context.Context, p sync.PullPage) (bool, error) {
+	m.pages++
+	m.res.Rows = append(m.res.Rows, p.Rows...)
+	m.between()
+	return m.pages < m.budget, nil
+}
+
+func (m *pullModelSink) Commits(_ context.Context, commits []driver.Commit) error {
+	m.res.Commits = commits
+	return nil
+}
+
+func (m *pullModelSink) End(_ context.Context, r sync.PullResult) error {
+	m.res.NextCursor, m.res.BootstrapToken = r.NextCursor, r.BootstrapToken
+	return nil
+}
 
 func pullModelRun(t *testing.T, seed uint64, steps int) (st pullModelStats) {
 	ctx := t.Context()
@@ -152,28 +198,70 @@ func pullModelRun(t *testing.T, seed uint64, steps int) (st pullModelStats) {
 			t.Fatalf("seed %d: write: %v", seed, err)
 		}
 	}
-	clients := make([]*pullModelClient, 4)
+	clients := make([]*pullModelClient, 6)
 	for i := range clients {
 		scope := []string{projects[i%3]}
 		if i == 3 {
 			scope = []string{"p1", "p3"}
 		}
-		clients[i] = &pullModelClient{id: fmt.Sprintf("c%d", i), rows: map[string]driver.Row{},
+		clients[i] = &pullModelClient{id: fmt.Sprintf("c%d", i), rows: map[string]driver.Row{}, stream: i >= 4,
 			sub: sync.PullSubscription{ID: "s", Table: "notes", Scopes: driver.ScopeFilter{"project": scope},
 				Cursor: sync.PullBootstrap, LimitChanges: 1 + rng.IntN(5), LimitRows: 1 + rng.IntN(4)}}
 	}
+	prune := func() {
+		pol := sync.RetentionPolicy{ActiveWindow: time.Millisecond, ForceAge: time.Millisecond,
+			MinRetainedCommits: int64(rng.IntN(8)), PushResultRetention: -1, ClientRecordRetention: -1,
+			Now: func() time.Time { return time.UnixMilli(1 << 50) }}
+		if pol.MinRetainedCommits == 0 {
+			pol.MinRetainedCommits = -1 // 0 is the default, 1,000
+		}
+		if _, err := s.Prune(ctx, "m", pol); err != nil {
+			t.Fatalf("seed %d: Prune: %v", seed, err)
+		}
+	}
+	step, quiet := 0, false // quiet: the catch-up at the end writes nothing
 	pull := func(c *pullModelClient) sync.PullResponse {
-		resp, err := s.Pull(ctx, "m", sync.PullRequest{ClientID: c.id, ActorID: "a", AtMs: 1,
-			Subscriptions: []sync.PullSubscription{c.sub}})
+		req := sync.PullRequest{ClientID: c.id, ActorID: "a", AtMs: 1, Subscriptions: []sync.PullSubscription{c.sub}}
+		var resp sync.PullResponse
+		var err error
+		var r sync.PullResult
+		if c.stream {
+			req.RestartBootstraps = true
+			sink := &pullModelSink{budget: 1 + rng.IntN(3), between: func() {
+				if quiet {
+					return
+				}
+				switch rng.IntN(6) {
+				case 0, 1:
+					step++
+					write(10_000 + step)
+				case 2:
+					prune()
+				}
+			}}
+			resp, err = s.PullTo(ctx, "m", req, sink)
+			r = sink.res
+			if sink.pages > 1 {
+				st.streamed++
+			}
+		} else {
+			resp, err = s.Pull(ctx, "m", req)
+			if err == nil {
+				r = resp.Subscriptions[0]
+			}
+		}
 		if err != nil {
 			t.Fatalf("seed %d: client %s: Pull: %v", seed, c.id, err)
 		}
-		r := resp.Subscriptions[0]
 		if r.Status == sync.PullReset {
 			st.resets++
 		}
 		if c.sub.BootstrapToken != "" && r.Status == sync.PullActive {
-			st.resumed++
+			if r.Fresh {
+				st.restarts++
+			} else {
+				st.resumed++
+			}
 		}
 		c.apply(t, seed, resp.MaxCommitSeq, r)
 		return resp
@@ -185,17 +273,10 @@ func pullModelRun(t *testing.T, seed uint64, steps int) (st pullModelStats) {
 		case r < 9:
 			pull(clients[rng.IntN(len(clients))])
 		default:
-			pol := sync.RetentionPolicy{ActiveWindow: time.Millisecond, ForceAge: time.Millisecond,
-				MinRetainedCommits: int64(rng.IntN(8)), PushResultRetention: -1, ClientRecordRetention: -1,
-				Now: func() time.Time { return time.UnixMilli(1 << 50) }}
-			if pol.MinRetainedCommits == 0 {
-				pol.MinRetainedCommits = -1 // 0 is the default, 1,000
-			}
-			if _, err := s.Prune(ctx, "m", pol); err != nil {
-				t.Fatalf("seed %d: Prune: %v", seed, err)
-			}
+			prune()
 		}
 	}
+	quiet = true
 	for _, c := range clients {
 		for n := 0; ; n++ {
 			if n == 200 {

@@ -111,6 +111,7 @@ func notesSub(id string, cursor int64) sync.PullSubscription {
 // registry touch,
 // and one horizon read only when a bootstrap is resumed; bad input reads
 // nothing, and a refused actor costs the first reads (made at once) alone.
+// A streamed pull adds one scan per page after a subscription's first.
 func TestPullRoundTrips(t *testing.T) {
 	s, conn := pullNotes(t)
 	ctx := t.Context()
@@ -156,7 +157,44 @@ func TestPullRoundTrips(t *testing.T) {
 	if d := cmp.Diff(map[string]int{"GetClientRecord": 1, "MaxCommitSeq": 1, "HorizonSeq": 1}, conn.reset()); d != "" {
 		t.Errorf("calls of a refused pull (-want +got):\n%s", d)
 	}
+
+	// A streamed pull costs one scan per page it serves: three pages of
+	// one note, the fourth left to the token.
+	boot = notesSub("boot", sync.PullBootstrap)
+	boot.LimitRows = 1
+	req = sync.PullRequest{ClientID: "c", ActorID: "a", Subscriptions: []sync.PullSubscription{boot}}
+	if _, err := s.PullTo(ctx, "p", req, &budgetSink{budget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{"GetClientRecord": 1, "MaxCommitSeq": 1, "ScanRows": 3, "PutClientRecord": 1, "TouchPartition": 1}
+	if d := cmp.Diff(want, conn.reset()); d != "" {
+		t.Errorf("calls of a pull streaming three pages (-want +got):\n%s", d)
+	}
+	// A token that does not verify, with RestartBootstraps, is a fresh
+	// bootstrap: no horizon read.
+	req.Subscriptions[0].BootstrapToken, req.RestartBootstraps = "made-up", true
+	if _, err := s.Pull(ctx, "p", req); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]int{"GetClientRecord": 1, "MaxCommitSeq": 1, "ScanRows": 1, "PutClientRecord": 1, "TouchPartition": 1}
+	if d := cmp.Diff(want, conn.reset()); d != "" {
+		t.Errorf("calls of a pull restarting a bootstrap (-want +got):\n%s", d)
+	}
 }
+
+// budgetSink is a PullSink that takes budget pages of each bootstrap and
+// keeps nothing.
+type budgetSink struct {
+	budget, pages int
+}
+
+func (b *budgetSink) Start(context.Context, sync.PullResult) error { b.pages = 0; return nil }
+func (b *budgetSink) Page(context.Context, sync.PullPage) (bool, error) {
+	b.pages++
+	return b.pages < b.budget, nil
+}
+func (b *budgetSink) Commits(context.Context, []driver.Commit) error { return nil }
+func (b *budgetSink) End(context.Context, sync.PullResult) error     { return nil }
 
 // TestPullTokenEveryCharacterChecked alters each character of a token in
 // turn: every altered token is refused (a strict encoding and the check

@@ -1,5 +1,7 @@
 package sync
 
+import "context"
+
 // Bounds and defaults of Pull (rule group PULL).
 const (
 	// MaxPullSubscriptions bounds PullRequest.Subscriptions (PULL-1).
@@ -36,6 +38,17 @@ type PullRequest struct {
 	// Subscriptions are served in order, each independently: 0…100
 	// (MaxPullSubscriptions), with distinct IDs.
 	Subscriptions []PullSubscription
+	// RestartBootstraps opts into SSP2's self-healing bootstrap (PULL-11):
+	// a subscription that cannot go on from where the client is — a
+	// bootstrap token that does not verify (altered, made up, issued for
+	// another partition, table or filter), a resumed pin below the
+	// horizon or beyond the head, a cursor beyond the head — starts a
+	// fresh bootstrap pinned at the head in this pull (its result is
+	// Fresh) instead of failing the pull with CodeInvalidArgument or
+	// being reset. A cursor below the horizon is still reset
+	// (CodeCursorExpired). false: the engine's own semantics (PULL-2,
+	// PULL-4).
+	RestartBootstraps bool
 }
 
 // PullSubscription is one subscription of a PullRequest: the rows of one
@@ -64,6 +77,14 @@ type PullSubscription struct {
 	// LimitRows bounds the rows of a bootstrap page (PULL-3): 1…10,000
 	// (V-5), 0 = DefaultPullLimitRows.
 	LimitRows int
+	// RecordScopes are the scopes the client record keeps for the
+	// subscription (PULL-8, PULL-12): nil records Scopes. A protocol
+	// layer that reads a subset the actor is granted (SSP2's effective
+	// scopes, in Scopes) records what the client asked for here (SSP2's
+	// requested scopes), which a realtime channel resolves again later.
+	// Keys and values are checked as text (V-6); any number of keys, an
+	// empty list included. Nothing is read with them.
+	RecordScopes ScopeFilter
 }
 
 // PullStatus says how a subscription was served.
@@ -111,23 +132,86 @@ type PullResult struct {
 	// cursor was PullBootstrap and it had no token) the client replaces
 	// the subscription's rows with the pages it gets (PULL-3).
 	Bootstrap bool
+	// Fresh reports a bootstrap this pull pinned: its first page is in
+	// this result (Store.Pull) or the first Page of the subscription
+	// (Store.PullTo), and the client replaces the subscription's rows
+	// with the pages it gets (PULL-3). Without RestartBootstraps it is
+	// true exactly when the request's cursor was PullBootstrap and it had
+	// no token; with it, also when the engine restarted the bootstrap
+	// (PULL-11). false for a resumed bootstrap, a window or a reset.
+	Fresh bool
 	// AsOfCommitSeq is the commit seq a bootstrap is pinned at (its first
 	// page read it as the partition's head); 0 when not bootstrapping.
 	AsOfCommitSeq int64
-	// Rows is one bootstrap page, at most the subscription's LimitRows.
+	// Rows is one bootstrap page, at most the subscription's LimitRows
+	// (Store.Pull; Store.PullTo hands pages to PullSink.Page instead).
 	Rows []Row
 	// BootstrapToken is non-empty while the bootstrap has more pages:
 	// send it back (with the same table and scopes) for the next one
-	// (PULL-4). Opaque text of at most 512 bytes (base64url).
+	// (PULL-4); it resumes after the last page this pull served.
+	// Opaque text of at most 512 bytes (base64url, so it embeds in JSON
+	// or a URL as it is).
 	BootstrapToken string
 	// Commits are the whole commits after the cursor that touched the
 	// scope, oldest first, each with only its matching changes (WIN-2).
 	// Reading stops once their changes reach LimitChanges; the commit
-	// that reaches it comes whole, never split (PULL-6).
+	// that reaches it comes whole, never split (PULL-6). (Store.PullTo
+	// hands them to PullSink.Commits instead.)
 	Commits []Commit
 	// NextCursor is the cursor to send next: after a bootstrap page,
 	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
 	// an incremental window, where the next window starts (PULL-7); after
 	// a reset, PullBootstrap.
 	NextCursor int64
+}
+
+// PullSink receives a pull that Store.PullTo streams (PULL-10). For each
+// subscription, in request order, PullTo calls Start, then
+//
+//   - a bootstrap: Page for each page as it is read — at least one (an
+//     empty scope is one empty page), then more while rows remain and
+//     Page returns true;
+//   - an incremental pull: Commits once, with the window (maybe empty);
+//   - a reset: nothing;
+//
+// then End. The calls are made one at a time, from the goroutine that
+// called PullTo, with its context. A method that returns an error stops
+// the pull: PullTo returns the error as it is, writes no client record
+// and does not touch the registry. The sink may keep what it is given;
+// PullTo keeps nothing it handed over.
+type PullSink interface {
+	// Start opens a subscription: r is its result but for Rows, Commits
+	// and BootstrapToken, which come with Page, Commits and End.
+	Start(ctx context.Context, r PullResult) error
+	// Page delivers one page of a bootstrap. It returns whether to go on
+	// with the next page in this pull — the host's page budget (SSP2:
+	// maxSnapshotPages for rows segments, every page for a SQLite image);
+	// ignored when p.More is false. When it returns false while rows
+	// remain, End carries the token that resumes after this page.
+	Page(ctx context.Context, p PullPage) (more bool, err error)
+	// Commits delivers the window of an incremental pull (PullResult's
+	// Commits).
+	Commits(ctx context.Context, commits []Commit) error
+	// End closes the subscription: r is its whole result — NextCursor and
+	// BootstrapToken included — but for Rows and Commits, which went to
+	// Page and Commits.
+	End(ctx context.Context, r PullResult) error
+}
+
+// PullPage is one page of a bootstrap, as PullSink.Page receives it.
+type PullPage struct {
+	// Rows are the scope's current rows after AfterRowID, ascending
+	// bytewise by id, at most the subscription's LimitRows (PULL-3). Only
+	// the first page of a subscription in a pull may be empty.
+	Rows []Row
+	// AfterRowID is where the page starts: "" on the first page of a
+	// Fresh bootstrap, else the id of the last row of the page before it
+	// (in this pull, or in the pull whose token resumed it).
+	AfterRowID string
+	// More reports rows after this page. At LimitRows = MaxLimit a full
+	// page reports More without knowing: when no row follows, the page
+	// read after it in this pull is empty and not delivered (End then
+	// carries no token), or, when the sink stopped there, the next pull's
+	// first page is empty.
+	More bool
 }

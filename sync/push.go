@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"time"
 
@@ -23,16 +22,23 @@ import (
 //     applies, both answer its result (PR-6). A stored result recorded
 //     for a different request under the same key → CodeIdempotencyKeyReused
 //     (PUSH-2), nothing written.
-//   - Checks (PUSH-3, PUSH-6): the current row of every op is read in the
-//     Tx; then, op by op, PushOptions.Authorize (if set) decides, and the
-//     op's BaseVersion (if set) must equal the row's current server
-//     version (0: no row). A refusal or a mismatch rejects the commit.
-//   - Apply (PUSH-4): an upsert writes the row with server version
-//     current + 1 (1 for a new row) and scopes computed from its values
-//     by the table's declared scopes; a delete removes the row (a missing
-//     row: nothing to do, nothing logged). The commit is appended with
-//     changes built from the rows written, PushOptions.PlanReactions (if
-//     set) plans reactions enqueued with it, the applied result is
+//   - Ops in order (PUSH-10, PUSH-3, PUSH-6, PUSH-11): the current row
+//     of every op is read in the Tx; then op by op, each seeing its row
+//     and the partition as the earlier ops left them (a row may be
+//     written by several ops): PushOptions.Authorize (if set) decides,
+//     the op's BaseVersion (if set) must equal the row's server version
+//     (0: no row), PushOptions.ValidateOp (if set) validates and may
+//     replace the values, and the op is written. A refusal or a
+//     mismatch rejects the commit.
+//   - Apply (PUSH-4, PUSH-12): an upsert writes the row with server
+//     version current + 1 (1 for a new row) and scopes computed from
+//     the values written by the table's declared scopes; a delete
+//     removes the row (a missing row: nothing to do, nothing logged).
+//     PushOptions.ValidateCommit (if set) sees the whole candidate
+//     commit and may refuse it. The commit is appended with one change
+//     per op (a delete under the old scopes first when an upsert moves
+//     the row) built from the rows written, PushOptions.PlanReactions
+//     (if set) plans reactions enqueued with it, the applied result is
 //     stored, and the Tx commits. A driver with commit-fanout then wakes
 //     the store's other instances (FAN-1).
 //   - Reject (PUSH-5): a conflict, a refusal or a unique-index collision
@@ -41,11 +47,12 @@ import (
 //     with per-op results (CommitRejected, TX-8). A rejection is an
 //     answer, not an error: err is nil and Status is PushRejected.
 //   - Guarded (PUSH-9): a push whose ops are all upserts with a
-//     BaseVersion, without Authorize and PlanReactions, over a driver
-//     that is a driver.GuardedBeginner, is first written without reading:
-//     each row on the condition that it is at its base version with the
-//     scopes it will have, the result on the condition that none is
-//     stored. When a condition fails nothing is written and the push is
+//     BaseVersion, without Authorize, ValidateOp, ValidateCommit and
+//     PlanReactions, over a driver that is a driver.GuardedBeginner, is
+//     first written without reading: each row on the condition that it
+//     is at its base version with the scopes it will have (as the
+//     earlier ops left it, GW-1), the result on the condition that none
+//     is stored. When a condition fails nothing is written and the push is
 //     read and decided as above, in a new Tx: the answer and the writes
 //     are the same either way; only the round trips differ.
 //   - Outcomes (PUSH-7): a commit the engine may or may not have taken
@@ -67,8 +74,7 @@ import (
 // (CodeUnknownTable), its RowID V-2, Op upsert|delete, an upsert's Values
 // the whole row of valid values with the primary key equal to RowID (V-3,
 // V-4 → CodeInvalidValue naming the column), a delete without values, a
-// BaseVersion ≥ 0 (CodeInvalidArgument); no (table, row) twice
-// (CodeInvalidArgument); at most MaxPushBytes of values
+// BaseVersion ≥ 0 (CodeInvalidArgument); at most MaxPushBytes of values
 // (CodePushTooLarge). Errors about one op carry its index in
 // (*Error).OpIndex.
 //
@@ -78,19 +84,50 @@ import (
 // (TX-1).
 func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ PushResponse, err error) {
 	defer s.observe(&ctx, "Store.Push", partition).done(&err)
-	const op = "Push"
+	return s.pushCall(ctx, "Push", partition, req, s.pushOptions(), false)
+}
+
+// PushWith is Push with per-call options (PUSH-14): each field o sets
+// replaces the Store's (SetPushOptions) for this call; a field o leaves
+// nil keeps the Store's. A host whose hooks depend on the request — the
+// actor's allowed scopes, resolved per request — passes them here
+// without touching the Store's options, which other calls share.
+// Everything else is Push's.
+func (s *Store) PushWith(ctx context.Context, partition string, req PushRequest, o PushOptions) (_ PushResponse, err error) {
+	defer s.observe(&ctx, "Store.PushWith", partition).done(&err)
+	return s.pushCall(ctx, "PushWith", partition, req, s.pushOptions().over(o), false)
+}
+
+// PushCommand applies a commit the host makes as the server (PUSH-13):
+// PushWith, except that req.ClientID must be in the server-command
+// namespace V-7 reserves — it starts with RemoteCommandPrefix
+// (CommandClientID makes one) — else CodeInvalidClientID, nothing
+// written. req.ActorID is the actor the host runs the command as. A
+// command is idempotent and replayed like any push (PUSH-1, PUSH-2):
+// the same client id and client commit id answer the stored result; the
+// host names each run of a command by them. The Store's hooks run for
+// it as for a client's push, with o's fields over them. Client pushes
+// and pulls (Push, PushWith, Pull) keep refusing the namespace.
+func (s *Store) PushCommand(ctx context.Context, partition string, req PushRequest, o PushOptions) (_ PushResponse, err error) {
+	defer s.observe(&ctx, "Store.PushCommand", partition).done(&err)
+	return s.pushCall(ctx, "PushCommand", partition, req, s.pushOptions().over(o), true)
+}
+
+// pushCall is Push, PushWith and PushCommand (named op in errors) with the
+// options opts; command: req is a server command (PUSH-13).
+func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequest, opts PushOptions, command bool) (PushResponse, error) {
 	if err := checkCtx(ctx, op); err != nil {
 		return PushResponse{}, err
 	}
 	if err := idPartition.check(op, partition); err != nil {
 		return PushResponse{}, err
 	}
-	p, err := s.schema.Load().checkPush(op, req)
+	p, err := s.schema.Load().checkPush(op, req, command)
 	if err != nil {
 		return PushResponse{}, err
 	}
 	p.partition = partition
-	p.opts = s.pushOptions()
+	p.opts = opts
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
 	}
@@ -161,176 +198,94 @@ type pushPlan struct {
 	tables    []*compiledTable
 	identity  string
 	opts      PushOptions
+	// size is the request's values' size (MaxPushBytes).
+	size int
+	// prev[i] is the index of the last op before op i on its row, -1
+	// when there is none; nil when no row has two ops (PUSH-10).
+	prev []int
 	// attempts are the responses of Txs whose outcome was unknown.
 	attempts []PushResponse
 }
 
-// apply is one attempt of a push inside tx; it fills resp with the
-// result it stores (RunInTx commits the Tx when apply returns nil and has
-// not ended it).
-func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp *PushResponse) error {
-	dtx := tx.tx
-	req := &p.req
-	var err error
-	if read.HasResult {
-		if err := tx.rollback(ctx); err != nil {
-			return err
-		}
-		*resp, err = p.replay(read.Result)
-		return err
-	}
-	n := len(req.Ops)
-	cur, exists := read.Rows, read.Found
-	nowMs := p.opts.Now().UnixMilli()
-	results := make([]OpResult, 0, n)
-	for i, o := range req.Ops {
-		if p.opts.Authorize != nil {
-			in := AuthorizeInput{Partition: p.partition, ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
-				ActorID: req.ActorID, Index: i, Op: o, Current: cur[i], Exists: exists[i]}
-			if err := p.opts.Authorize(ctx, tx, in); err != nil {
-				var ref *Refusal
-				if !errors.As(err, &ref) {
-					return err
-				}
-				if err := checkRefusal(i, ref); err != nil {
-					return err
-				}
-				results = append(results, OpResult{Status: OpError, Code: ref.Code, Message: ref.Message,
-					Retryable: ref.Retryable, Details: ref.Details})
-				return p.reject(ctx, tx, nowMs, results, resp)
-			}
-		}
-		version := int64(0)
-		if exists[i] {
-			version = cur[i].ServerVersion
-		}
-		if o.BaseVersion != nil && *o.BaseVersion != version {
-			c := OpResult{Status: OpConflict, Code: OpCodeVersionConflict, ServerVersion: version,
-				Message: fmt.Sprintf("base version %d, server version %d", *o.BaseVersion, version)}
-			if exists[i] {
-				c.ServerRow = cur[i].Values
-			}
-			results = append(results, c)
-			return p.reject(ctx, tx, nowMs, results, resp)
-		}
-		results = append(results, OpResult{Status: OpApplied})
-	}
-
-	changes := make([]Change, 0, n)
-	for i, o := range req.Ops {
-		switch o.Op {
-		case OpUpsert:
-			v := int64(1)
-			if exists[i] {
-				v = cur[i].ServerVersion + 1
-			}
-			row := Row{ID: o.RowID, ServerVersion: v, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
-			if err := dtx.UpsertRow(ctx, o.Table, row); err != nil {
-				if CodeOf(err) != CodeConstraintViolation {
-					return err
-				}
-				for j := range results[:i] {
-					results[j].ServerVersion = 0 // nothing of the commit is written
-				}
-				results = append(results[:i], OpResult{Status: OpError, Code: OpCodeConstraintViolation,
-					Message: "the row collides with another row of the partition on a unique index (SCH-10)"})
-				return p.reject(ctx, tx, nowMs, results, resp)
-			}
-			results[i].ServerVersion = v
-			if exists[i] && !maps.Equal(cur[i].Scopes, row.Scopes) {
-				// The row leaves scope values it had: a delete under its
-				// old scopes tells their subscribers to drop it; the
-				// upsert after it reaches the new ones (PUSH-4).
-				changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpDelete, Scopes: cur[i].Scopes})
-			}
-			changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpUpsert,
-				Scopes: row.Scopes, Values: row.Values, RowVersion: v})
-		case OpDelete:
-			if !exists[i] {
-				continue
-			}
-			if err := dtx.DeleteRow(ctx, o.Table, o.RowID); err != nil {
-				return err
-			}
-			changes = append(changes, Change{Table: o.Table, RowID: o.RowID, Op: OpDelete, Scopes: cur[i].Scopes})
-		}
-	}
-	seq, err := dtx.AppendCommit(ctx, CommitInput{ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
-		ActorID: req.ActorID, CreatedAtMs: nowMs, Changes: changes})
-	if err != nil {
-		return err
-	}
-	if p.opts.PlanReactions != nil {
-		rs, err := p.opts.PlanReactions(ctx, tx, AppliedCommit{Partition: p.partition, CommitSeq: seq,
-			ClientID: req.ClientID, ClientCommitID: req.ClientCommitID, ActorID: req.ActorID, CreatedAtMs: nowMs, Changes: changes})
-		if err != nil {
-			return err
-		}
-		if len(rs) > 0 {
-			if err := tx.enqueueReactions(ctx, seq, rs); err != nil {
-				return err
-			}
-		}
-	}
-	res := PushResult{Status: PushApplied, CommitSeq: seq, RecordedAtMs: nowMs,
-		CacheIdentity: p.identity, Ops: results}
-	if err := dtx.PutPushResult(ctx, req.ClientID, req.ClientCommitID, res); err != nil {
-		return err
-	}
-	*resp = PushResponse{PushResult: res, Changes: changes}
-	return nil
-}
-
 // begin starts a Tx on the push's partition and reads the stored result
 // of its key and the current row of each op: in one call when the driver
-// is a driver.PushBeginner, else Begin, GetPushResult and GetRow per op.
+// is a driver.PushBeginner, else Begin, GetPushResult and GetRow per row.
+// A row that several ops write is read once, for its first op
+// (readKeys).
 func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, error) {
 	req := &p.req
-	n := len(req.Ops)
+	keys := p.readKeys()
 	if pb, ok := s.conn.(driver.PushBeginner); ok {
-		keys := make([]driver.RowKey, n)
-		for i, o := range req.Ops {
-			keys[i] = driver.RowKey{Table: o.Table, ID: o.RowID}
-		}
 		dtx, read, err := pb.BeginPush(ctx, p.partition, req.ClientID, req.ClientCommitID, keys)
 		if err != nil {
 			return nil, read, err
 		}
 		tx := s.newTx(dtx)
-		if !read.HasResult && (len(read.Rows) != n || len(read.Found) != n) {
+		if !read.HasResult && (len(read.Rows) != len(keys) || len(read.Found) != len(keys)) {
 			_ = tx.rollback(context.WithoutCancel(ctx))
-			return nil, read, driver.Errorf(CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), n)
+			return nil, read, driver.Errorf(CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), len(keys))
 		}
-		return tx, read, nil
+		return tx, p.spread(read), nil
 	}
 	tx, err := s.begin(ctx, p.partition)
 	if err != nil {
 		return nil, driver.PushRead{}, err
 	}
-	read, err := readForPush(ctx, tx.tx, req)
+	read, err := readForPush(ctx, tx.tx, req, keys)
 	if err != nil {
 		_ = tx.rollback(context.WithoutCancel(ctx))
 		return nil, read, err
 	}
-	return tx, read, nil
+	return tx, p.spread(read), nil
 }
 
 // readForPush makes a push's first reads one by one.
-func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.PushRead, error) {
+func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest, keys []driver.RowKey) (driver.PushRead, error) {
 	var read driver.PushRead
 	var err error
 	read.Result, read.HasResult, err = dtx.GetPushResult(ctx, req.ClientID, req.ClientCommitID)
 	if err != nil || read.HasResult {
 		return read, err
 	}
-	n := len(req.Ops)
-	read.Rows, read.Found = make([]Row, n), make([]bool, n)
-	for i, o := range req.Ops {
-		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, o.Table, o.RowID); err != nil {
+	read.Rows, read.Found = make([]Row, len(keys)), make([]bool, len(keys))
+	for i, k := range keys {
+		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, k.Table, k.ID); err != nil {
 			return read, err
 		}
 	}
 	return read, nil
+}
+
+// readKeys returns the rows a push reads first: each op's, in op order,
+// but a row written by several ops once (driver.PushBeginner takes
+// distinct keys).
+func (p *pushPlan) readKeys() []driver.RowKey {
+	keys := make([]driver.RowKey, 0, len(p.req.Ops))
+	for i, o := range p.req.Ops {
+		if p.prev == nil || p.prev[i] < 0 {
+			keys = append(keys, driver.RowKey{Table: o.Table, ID: o.RowID})
+		}
+	}
+	return keys
+}
+
+// spread turns a read of readKeys into one row per op: an op whose row
+// an earlier op writes gets none here (apply takes the row that op left).
+func (p *pushPlan) spread(read driver.PushRead) driver.PushRead {
+	if read.HasResult || p.prev == nil {
+		return read
+	}
+	n := len(p.req.Ops)
+	rows, found := make([]Row, n), make([]bool, n)
+	k := 0
+	for i := range n {
+		if p.prev[i] < 0 {
+			rows[i], found[i] = read.Rows[k], read.Found[k]
+			k++
+		}
+	}
+	read.Rows, read.Found = rows, found
+	return read
 }
 
 // reject stores the rejected result with the per-op results so far and
@@ -338,7 +293,7 @@ func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest) (driver.P
 func (p *pushPlan) reject(ctx context.Context, tx *Tx, nowMs int64, results []OpResult, resp *PushResponse) error {
 	res := PushResult{Status: PushRejected, RecordedAtMs: nowMs, CacheIdentity: p.identity, Ops: results}
 	*resp = PushResponse{PushResult: res}
-	return tx.commitRejected(ctx, p.req.ClientID, p.req.ClientCommitID, res)
+	return tx.commitRejectedKey(ctx, p.req.ClientID, p.req.ClientCommitID, res)
 }
 
 // replay answers a stored result (PUSH-1): as this call's own when an
@@ -365,11 +320,14 @@ func sameResult(tried, stored PushResult) bool {
 		tried.RecordedAtMs == stored.RecordedAtMs && tried.CacheIdentity == stored.CacheIdentity
 }
 
-// checkRefusal enforces V-8 on an Authorize hook's refusal of op i.
-func checkRefusal(i int, r *Refusal) error {
-	op := fmt.Sprintf("Push: op %d: Authorize's refusal", i)
-	if err := ValidateApplicationCode(r.Code); err != nil {
-		return withOpIndex(err, i)
+// checkRefusal enforces V-8 on a hook's refusal of op i: an
+// application code, or OpCodeConstraintViolation.
+func checkRefusal(hook string, i int, r *Refusal) error {
+	op := fmt.Sprintf("Push: op %d: %s's refusal", i, hook)
+	if r.Code != OpCodeConstraintViolation {
+		if err := ValidateApplicationCode(r.Code); err != nil {
+			return withOpIndex(err, i)
+		}
 	}
 	return withOpIndex(checkOpResult(op, OpResult{Status: OpError, Code: r.Code, Message: r.Message, Details: r.Details}), i)
 }
@@ -377,8 +335,12 @@ func checkRefusal(i int, r *Refusal) error {
 // checkPush validates req (PUSH-8) and returns the plan to apply it:
 // ops with copies of their Values maps, their tables, the request's
 // identity.
-func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, error) {
-	if err := firstErr(checkClientID(op, req.ClientID), idClientCommit.check(op, req.ClientCommitID),
+func (cs *compiledSchema) checkPush(op string, req PushRequest, command bool) (*pushPlan, error) {
+	checkClient := checkClientID
+	if command {
+		checkClient = checkCommandClientID
+	}
+	if err := firstErr(checkClient(op, req.ClientID), idClientCommit.check(op, req.ClientCommitID),
 		idActor.check(op, req.ActorID)); err != nil {
 		return nil, err
 	}
@@ -428,8 +390,14 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 			return nil, withOpIndex(argErr(oop, "PUSH-8", "op must be %q or %q", OpUpsert, OpDelete), i)
 		}
 		key := [2]string{o.Table, o.RowID}
-		if j, dup := seen[key]; dup {
-			return nil, withOpIndex(argErr(oop, "PUSH-8", "the row of op %d again: a push writes each row at most once", j), i)
+		if j, again := seen[key]; again {
+			if p.prev == nil {
+				p.prev = make([]int, n)
+				for k := range p.prev {
+					p.prev[k] = -1
+				}
+			}
+			p.prev[i] = j
 		}
 		seen[key] = i
 		if size > MaxPushBytes {
@@ -438,6 +406,7 @@ func (cs *compiledSchema) checkPush(op string, req PushRequest) (*pushPlan, erro
 		p.req.Ops[i], p.tables[i] = o, t
 	}
 	p.identity = pushIdentity(&p.req)
+	p.size = size
 	return p, nil
 }
 

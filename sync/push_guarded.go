@@ -8,10 +8,14 @@ import (
 
 // guarded returns the driver's GuardedBeginner when p can be pushed by
 // guarded writes (PUSH-9): every op an upsert with a base version, and no
-// hook that must see the rows read (Authorize) or must run only for a
-// commit that will be applied (PlanReactions).
+// hook that must see the rows read (Authorize, ValidateOp,
+// ValidateCommit) or must run only for a commit that will be applied
+// (PlanReactions). Ops that write one row again are guarded like the
+// others: a guard sees the Tx's earlier writes (GW-1), so each op's is
+// checked against the row as the ops before it left it (PUSH-10).
 func (p *pushPlan) guarded(s *Store) (driver.GuardedBeginner, bool) {
-	if p.opts.Authorize != nil || p.opts.PlanReactions != nil {
+	o := &p.opts
+	if o.Authorize != nil || o.ValidateOp != nil || o.ValidateCommit != nil || o.PlanReactions != nil {
 		return nil, false
 	}
 	for _, o := range p.req.Ops {

@@ -103,7 +103,6 @@ func TestPushValidationWritesNothing(t *testing.T) {
 			Values: driver.Values{"id": "n1", "proj": "p7", "body": 3}}), sync.CodeInvalidValue, 0},
 		{"pk mismatch", good(noteOp("n1", "b", nil), sync.PushOp{Table: "notes", RowID: "n2", Op: driver.OpUpsert,
 			Values: driver.Values{"id": "n3", "proj": "p7", "body": "b"}}), sync.CodeInvalidValue, 1},
-		{"same row twice", good(noteOp("n1", "b", nil), sync.PushOp{Table: "notes", RowID: "n1", Op: driver.OpDelete}), sync.CodeInvalidArgument, 1},
 		{"delete with values", good(sync.PushOp{Table: "notes", RowID: "n1", Op: driver.OpDelete, Values: driver.Values{"id": "n1"}}), sync.CodeInvalidArgument, 0},
 		{"unknown op", good(sync.PushOp{Table: "notes", RowID: "n1", Op: "merge"}), sync.CodeInvalidArgument, 0},
 		{"negative base", good(noteOp("n1", "b", sync.Version(-1))), sync.CodeInvalidArgument, 0},
@@ -123,5 +122,28 @@ func TestPushValidationWritesNothing(t *testing.T) {
 	}
 	if _, found, err := s.GetPushResult(t.Context(), "p1", "c1", "k1"); err != nil || found {
 		t.Fatalf("bad pushes stored a result: %v %v", found, err)
+	}
+}
+
+// TestCommandClientID pins CommandClientID to what JavaScript's
+// JSON.stringify writes for ["remote-command", ...parts] (the wants were
+// printed by Node.js), escapes and raw characters alike.
+func TestCommandClientID(t *testing.T) {
+	for _, c := range []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"a", "b"}, `["remote-command","a","b"]`},
+		{[]string{`say "hi"\now`}, `["remote-command","say \"hi\"\\now"]`},
+		{[]string{"\x01\x1f\b\f\n\r\t\x7f/<>&\u2028é😀"}, "[\"remote-command\",\"\\u0001\\u001f\\b\\f\\n\\r\\t\x7f/<>&\u2028é😀\"]"},
+		{[]string{""}, `["remote-command",""]`},
+	} {
+		got := sync.CommandClientID(c.parts[0], c.parts[1:]...)
+		if got != c.want {
+			t.Errorf("CommandClientID(%q) = %q, want %q", c.parts, got, c.want)
+		}
+		if !strings.HasPrefix(got, sync.RemoteCommandPrefix) {
+			t.Errorf("CommandClientID(%q) = %q: not in the namespace", c.parts, got)
+		}
 	}
 }

@@ -181,13 +181,20 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 	return tx.commitRejected(ctx, clientID, clientCommitID, r)
 }
 
-// commitRejected is CommitRejected after checkCtx, unobserved (Push's
-// Call covers it).
+// commitRejected is CommitRejected after checkCtx.
 func (tx *Tx) commitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error {
 	const op = "Tx.CommitRejected"
 	if err := firstErr(checkClientID(op, clientID), idClientCommit.check(op, clientCommitID)); err != nil {
 		return err
 	}
+	return tx.commitRejectedKey(ctx, clientID, clientCommitID, r)
+}
+
+// commitRejectedKey is commitRejected under a key its caller checked —
+// a push's (PUSH-8), a server command's among them (PUSH-13) —,
+// unobserved (Push's Call covers it).
+func (tx *Tx) commitRejectedKey(ctx context.Context, clientID, clientCommitID string, r PushResult) error {
+	const op = "Tx.CommitRejected"
 	if err := checkPushResult(op, r); err != nil {
 		return err
 	}

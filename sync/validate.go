@@ -116,6 +116,18 @@ func checkAfterClientID(op, id string) error {
 	return checkRemoteCommand(op, id)
 }
 
+// checkCommandClientID is V-2 for a server command's client id, which
+// must start with RemoteCommandPrefix (PUSH-13; CodeInvalidClientID).
+func checkCommandClientID(op, id string) error {
+	if err := idClient.check(op, id); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(id, RemoteCommandPrefix) {
+		return driver.Errorf(CodeInvalidClientID, "%s: a server command's client id starts with the server-command prefix %s (PUSH-13; CommandClientID makes one)", op, RemoteCommandPrefix)
+	}
+	return nil
+}
+
 func checkRemoteCommand(op, id string) error {
 	if strings.HasPrefix(id, RemoteCommandPrefix) {
 		e := driver.Errorf(CodeInvalidClientID, "%s: client id starts with the reserved server-command prefix %s (V-7)", op, RemoteCommandPrefix)

@@ -10,7 +10,8 @@ import (
 )
 
 // TestD1ReadPlans pins, on the D1 double, the plans of D1's text-integer
-// variants of the window and client-record reads (WIN-7, CR-3, ADM-2):
+// variants of the window, whole-commit and client-record reads, the ack
+// and the admin row page (WIN-7, LOG-4, CR-3, CR-6, ADM-2, ADM-3):
 // each is served by the index its SQLite original uses (drivers/sqlite's
 // TestPlans pins those on a loaded store). The store holds 2,000 client
 // records and ANALYZE ran, so the planner has statistics that could
@@ -26,6 +27,10 @@ func TestD1ReadPlans(t *testing.T) {
 		}
 	}
 	if _, err := c.rows(ctx, "analyze", "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	todos, err := c.state.Table("todos")
+	if err != nil {
 		t.Fatal(err)
 	}
 	const (
@@ -52,6 +57,17 @@ func TestD1ReadPlans(t *testing.T) {
 		{"client records, next page (ADM-2)", d1sql.D1AdminListClientsAfter, []any{"P", 500, "c-0500", 10},
 			[]string{"SEARCH _sync_clients USING INDEX _sync_clients_by_time (partition=? AND (updated_at_ms,client_id)<(?,?))"},
 			[]string{"TEMP B-TREE", "SCAN"}},
+		{"whole commits by seq range (LOG-4)", d1sql.D1ReadCommits, []any{"P", 10, 1 << 40, 25},
+			[]string{"SEARCH ch USING PRIMARY KEY (partition=? AND seq>? AND seq<?)", commitByPK,
+				"SEARCH b USING PRIMARY KEY (partition=? AND seq>? AND seq<?)"},
+			[]string{"SCAN", "TEMP B-TREE"}},
+		{"ack a client cursor (CR-6)", sqlitesql.AckClient, []any{"P", "c-0100", "a", "5", "1000"},
+			[]string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
+				"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"},
+			[]string{"SCAN"}},
+		{"admin rows (ADM-3)", d1sql.D1Rows(todos, todos.ListRows()), []any{"P", "r20", 10},
+			[]string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id>?)"},
+			[]string{"SCAN", "TEMP B-TREE"}},
 	} {
 		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, pc.forbidden)
 	}
