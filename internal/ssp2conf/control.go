@@ -3,12 +3,9 @@ package ssp2conf
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
@@ -163,12 +160,6 @@ type RowState struct {
 	Scopes  map[string]string `json:"scopes"`
 }
 
-// rowLister is the admin listing of a table's rows, unfiltered, paged by
-// row id (docs/contract.md ADM-3), when the engine has it.
-type rowLister interface {
-	ListRows(ctx context.Context, partition, table, afterRowID string, limit int) ([]sync.Row, error)
-}
-
 // maxReadRows bounds readRows: the catalog's scenarios hold a few dozen
 // rows; more is a runaway scenario.
 const maxReadRows = 10_000
@@ -178,28 +169,22 @@ func (in *instance) readRows(ctx context.Context, table string) ([]RowState, err
 	if _, ok := in.engine.Table(table); !ok {
 		return nil, badRequest("readRows: unknown table %q", table)
 	}
+	// The admin listing: every row, whatever its scopes, paged by id
+	// (ADM-3; every bundled driver declares admin).
 	var rows []sync.Row
-	if l, ok := any(in.store).(rowLister); ok {
-		after := ""
-		for {
-			page, err := l.ListRows(ctx, in.partition, table, after, 1000)
-			if err != nil {
-				return nil, err
-			}
-			rows = append(rows, page...)
-			if len(page) < 1000 {
-				break
-			}
-			if len(rows) >= maxReadRows {
-				return nil, badRequest("readRows: %s holds more than %d rows", table, maxReadRows)
-			}
-			after = page[len(page)-1].ID
-		}
-	} else {
-		var err error
-		if rows, err = in.readRowsByQuery(ctx, table); err != nil {
+	for after := ""; ; {
+		page, err := in.store.ListRows(ctx, in.partition, table, after, 1000)
+		if err != nil {
 			return nil, err
 		}
+		rows = append(rows, page...)
+		if len(page) < 1000 {
+			break
+		}
+		if len(rows) >= maxReadRows {
+			return nil, badRequest("readRows: %s holds more than %d rows", table, maxReadRows)
+		}
+		after = page[len(page)-1].ID
 	}
 	out := make([]RowState, 0, len(rows))
 	for _, row := range rows {
@@ -214,42 +199,6 @@ func (in *instance) readRows(ctx context.Context, table string) ([]RowState, err
 		out = append(out, RowState{RowID: row.ID, Version: row.ServerVersion, Values: vals, Scopes: scopes})
 	}
 	return out, nil
-}
-
-// readRowsByQuery lists a table's row ids with an authoritative query
-// (every bundled driver has the capability) and reads each row; it stands
-// in for the admin listing where the engine lacks it. The ids are sorted
-// here, bytewise, whatever the engine's collation.
-func (in *instance) readRowsByQuery(ctx context.Context, table string) ([]sync.Row, error) {
-	t, _ := in.engine.Table(table)
-	quote := func(id string) string { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
-	res, err := in.store.AuthoritativeQuery(ctx, in.partition, sync.Query{
-		SQL:    "SELECT " + quote(t.PrimaryKey) + " FROM " + quote(table),
-		Tables: []string{table},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("readRows: list the ids: %w", err)
-	}
-	ids := make([]string, 0, len(res.Rows))
-	for _, r := range res.Rows {
-		id, ok := r[0].(string)
-		if !ok {
-			return nil, fmt.Errorf("readRows: an id of %s is a %T", table, r[0])
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	rows := make([]sync.Row, 0, len(ids))
-	for _, id := range ids {
-		row, ok, err := in.store.GetRow(ctx, in.partition, table, id)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			rows = append(rows, row)
-		}
-	}
-	return rows, nil
 }
 
 // seamValue is a stored value in the driver seam's JSON form.
