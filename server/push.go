@@ -50,6 +50,9 @@ func (r *round) pushCommit(ctx context.Context, i int, c *ssp2.PushCommit) error
 	if err != nil {
 		return r.pushFailed(ctx, c, req, err)
 	}
+	if r.applied != nil && resp.Status == sync.PushApplied && !resp.Replayed {
+		r.applied(sync.Commit{Seq: resp.CommitSeq, ActorID: req.ActorID, Changes: resp.Changes})
+	}
 	return r.writePushResult(ctx, c, resp.PushResult, resp.Replayed)
 }
 

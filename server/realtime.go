@@ -342,6 +342,9 @@ func (ss *session) ack(cursor int64) {
 	if cursor < 0 {
 		return
 	}
+	// A client cannot have applied what the session never saw land: an
+	// ack past it is taken as far as it can be true.
+	cursor = min(cursor, ss.lastKnown)
 	ss.cursor = max(ss.cursor, cursor)
 	if ss.cursor >= ss.lastKnown {
 		ss.wakeDue = false
@@ -487,6 +490,24 @@ func (ss *session) deliver(c sync.Commit) {
 		return
 	}
 	ss.cursor = c.Seq
+}
+
+// ownCommit hears of a commit this socket's round applied, as it lands —
+// before the store's fanout brings it — so the commit the round itself
+// made is a wake-up during the round (§8.7), never a delta after it, and
+// the session knows the log reached it.
+func (ss *session) ownCommit(c sync.Commit) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.lastKnown = max(ss.lastKnown, c.Seq)
+	for _, r := range ss.regs {
+		for _, ch := range c.Changes {
+			if ch.Table == r.t.Name && matchesEffective(ch.Scopes, r.eff) {
+				ss.oweLocked(ssp2.WakeCatchupRequired)
+				return
+			}
+		}
+	}
 }
 
 // sendText queues a control event; a client too slow to take it is
@@ -707,6 +728,7 @@ func (ss *session) runRound(body []byte) {
 	ctx := ss.ctx
 	rd, err := ss.s.prepare(ctx, ss.id, body, ss.clientID)
 	if err == nil {
+		rd.applied = ss.ownCommit
 		w := &roundWriter{ss: ss, rd: rd}
 		err = rd.stream(ctx, w)
 		if err == nil {

@@ -288,17 +288,7 @@ func TestRealtimeDelta(t *testing.T) {
 			t.Fatal("a missed commit 4")
 		}
 		// The ack persisted to the record (the retention floor).
-		deadline := time.Now().Add(waitFor)
-		for {
-			rec, _, _ := e.store.GetClientRecord(context.Background(), "p1", "a1")
-			if rec.Cursor >= 3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the ack never reached the record: cursor %d", rec.Cursor)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		e.waitRecordCursor("a1", 3)
 	})
 }
 
@@ -650,4 +640,123 @@ func recv(t testing.TB, ch <-chan struct{}) {
 	case <-time.After(waitFor):
 		t.Fatal("waited in vain")
 	}
+}
+
+// TestRealtimeDeltaTooLargeHeartbeatFence: a delta over MaxDeltaBytes is a
+// delta-too-large wake-up (§8.2), heartbeats carry the server clock
+// (§8.5), a v1 client's deltas are v1 (§9), and a rotated log epoch closes
+// the partition's sockets (§2.1).
+func TestRealtimeDeltaTooLargeHeartbeatFence(t *testing.T) {
+	e := newEnv(t, sqliteLane(), func(c *Config) {
+		c.Limits.MaxDeltaBytes = 1
+		c.Limits.HeartbeatInterval = 20 * time.Millisecond
+	})
+	e.grant("alice", p1)
+	ep := e.epoch("alice", "a1")
+	e.sync("alice", 1, &ssp2.ReqHeader{ClientID: "a1", SchemaVersion: 3}, &ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, -1))
+	a := e.mustDial("alice", "a1")
+	a.event()
+	e.sync("alice", 2, hdr("w", ep), commit("k1", upsert("tasks", "t1", e.task("t1", "p1", "one"))))
+	ev := a.event()
+	if ev.Kind != ssp2.EventSync || ev.Sync.Reason != ssp2.WakeDeltaTooLarge || ev.Sync.Cursor != 1 {
+		t.Fatalf("oversize: %+v", ev)
+	}
+	for {
+		m := a.next()
+		if m.text == nil {
+			t.Fatalf("%+v", m)
+		}
+		if ev, _ := ssp2.ParseServerEvent(m.text); ev.Kind == ssp2.EventHeartbeat {
+			if ev.Heartbeat.Timestamp != e.clock.Now().UnixMilli() {
+				t.Fatalf("heartbeat time %d", ev.Heartbeat.Timestamp)
+			}
+			break
+		}
+	}
+	// A v1 client's deltas: a second server with room for them.
+	e2 := newEnvOn(t, e.store, e.schema, func(c *Config) { c.Limits.PartitionTouchInterval = -1 })
+	e2.grant("alice", p1)
+	e.ack(a, "a1", 1)
+	e.waitRecordCursor("a1", 1)
+	b := e2.mustDial("alice", "a1")
+	b.event()
+	e2.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "two"))))
+	if d := b.delta(); d.WireVersion != 1 {
+		t.Fatalf("delta in wire version %d", d.WireVersion)
+	}
+	if _, err := e2.srv.RotateLogEpoch(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.closed(); st != websocket.StatusGoingAway {
+		t.Fatalf("fenced with %v", st)
+	}
+}
+
+// waitRecordCursor waits until client's record holds at least cursor (an
+// ack is persisted in the background).
+func (e *env) waitRecordCursor(client string, cursor int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		rec, _, _ := e.store.GetClientRecord(context.Background(), "p1", client)
+		if rec.Cursor >= cursor {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the ack never reached the record: cursor %d", rec.Cursor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRealtimeOwnCommitInRound: a socket round's own push fans out to its
+// own session mid-round: a catchup-required wake-up, never a delta — on
+// every driver, however late its commit fanout — and after the post-round
+// ack, deltas resume (§8.7; the catalog's
+// ws-round/commit-during-round-wakes-then-deltas-resume).
+func TestRealtimeOwnCommitInRound(t *testing.T) {
+	forEachLane(t, func(t *testing.T, l lane) {
+		e := newEnv(t, l)
+		e.grant("alice", p1)
+		ep := e.epoch("alice", "b1")
+		b := e.mustDial("alice", "b1")
+		b.event()
+		b.round(req(2, hdr("b1", ep), &ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, -1)))
+		b.sendRound(req(2, hdr("b1", ep), commit("k1", upsert("tasks", "t1", e.task("t1", "p1", "own"))),
+			&ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, 0)), 1<<20)
+		m, evs := b.readRound()
+		if secs := sections(m); secs[0].end.NextCursor != 1 {
+			t.Fatalf("round %+v", secs[0].end)
+		}
+		// At least one wake-up (the fanout may add coalescible ones), each
+		// catchup-required at the round's commit.
+		if len(evs) == 0 {
+			evs = append(evs, b.event())
+		}
+		for _, ev := range evs {
+			if ev.Kind != ssp2.EventSync || ev.Sync.Reason != ssp2.WakeCatchupRequired || ev.Sync.Cursor != 1 {
+				t.Fatalf("events %+v", evs)
+			}
+		}
+		e.ack(b, "b1", 1)
+		e.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "resumed"))))
+		for {
+			m := b.next()
+			if m.err != nil {
+				t.Fatal(m.err)
+			}
+			if m.text != nil {
+				// Late wake-ups of commit 1 may still arrive; nothing newer.
+				if ev, _ := ssp2.ParseServerEvent(m.text); ev.Kind == ssp2.EventSync && ev.Sync.Cursor <= 1 || ev.Kind == ssp2.EventHeartbeat {
+					continue
+				}
+				t.Fatalf("%s where a delta was expected", m.text)
+			}
+			d, err := ssp2.DecodeResponse(m.bin[1:])
+			if err != nil || m.bin[0] != ssp2.TagDelta || sections(d)[0].commits[0].CommitSeq != 2 {
+				t.Fatalf("deltas did not resume: %v", err)
+			}
+			break
+		}
+	})
 }

@@ -36,6 +36,9 @@ type round struct {
 	// replace (§8.7): the head the pull served through.
 	pulled   bool
 	pullHead int64
+	// applied, when set (a socket round), hears of each commit the round
+	// applied, as it lands.
+	applied func(sync.Commit)
 }
 
 // subPlan is one requested subscription: its table, whether it is active

@@ -257,9 +257,11 @@ type table struct {
 }
 
 // New returns a Server over store for cfg. The store's ensured schema must
-// be cfg.Schema's engine form (an error says what differs). New starts no
-// goroutine: the commit-fanout subscription starts with the first realtime
-// connection. Close ends it.
+// be cfg.Schema's engine form (an error says what differs). New sets the
+// store's push options to cfg.Now (Store.SetPushOptions: commit times come
+// from the server clock; push hooks a host set there are replaced). New
+// starts no goroutine: the commit-fanout subscription starts with the
+// first realtime connection. Close ends it.
 func New(store *sync.Store, cfg Config) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("server: nil store")
@@ -412,6 +414,14 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 	s.hub.fencePartition(partition)
 	return e.Epoch, nil
 }
+
+// Capabilities lists the optional SSP2 server capabilities this server
+// serves, by upstream's names (signed-urls, blobs, blob-presign, crdt,
+// validators, commit-validators, leases, backup-restore,
+// idempotency-fault). None yet: the sync protocol's required parts are
+// served, the optional ones are not (docs/syncular.md says what a client
+// meets instead).
+func (s *Server) Capabilities() []string { return []string{} }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
 
