@@ -122,7 +122,7 @@ describe(`conformance: ts-web-client × ${label}`, () => {
           knownDiscrepancy: loopback,
           ms: Math.round(performance.now() - started),
         } as unknown as ScenarioResult);
-      });
+      }, LOOPBACK_TIMEOUT_MS + SCENARIO_TIMEOUT_MS);
       continue;
     }
     test(
