@@ -1,0 +1,292 @@
+package ssp2conf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	_ "github.com/syncstore/syncstore/drivers/sqlite"
+	"github.com/syncstore/syncstore/server"
+	"github.com/syncstore/syncstore/sync"
+)
+
+// fixtureSchema is a table of every column type, in upstream's
+// DriverSchema JSON.
+const fixtureSchema = `{"version":1,"tables":[{"name":"tasks","primaryKey":"id",
+ "columns":[{"name":"id","type":"string","nullable":false},
+  {"name":"project_id","type":"string","nullable":false},
+  {"name":"title","type":"string","nullable":false},
+  {"name":"done","type":"boolean","nullable":false},
+  {"name":"n","type":"integer","nullable":true},
+  {"name":"w","type":"float","nullable":true},
+  {"name":"meta","type":"json","nullable":true},
+  {"name":"data","type":"bytes","nullable":true}],
+ "scopes":[{"pattern":"project:{project_id}"}]}]}`
+
+type hostT struct {
+	t    *testing.T
+	host *Host
+	srv  *httptest.Server
+}
+
+func newHost(t *testing.T, max, spares int) *hostT {
+	t.Helper()
+	base := t.TempDir()
+	h, err := New(Config{Driver: "sqlite", BaseDSN: base, MaxInstances: max, Spares: spares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		if err := h.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &hostT{t: t, host: h, srv: srv}
+}
+
+// post sends body as JSON and decodes the answer into out (when not nil);
+// it returns the status.
+func (h *hostT) post(path string, body any, out any) int {
+	h.t.Helper()
+	var b []byte
+	switch v := body.(type) {
+	case string:
+		b = []byte(v)
+	default:
+		b, _ = json.Marshal(v)
+	}
+	resp, err := http.Post(h.srv.URL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			h.t.Fatalf("%s: %s: %v", path, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (h *hostT) create(extra string) string {
+	h.t.Helper()
+	var out struct{ ID, Code, Message string }
+	if st := h.post("/instances", `{"schema":`+fixtureSchema+`,"partition":"part-1","nowMs":1750000000000`+extra+`}`, &out); st != 200 {
+		h.t.Fatalf("create: %d %s: %s", st, out.Code, out.Message)
+	}
+	return out.ID
+}
+
+// storeDirs lists the provisioned sqlite stores under the host's base.
+func storeDirs(t *testing.T, h *Host) []string {
+	m, _ := filepath.Glob(filepath.Join(h.cfg.BaseDSN, "syncstore-sqlite-*"))
+	return m
+}
+
+func TestHostControls(t *testing.T) {
+	h := newHost(t, 0, 0)
+	id := h.create(`,"limits":{"maxOperationsPerRequest":2,"maxDeltaBytes":1}`)
+	ctl := func(op string, body any, out any) int { return h.post("/i/"+id+"/ctl/"+op, body, out) }
+
+	var now struct{ NowMs int64 }
+	ctl("nowMs", nil, &now)
+	if now.NowMs != 1750000000000 {
+		t.Fatalf("nowMs = %d", now.NowMs)
+	}
+	ctl("advanceClock", map[string]int64{"ms": 3600_000}, &now)
+	if now.NowMs != 1750003600000 {
+		t.Fatalf("advanceClock → %d", now.NowMs)
+	}
+	if st := ctl("advanceClock", map[string]int64{"ms": -1}, nil); st != 400 {
+		t.Fatalf("a clock going back: %d, want 400", st)
+	}
+	if st := ctl("setAllowedScopes", map[string]any{"actorId": "a", "allowed": map[string][]string{"project_id": {"p1"}}}, nil); st != 200 {
+		t.Fatalf("setAllowedScopes: %d", st)
+	}
+	h.host.mu.Lock()
+	in := h.host.instances[id]
+	h.host.mu.Unlock()
+	got, err := in.resolveScopes(t.Context(), identity("a"), "c")
+	if err != nil || !reflect.DeepEqual(got, map[string][]string{"project_id": {"p1"}}) {
+		t.Fatalf("resolveScopes(a) = %v, %v", got, err)
+	}
+	if got, err := in.resolveScopes(t.Context(), identity("b"), "c"); err != nil || len(got) != 0 {
+		t.Fatalf("an actor never granted holds %v, %v; want nothing", got, err)
+	}
+	ctl("setResolverFailing", map[string]bool{"failing": true}, nil)
+	if _, err := in.resolveScopes(t.Context(), identity("a"), "c"); err == nil {
+		t.Fatal("a failing resolver answered")
+	}
+	if !in.now().Equal(time.UnixMilli(1750003600000)) {
+		t.Fatalf("the server's clock reads %v", in.now())
+	}
+
+	// Rows pushed through the engine (on the instance's clock) come back
+	// whole, in the seam's form.
+	in.store.SetPushOptions(sync.PushOptions{Now: in.now})
+	_, err = in.store.Push(t.Context(), "part-1", sync.PushRequest{ClientID: "c1", ClientCommitID: "k1", ActorID: "a", Ops: []sync.PushOp{
+		{Table: "tasks", RowID: "t2", Op: sync.OpUpsert, Values: sync.Values{"id": "t2", "project_id": "p1", "title": "two", "done": true,
+			"n": int64(7), "w": 1.5, "meta": sync.JSON(`{"a": [1]}`), "data": []byte{0, 255}}},
+		{Table: "tasks", RowID: "t1", Op: sync.OpUpsert, Values: sync.Values{"id": "t1", "project_id": "p2", "title": "one", "done": false,
+			"n": nil, "w": nil, "meta": nil, "data": nil}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows struct{ Rows []RowState }
+	if st := ctl("readRows", map[string]string{"table": "tasks"}, &rows); st != 200 {
+		t.Fatalf("readRows: %d", st)
+	}
+	want := []RowState{
+		{RowID: "t1", Version: 1, Scopes: map[string]string{"project_id": "p2"}, Values: map[string]any{
+			"id": "t1", "project_id": "p2", "title": "one", "done": false, "n": nil, "w": nil, "meta": nil, "data": nil}},
+		{RowID: "t2", Version: 1, Scopes: map[string]string{"project_id": "p1"}, Values: map[string]any{
+			"id": "t2", "project_id": "p1", "title": "two", "done": true, "n": 7.0, "w": 1.5, "meta": `{"a": [1]}`,
+			"data": map[string]any{"$bytes": "00ff"}}},
+	}
+	if !reflect.DeepEqual(rows.Rows, want) {
+		t.Fatalf("readRows =\n%#v\nwant\n%#v", rows.Rows, want)
+	}
+	if st := ctl("readRows", map[string]string{"table": "nope"}, nil); st != 400 {
+		t.Fatalf("readRows of an unknown table: %d, want 400", st)
+	}
+	var seq struct{ Seq int64 }
+	ctl("getMaxCommitSeq", nil, &seq)
+	if seq.Seq != 1 {
+		t.Fatalf("getMaxCommitSeq = %d", seq.Seq)
+	}
+	ctl("getHorizonSeq", nil, &seq)
+	if seq.Seq != 0 {
+		t.Fatalf("getHorizonSeq = %d", seq.Seq)
+	}
+	// Upstream's "prune everything" policy: no window, no age, keep none.
+	ctl("advanceClock", map[string]int64{"ms": 3600_000}, nil)
+	var pruned struct{ HorizonSeq int64 }
+	if st := ctl("prune", map[string]any{"retention": map[string]int{"activeWindowMs": 0, "ageForceMs": 0, "minRetainedCommits": 0}}, &pruned); st != 200 || pruned.HorizonSeq != 1 {
+		t.Fatalf("prune → %d, horizon %d; want 200, 1", st, pruned.HorizonSeq)
+	}
+	if st := ctl("nope", nil, nil); st != 404 {
+		t.Fatalf("an unknown control: %d, want 404", st)
+	}
+
+	// close drops the store; the instance is gone.
+	if n := len(storeDirs(t, h.host)); n != 1 {
+		t.Fatalf("%d stores before close, want 1", n)
+	}
+	if st := ctl("close", nil, nil); st != 200 {
+		t.Fatalf("close: %d", st)
+	}
+	h.host.bg.Wait() // the drop runs in the background
+	if n := len(storeDirs(t, h.host)); n != 0 {
+		t.Fatalf("%d stores after close, want 0", n)
+	}
+	if st := ctl("nowMs", nil, nil); st != 404 {
+		t.Fatalf("a closed instance answered %d, want 404", st)
+	}
+}
+
+func identity(actor string) server.Identity {
+	return server.Identity{Partition: "part-1", ActorID: actor}
+}
+
+func TestHostRefusals(t *testing.T) {
+	h := newHost(t, 2, 0)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"not JSON", `{`, 400},
+		{"an unknown field", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"extra":1}`, 400},
+		{"a bad schema", `{"schema":{"version":0,"tables":[]},"partition":"p","nowMs":1}`, 400},
+		{"no partition", `{"schema":` + fixtureSchema + `,"nowMs":1}`, 400},
+		{"signed URLs", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":9}}`, 501},
+		{"leases", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":9}}`, 501},
+		{"a zero op cap", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"limits":{"maxOperationsPerRequest":0}}`, 400},
+	} {
+		var out struct{ Code string }
+		if st := h.post("/instances", tc.body, &out); st != tc.status || out.Code == "" {
+			t.Errorf("%s: %d %q, want %d and a code", tc.name, st, out.Code, tc.status)
+		}
+	}
+	if n := len(storeDirs(t, h.host)); n != 0 {
+		t.Fatalf("refused creates left %d stores", n)
+	}
+	h.create("")
+	h.create("")
+	var out struct{ Code string }
+	if st := h.post("/instances", `{"schema":`+fixtureSchema+`,"partition":"p","nowMs":1}`, &out); st != 503 || out.Code != "host.too_many_instances" {
+		t.Fatalf("a create beyond the bound: %d %q", st, out.Code)
+	}
+	if st := h.post("/i/i999/ctl/nowMs", nil, nil); st != 404 {
+		t.Fatalf("an unknown instance: %d", st)
+	}
+	// Close drops every store and refuses later creates.
+	if err := h.host.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(storeDirs(t, h.host)); n != 0 {
+		t.Fatalf("Close left %d stores", n)
+	}
+	if st := h.post("/instances", `{"schema":`+fixtureSchema+`,"partition":"p","nowMs":1}`, &out); st != 503 || out.Code != "host.closed" {
+		t.Fatalf("a create after Close: %d %q", st, out.Code)
+	}
+}
+
+// Spare stores are provisioned ahead, each handed to one instance, and
+// dropped by Close with every instance's.
+func TestHostSpares(t *testing.T) {
+	h := newHost(t, 0, 2)
+	a, b, c := h.create(""), h.create(""), h.create("")
+	stores := map[*sync.Store]bool{}
+	h.host.mu.Lock()
+	for _, id := range []string{a, b, c} {
+		stores[h.host.instances[id].store] = true
+	}
+	h.host.mu.Unlock()
+	if len(stores) != 3 {
+		t.Fatalf("3 instances share %d stores", len(stores))
+	}
+	if st := h.post("/i/"+a+"/ctl/close", nil, nil); st != 200 {
+		t.Fatalf("close: %d", st)
+	}
+	if err := h.host.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(storeDirs(t, h.host)); n != 0 {
+		t.Fatalf("Close left %d stores (spares included)", n)
+	}
+}
+
+func TestRetentionPolicy(t *testing.T) {
+	now := func() time.Time { return time.UnixMilli(5) }
+	i := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name string
+		in   *RetentionOptions
+		want sync.RetentionPolicy
+	}{
+		{"absent: the defaults", nil, sync.RetentionPolicy{}},
+		{"absent fields: the defaults", &RetentionOptions{}, sync.RetentionPolicy{}},
+		{"zeros are zeros", &RetentionOptions{i(0), i(0), i(0)}, sync.RetentionPolicy{ActiveWindow: time.Millisecond, ForceAge: time.Millisecond, MinRetainedCommits: -1}},
+		{"values", &RetentionOptions{i(1000), i(2000), i(3)}, sync.RetentionPolicy{ActiveWindow: time.Second, ForceAge: 2 * time.Second, MinRetainedCommits: 3}},
+	} {
+		got := tc.in.Policy(now)
+		if got.Now == nil || !got.Now().Equal(now()) {
+			t.Errorf("%s: the clock is not the instance's", tc.name)
+		}
+		got.Now = nil
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
