@@ -118,22 +118,18 @@ type RetentionOptions struct {
 	MinRetainedCommits *int64 `json:"minRetainedCommits"`
 }
 
-// Policy maps o onto the engine's policy, on clock now. The engine reads
-// a zero field as "the default", so a zero asked for here is written as
-// the engine's nearest value that is not: a window or age of 0 ms as
-// 1 ms (a record or commit stamped in the last millisecond before now is
-// the only difference), 0 retained commits as −1 ("no minimum", the same
-// thing).
+// Policy maps o onto the engine's policy, on clock now: an absent field
+// keeps sync.DefaultRetentionPolicy's value and a present one is the value,
+// 0 included (NoDefaults, RET-11). A negative window or age is 0; a
+// negative minimum is no minimum, as 0 is.
 func (o *RetentionOptions) Policy(now func() time.Time) sync.RetentionPolicy {
-	p := sync.RetentionPolicy{Now: now}
 	if o == nil {
-		return p
+		return sync.RetentionPolicy{Now: now}
 	}
+	p := sync.DefaultRetentionPolicy
+	p.Now, p.NoDefaults = now, true
 	ms := func(v int64) time.Duration {
-		if v <= 0 {
-			return time.Millisecond
-		}
-		return time.Duration(min(v, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+		return time.Duration(min(max(v, 0), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
 	if o.ActiveWindowMs != nil {
 		p.ActiveWindow = ms(*o.ActiveWindowMs)
@@ -142,10 +138,7 @@ func (o *RetentionOptions) Policy(now func() time.Time) sync.RetentionPolicy {
 		p.ForceAge = ms(*o.AgeForceMs)
 	}
 	if o.MinRetainedCommits != nil {
-		p.MinRetainedCommits = *o.MinRetainedCommits
-		if p.MinRetainedCommits <= 0 {
-			p.MinRetainedCommits = -1
-		}
+		p.MinRetainedCommits = max(*o.MinRetainedCommits, 0)
 	}
 	return p
 }

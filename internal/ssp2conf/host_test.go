@@ -270,15 +270,32 @@ func TestHostSpares(t *testing.T) {
 func TestRetentionPolicy(t *testing.T) {
 	now := func() time.Time { return time.UnixMilli(5) }
 	i := func(v int64) *int64 { return &v }
+	// with: DefaultRetentionPolicy, zero meaning zero, then set.
+	with := func(set func(*sync.RetentionPolicy)) sync.RetentionPolicy {
+		p := sync.DefaultRetentionPolicy
+		p.NoDefaults = true
+		set(&p)
+		return p
+	}
 	for _, tc := range []struct {
 		name string
 		in   *RetentionOptions
 		want sync.RetentionPolicy
 	}{
 		{"absent: the defaults", nil, sync.RetentionPolicy{}},
-		{"absent fields: the defaults", &RetentionOptions{}, sync.RetentionPolicy{}},
-		{"zeros are zeros", &RetentionOptions{i(0), i(0), i(0)}, sync.RetentionPolicy{ActiveWindow: time.Millisecond, ForceAge: time.Millisecond, MinRetainedCommits: -1}},
-		{"values", &RetentionOptions{i(1000), i(2000), i(3)}, sync.RetentionPolicy{ActiveWindow: time.Second, ForceAge: 2 * time.Second, MinRetainedCommits: 3}},
+		{"absent fields: the defaults", &RetentionOptions{}, with(func(p *sync.RetentionPolicy) {})},
+		{"zeros are zeros", &RetentionOptions{i(0), i(0), i(0)}, with(func(p *sync.RetentionPolicy) {
+			p.ActiveWindow, p.ForceAge, p.MinRetainedCommits = 0, 0, 0
+		})},
+		{"negatives are zeros", &RetentionOptions{i(-1), i(-1), i(-1)}, with(func(p *sync.RetentionPolicy) {
+			p.ActiveWindow, p.ForceAge, p.MinRetainedCommits = 0, 0, 0
+		})},
+		{"values", &RetentionOptions{i(1000), i(2000), i(3)}, with(func(p *sync.RetentionPolicy) {
+			p.ActiveWindow, p.ForceAge, p.MinRetainedCommits = time.Second, 2*time.Second, 3
+		})},
+		{"one field: the others keep the defaults", &RetentionOptions{MinRetainedCommits: i(0)}, with(func(p *sync.RetentionPolicy) {
+			p.MinRetainedCommits = 0
+		})},
 	} {
 		got := tc.in.Policy(now)
 		if got.Now == nil || !got.Now().Equal(now()) {
