@@ -139,13 +139,11 @@ func handler(store *sync.Store, srv *server.Server) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", srv)
 	mux.HandleFunc("POST /admin/prune", admin(func(r *http.Request) (any, error) {
-		rep, err := store.Prune(r.Context(), partition, sync.RetentionPolicy{
-			// Force age 0 and keep 0: the engine reads zero fields as its
-			// defaults, so 0 ms is written as 1 ms and "keep 0" as "no
-			// minimum" (−1).
-			ForceAge:           time.Millisecond,
-			MinRetainedCommits: -1,
-		})
+		// Force age 0 and keep 0 (a zero meaning zero, RET-11); the other
+		// fields keep their defaults.
+		pol := sync.DefaultRetentionPolicy
+		pol.NoDefaults, pol.ForceAge, pol.MinRetainedCommits = true, 0, 0
+		rep, err := store.Prune(r.Context(), partition, pol)
 		if err != nil {
 			return nil, err
 		}
