@@ -139,6 +139,21 @@ func pushLargeAcrossOps(t T, h Harness) {
 	again, err := s.Push(t.Context(), "p1", req)
 	must(t, "PUSH-16: replay", err)
 	expectEqual(t, "PUSH-16: the replayed result", resp.PushResult, again.PushResult)
+	// Every op with a base version: a driver.GuardedBeginner writes them
+	// as guarded writes (PUSH-9).
+	for i := range ops {
+		ops[i].BaseVersion = syncstore.Version(1)
+		if i < 4 {
+			ops[i].Values["title"] = pushBigText(fmt.Sprint("v2-", i), each)
+		} else {
+			ops[i].Values["x"] = pushBigBytes(byte(100+i), each)
+		}
+	}
+	req = pushReq("c1", "big2", ops...)
+	resp, err = s.Push(t.Context(), "p1", req)
+	must(t, "PUSH-16: Push of 3.5 MiB over 7 ops with base versions", err)
+	expectEqual(t, "PUSH-16: the second push's status", syncstore.PushApplied, resp.Status)
+	pushExpectLanded(t, conn, "p1", "PUSH-16 (base versions)", resp.CommitSeq, req)
 }
 
 // Catches: a row over the engine's own limit that fails as internal, or
@@ -151,20 +166,29 @@ func pushLargeValue(t T, h Harness) {
 	must(t, "PUSH-16: Push of one 1,000,000-byte value", err)
 	pushExpectLanded(t, conn, "p1", "PUSH-16: 1,000,000 bytes", resp.CommitSeq, req)
 
-	before := pushStateOf(t, conn, "p1")
 	big := pushBigText("b", 2_500_000)
-	req = pushReq("c1", "big", pushTodo("t0", "p7", "o1", "x", nil), pushKind("k2", "g1", &big, nil))
-	resp, err = s.Push(t.Context(), "p1", req)
-	if err == nil {
-		pushExpectLanded(t, conn, "p1", "PUSH-16: 2,500,000 bytes", resp.CommitSeq, req)
-		return
+	// Without and with base versions (guarded writes, PUSH-9).
+	for n, base := range []*int64{nil, syncstore.Version(0)} {
+		what := fmt.Sprintf("PUSH-16: a 2,500,000-byte value (base %v)", base != nil)
+		before := pushStateOf(t, conn, "p1")
+		key := fmt.Sprint("big", n)
+		first, op := pushTodo(fmt.Sprint("t", n), "p7", "o1", "x", base), pushKind(fmt.Sprint("k", n+2), "g1", &big, nil)
+		op.BaseVersion = base
+		req = pushReq("c1", key, first, op)
+		resp, err = s.Push(t.Context(), "p1", req)
+		if err == nil {
+			t.Logf("%s: landed", what)
+			pushExpectLanded(t, conn, "p1", what, resp.CommitSeq, req)
+			continue
+		}
+		// Refused: only as too large, blaming the op, nothing written.
+		t.Logf("%s: refused: %v", what, err)
+		expectCode(t, what, err, driver.CodePushTooLarge)
+		var e *driver.Error
+		if errors.As(err, &e) {
+			expectEqual(t, what+": the error's op index", 1, e.OpIndex)
+		}
+		expectEqual(t, what+": retryable", false, driver.IsRetryable(err))
+		pushExpectNothing(t, conn, "p1", what, before, "c1", key)
 	}
-	// Refused: only as too large, blaming the op, nothing written.
-	expectCode(t, "PUSH-16: a 2,500,000-byte value", err, driver.CodePushTooLarge)
-	var e *driver.Error
-	if errors.As(err, &e) {
-		expectEqual(t, "PUSH-16: the error's op index", 1, e.OpIndex)
-	}
-	expectEqual(t, "PUSH-16: retryable", false, driver.IsRetryable(err))
-	pushExpectNothing(t, conn, "p1", "PUSH-16", before, "c1", "big")
 }

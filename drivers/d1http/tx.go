@@ -207,6 +207,9 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		if err != nil {
 			return err
 		}
+		if err := checkRowSize(x, row, args[1].(string)); err != nil {
+			return err
+		}
 		if err := t.checkUnique(ctx, x, row); err != nil {
 			return err
 		}
@@ -296,17 +299,18 @@ func (t *Tx) afterRowWrite(x *sqlitesql.Table, id string, deleted bool) {
 // guard on the stamp (and the commits' primary key) makes a seq another
 // Tx took fail the batch (SEQ-4); a rolled-back Tx consumes nothing (SEQ-2).
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
-	changes, err := sqlitesql.ChangesJSON(in.Changes)
-	if err != nil {
-		return 0, err
-	}
 	return txstate.Value(ctx, t.opCtx, func() (int64, error) {
-		t.commits++
-		seq := t.baseMax + t.commits
-		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		seq := t.baseMax + t.commits + 1
+		var parts []stmt
 		if len(in.Changes) > 0 {
-			t.writes = append(t.writes, st(sqlitesql.InsertChanges, t.partition, seq, changes), st(sqlitesql.InsertChangeScopes, t.partition, seq, changes))
+			var err error
+			if parts, err = changeParts(t.partition, seq, in.Changes); err != nil {
+				return 0, err
+			}
 		}
+		t.commits++
+		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		t.writes = append(t.writes, parts...)
 		return seq, nil
 	})
 }
