@@ -39,6 +39,13 @@ const schemaAttempts = 5
 // (SCH-7), up to 5 times, then CodeWriteConflict. Errors as
 // driver.Conn.EnsureSchema; on any error nothing changes.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	for _, t := range schema.Tables {
+		// D1 refuses a table of more than d1MaxColumns columns; the driver adds two.
+		if n := len(t.Columns) + 2; n > d1MaxColumns {
+			return driver.Errorf(driver.CodeSchemaInvalid, "d1http: table %s has %d columns with the driver's two (%s, %s), over D1's %d per table",
+				t.Name, n, sqlitesql.PartitionColumn, sqlitesql.VersionColumn, d1MaxColumns)
+		}
+	}
 	return c.state.Ensure(c.check, schema, func(layout string) error {
 		var err error
 		for range schemaAttempts {
