@@ -37,7 +37,9 @@ const schemaAttempts = 5
 // starts with a guard: if another process changed the stored layout in
 // between, the batch fails as a whole and EnsureSchema decides again
 // (SCH-7), up to 5 times, then CodeWriteConflict. Errors as
-// driver.Conn.EnsureSchema; on any error nothing changes.
+// driver.Conn.EnsureSchema, and CodeSchemaInvalid for a table of more
+// than 98 columns (D1 holds 100, the driver adds two), before anything is
+// sent; on any error nothing changes.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 	for _, t := range schema.Tables {
 		// D1 refuses a table of more than d1MaxColumns columns; the driver adds two.

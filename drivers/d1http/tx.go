@@ -196,7 +196,10 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // UpsertRow stages a create-or-replace of the row (ROW-1, ROW-2). A
 // collision on a declared unique index with another row — committed or
 // staged — fails now with CodeConstraintViolation, stages nothing and
-// leaves the Tx usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+// leaves the Tx usable (SCH-10, TX-8). A row whose row parameter or
+// logged change would pass d1RowBudget (1,800,000 bytes) fails now with
+// CodePushTooLarge, stages nothing and leaves the Tx usable (PUSH-16).
+// Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(func() error {
 		x, u, err := t.c.tableUpserts(table)
