@@ -10,13 +10,13 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Cases for PUSH-16: a push within PUSH-8's size bound lands whatever
+// Cases for PUSH-17: a push within PUSH-8's size bound lands whatever
 // the engine's own limits on one bound value or one statement.
 
 func init() {
 	register(
-		Case{Name: "PUSH-16/large-push-across-ops-lands-and-reads-back", Run: pushLargeAcrossOps},
-		Case{Name: "PUSH-16/one-large-value-lands-or-is-refused-typed", Run: pushLargeValue},
+		Case{Name: "PUSH-17/large-push-across-ops-lands-and-reads-back", Run: pushLargeAcrossOps},
+		Case{Name: "PUSH-17/one-large-value-lands-or-is-refused-typed", Run: pushLargeValue},
 	)
 }
 
@@ -132,13 +132,13 @@ func pushLargeAcrossOps(t T, h Harness) {
 	}
 	req := pushReq("c1", "big", ops...)
 	resp, err := s.Push(t.Context(), "p1", req)
-	must(t, "PUSH-16: Push of 3.5 MiB over 7 ops", err)
-	expectEqual(t, "PUSH-16: the push's status", syncstore.PushApplied, resp.Status)
-	pushExpectLanded(t, conn, "p1", "PUSH-16", resp.CommitSeq, req)
+	must(t, "PUSH-17: Push of 3.5 MiB over 7 ops", err)
+	expectEqual(t, "PUSH-17: the push's status", syncstore.PushApplied, resp.Status)
+	pushExpectLanded(t, conn, "p1", "PUSH-17", resp.CommitSeq, req)
 	// Its replay returns the stored result (PUSH-1).
 	again, err := s.Push(t.Context(), "p1", req)
-	must(t, "PUSH-16: replay", err)
-	expectEqual(t, "PUSH-16: the replayed result", resp.PushResult, again.PushResult)
+	must(t, "PUSH-17: replay", err)
+	expectEqual(t, "PUSH-17: the replayed result", resp.PushResult, again.PushResult)
 	// Every op with a base version: a driver.GuardedBeginner writes them
 	// as guarded writes (PUSH-9).
 	for i := range ops {
@@ -151,9 +151,9 @@ func pushLargeAcrossOps(t T, h Harness) {
 	}
 	req = pushReq("c1", "big2", ops...)
 	resp, err = s.Push(t.Context(), "p1", req)
-	must(t, "PUSH-16: Push of 3.5 MiB over 7 ops with base versions", err)
-	expectEqual(t, "PUSH-16: the second push's status", syncstore.PushApplied, resp.Status)
-	pushExpectLanded(t, conn, "p1", "PUSH-16 (base versions)", resp.CommitSeq, req)
+	must(t, "PUSH-17: Push of 3.5 MiB over 7 ops with base versions", err)
+	expectEqual(t, "PUSH-17: the second push's status", syncstore.PushApplied, resp.Status)
+	pushExpectLanded(t, conn, "p1", "PUSH-17 (base versions)", resp.CommitSeq, req)
 }
 
 // Catches: a row over the engine's own limit that fails as internal, or
@@ -163,13 +163,13 @@ func pushLargeValue(t T, h Harness) {
 	small := pushBigText("m", 1_000_000)
 	req := pushReq("c1", "mb", pushKind("k1", "g1", &small, nil))
 	resp, err := s.Push(t.Context(), "p1", req)
-	must(t, "PUSH-16: Push of one 1,000,000-byte value", err)
-	pushExpectLanded(t, conn, "p1", "PUSH-16: 1,000,000 bytes", resp.CommitSeq, req)
+	must(t, "PUSH-17: Push of one 1,000,000-byte value", err)
+	pushExpectLanded(t, conn, "p1", "PUSH-17: 1,000,000 bytes", resp.CommitSeq, req)
 
 	big := pushBigText("b", 2_500_000)
 	// Without and with base versions (guarded writes, PUSH-9).
 	for n, base := range []*int64{nil, syncstore.Version(0)} {
-		what := fmt.Sprintf("PUSH-16: a 2,500,000-byte value (base %v)", base != nil)
+		what := fmt.Sprintf("PUSH-17: a 2,500,000-byte value (base %v)", base != nil)
 		before := pushStateOf(t, conn, "p1")
 		key := fmt.Sprint("big", n)
 		first, op := pushTodo(fmt.Sprint("t", n), "p7", "o1", "x", base), pushKind(fmt.Sprint("k", n+2), "g1", &big, nil)

@@ -225,7 +225,7 @@ type Tx interface {
 	// own primary key: a collision on a declared unique index fails with
 	// CodeConstraintViolation and changes nothing, and the Tx stays usable
 	// (SCH-10, TX-8). Errors: CodeUnknownTable; CodePushTooLarge when the
-	// engine cannot store a row this large (PUSH-16: never a row of at
+	// engine cannot store a row this large (PUSH-17: never a row of at
 	// most 1,000,000 bytes of ordinary text), nothing staged, the Tx
 	// usable.
 	UpsertRow(ctx context.Context, table string, row Row) error
@@ -237,7 +237,7 @@ type Tx interface {
 	// partition's max + 1; two commits in one Tx get consecutive numbers
 	// (SEQ-1…SEQ-3). The number is consumed only if the Tx commits (SEQ-2).
 	// A driver whose engine caps one bound value splits the changes as it
-	// needs (PUSH-16). Errors: CodePushTooLarge when one change is larger
+	// needs (PUSH-17). Errors: CodePushTooLarge when one change is larger
 	// than the engine can store, nothing staged.
 	AppendCommit(ctx context.Context, c CommitInput) (int64, error)
 	// PutPushResult stores r under (clientID, clientCommitID) unless a

@@ -69,7 +69,7 @@ func (p *pushPlan) applyGuarded(ctx context.Context, gtx driver.GuardedTx, resp 
 		row := Row{ID: o.RowID, ServerVersion: base + 1, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
 		if err := gtx.UpsertRowGuarded(ctx, o.Table, row, base); err != nil {
 			if CodeOf(err) == CodePushTooLarge {
-				return withOpIndex(err, i) // the engine's own bound on one row (PUSH-16)
+				return withOpIndex(err, i) // the engine's own bound on one row (PUSH-17)
 			}
 			return err
 		}

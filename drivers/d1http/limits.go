@@ -17,7 +17,7 @@ const d1MaxValueBytes = 2_000_000
 const d1MaxColumns = 100
 
 // d1RowBudget bounds what one row takes as the driver sends and stores
-// it (PUSH-16): its row parameter (D1RowArgs: strings JSON-escaped,
+// it (PUSH-17): its row parameter (D1RowArgs: strings JSON-escaped,
 // bytes as hex) and its logged change (an element of
 // sqlitesql.ChangesJSON: the values as driver.EncodeValues text, bytes
 // as base64, inside a JSON string), and each part of a commit's changes
@@ -49,7 +49,7 @@ func checkRowSize(x *sqlitesql.Table, row driver.Row, param string) error {
 		return nil
 	}
 	return driver.Errorf(driver.CodePushTooLarge, "d1http: a row of table %s takes %d bytes as D1 binds and stores it, "+
-		"over the %d-byte budget of one row under D1's %d-byte limit on one value or row (PUSH-16); nothing written",
+		"over the %d-byte budget of one row under D1's %d-byte limit on one value or row (PUSH-17); nothing written",
 		x.Def.Name, n, d1RowBudget, d1MaxValueBytes)
 }
 
@@ -88,7 +88,7 @@ func changeParts(partition string, seq int64, changes []driver.Change) ([]stmt, 
 		elem := one[1 : len(one)-1] // without the array's brackets
 		if len(elem)+2 > d1RowBudget {
 			return nil, driver.Errorf(driver.CodePushTooLarge, "d1http: change %d of a commit takes %d bytes as D1 binds it, "+
-				"over the %d-byte budget of one value under D1's %d-byte limit (PUSH-16); nothing written",
+				"over the %d-byte budget of one value under D1's %d-byte limit (PUSH-17); nothing written",
 				i, len(elem), d1RowBudget, d1MaxValueBytes)
 		}
 		if size > 0 && size+1+len(elem)+1 > d1RowBudget {

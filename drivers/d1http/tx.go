@@ -198,7 +198,7 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // staged — fails now with CodeConstraintViolation, stages nothing and
 // leaves the Tx usable (SCH-10, TX-8). A row whose row parameter or
 // logged change would pass d1RowBudget (1,800,000 bytes) fails now with
-// CodePushTooLarge, stages nothing and leaves the Tx usable (PUSH-16).
+// CodePushTooLarge, stages nothing and leaves the Tx usable (PUSH-17).
 // Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(func() error {
