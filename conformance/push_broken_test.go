@@ -21,12 +21,12 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// applies again, a reused key is never noticed, hooks run for
 		// replays, a landed commit whose answer was lost is applied twice.
 		{name: "tx-blind-to-push-results", match: match, want: []string{"PUSH-1", "PUSH-2", "PUSH-6", "PUSH-7"},
-			also: []string{"PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-15"},
+			also: []string{"PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-15", "PUSH-17"},
 			wrap: func(c driver.Conn) driver.Conn { return &blindResults{connWrap{c}} }},
 		// A Tx whose GetRow reports an older server version than stored
 		// (ROW-2): base checks and version bumps go wrong.
 		{name: "tx-row-version-off-by-one", match: match, want: []string{"PUSH-3", "PUSH-4"},
-			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13"},
+			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-17"},
 			wrap: func(c driver.Conn) driver.Conn { return &staleVersions{connWrap{c}} }},
 		// CommitRejected that commits what the Tx staged (TX-8): a commit
 		// rejected after some of its ops were written is half applied.
@@ -43,9 +43,50 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// not nil: runBroken then adds no wrapper of its own, which would
 		// hide BeginPush.)
 		{name: "push-beginner-rows-shifted", match: match, want: []string{"PUSH-3"}, caps: []driver.Capability{},
-			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-11", "PUSH-12"},
+			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-11", "PUSH-12", "PUSH-17"},
 			wrap: func(c driver.Conn) driver.Conn { return &shiftedPushReads{connWrap{c}} }},
+		// An engine that caps one bound value at 2,000,000 bytes, under a
+		// driver that binds a commit's change log as one value and a row
+		// over the cap as it is: a push within 4 MiB fails as internal.
+		{name: "one-value-capped-at-2MB", match: match, want: []string{"PUSH-17"},
+			wrap: func(c driver.Conn) driver.Conn { return &cappedValues{connWrap{c}} }},
 	})
+}
+
+// cappedValues fails, as an engine error, a Tx write that binds more than
+// 2,000,000 bytes of values in one value: a row, or a commit's changes
+// taken together.
+type cappedValues struct{ connWrap }
+
+type cappedValuesTx struct{ txWrap }
+
+const cappedValueBytes = 2_000_000
+
+func (c *cappedValues) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &cappedValuesTx{txWrap{tx}}, nil
+}
+
+func (t *cappedValuesTx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
+	if b, err := driver.EncodeValues(row.Values); err == nil && len(b) > cappedValueBytes {
+		return driver.Errorf(driver.CodeInternal, "broken: string or blob too big")
+	}
+	return t.Tx.UpsertRow(ctx, table, row)
+}
+
+func (t *cappedValuesTx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
+	n := 0
+	for _, ch := range in.Changes {
+		b, _ := driver.EncodeValues(ch.Values)
+		n += len(b)
+	}
+	if n > cappedValueBytes {
+		return 0, driver.Errorf(driver.CodeInternal, "broken: string or blob too big")
+	}
+	return t.Tx.AppendCommit(ctx, in)
 }
 
 // TestGuardedCasesCatchBrokenDrivers runs the GW and PUSH cases against a

@@ -224,7 +224,10 @@ type Tx interface {
 	// its scope-index entries (ROW-1, ROW-2). It replaces only on the row's
 	// own primary key: a collision on a declared unique index fails with
 	// CodeConstraintViolation and changes nothing, and the Tx stays usable
-	// (SCH-10, TX-8). Errors: CodeUnknownTable.
+	// (SCH-10, TX-8). Errors: CodeUnknownTable; CodePushTooLarge when the
+	// engine cannot store a row this large (PUSH-17: never a row of at
+	// most 1,000,000 bytes of ordinary text), nothing staged, the Tx
+	// usable.
 	UpsertRow(ctx context.Context, table string, row Row) error
 	// DeleteRow removes the row and its scope-index entries; deleting a
 	// missing row is a no-op (ROW-3). Errors: CodeUnknownTable.
@@ -233,6 +236,9 @@ type Tx interface {
 	// AppendCommit records a commit and returns its commitSeq: the
 	// partition's max + 1; two commits in one Tx get consecutive numbers
 	// (SEQ-1…SEQ-3). The number is consumed only if the Tx commits (SEQ-2).
+	// A driver whose engine caps one bound value splits the changes as it
+	// needs (PUSH-17). Errors: CodePushTooLarge when one change is larger
+	// than the engine can store, nothing staged.
 	AppendCommit(ctx context.Context, c CommitInput) (int64, error)
 	// PutPushResult stores r under (clientID, clientCommitID) unless a
 	// result is already stored there, committed or staged in this Tx: the

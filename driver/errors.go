@@ -49,7 +49,9 @@ const (
 	CodeIdempotencyKeyReused Code = "sync.idempotency_key_reused"
 	// CodePushTooLarge: a push over the engine's bounds on one commit
 	// (sync.MaxPushOps operations, sync.MaxPushBytes bytes of values;
-	// PUSH-8). Nothing was written. Not retryable: split the commit.
+	// PUSH-8), or a row over the engine's own cap on one row (PUSH-17;
+	// OpIndex names its op). Nothing was written. Not retryable: split
+	// the commit, or make the row smaller.
 	CodePushTooLarge Code = "sync.push_too_large"
 	// CodeInvalidHorizon: a horizon or prune bound outside HZ-1/HZ-2.
 	CodeInvalidHorizon Code = "sync.storage.invalid_horizon"

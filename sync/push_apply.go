@@ -239,6 +239,9 @@ func (r *pushRun) flush(ctx context.Context) error {
 		case OpUpsert:
 			row := r.written[i]
 			if err := dtx.UpsertRow(ctx, o.Table, row); err != nil {
+				if CodeOf(err) == CodePushTooLarge {
+					return withOpIndex(err, i) // the engine's own bound on one row (PUSH-17)
+				}
 				if CodeOf(err) != CodeConstraintViolation {
 					return err
 				}

@@ -68,6 +68,9 @@ func (p *pushPlan) applyGuarded(ctx context.Context, gtx driver.GuardedTx, resp 
 		base := *o.BaseVersion
 		row := Row{ID: o.RowID, ServerVersion: base + 1, Scopes: ScopesOf(p.tables[i].Table, o.Values), Values: o.Values}
 		if err := gtx.UpsertRowGuarded(ctx, o.Table, row, base); err != nil {
+			if CodeOf(err) == CodePushTooLarge {
+				return withOpIndex(err, i) // the engine's own bound on one row (PUSH-17)
+			}
 			return err
 		}
 		results[i] = OpResult{Status: OpApplied, ServerVersion: row.ServerVersion}

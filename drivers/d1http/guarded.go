@@ -54,6 +54,9 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 		if err != nil {
 			return err
 		}
+		if err := checkRowSize(x, row, args[1].(string)); err != nil {
+			return err
+		}
 		if base == 0 {
 			if slices.Contains(t.run.ids, row.ID) || !t.extendRun(x, u, args, row.ID, true) {
 				t.newRun(x, u, args, row.ID, true)

@@ -37,8 +37,17 @@ const schemaAttempts = 5
 // starts with a guard: if another process changed the stored layout in
 // between, the batch fails as a whole and EnsureSchema decides again
 // (SCH-7), up to 5 times, then CodeWriteConflict. Errors as
-// driver.Conn.EnsureSchema; on any error nothing changes.
+// driver.Conn.EnsureSchema, and CodeSchemaInvalid for a table of more
+// than 98 columns (D1 holds 100, the driver adds two), before anything is
+// sent; on any error nothing changes.
 func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
+	for _, t := range schema.Tables {
+		// D1 refuses a table of more than d1MaxColumns columns; the driver adds two.
+		if n := len(t.Columns) + 2; n > d1MaxColumns {
+			return driver.Errorf(driver.CodeSchemaInvalid, "d1http: table %s has %d columns with the driver's two (%s, %s), over D1's %d per table",
+				t.Name, n, sqlitesql.PartitionColumn, sqlitesql.VersionColumn, d1MaxColumns)
+		}
+	}
 	return c.state.Ensure(c.check, schema, func(layout string) error {
 		var err error
 		for range schemaAttempts {

@@ -196,7 +196,10 @@ func (t *Tx) GetPushResult(ctx context.Context, clientID, clientCommitID string)
 // UpsertRow stages a create-or-replace of the row (ROW-1, ROW-2). A
 // collision on a declared unique index with another row — committed or
 // staged — fails now with CodeConstraintViolation, stages nothing and
-// leaves the Tx usable (SCH-10, TX-8). Errors: CodeUnknownTable.
+// leaves the Tx usable (SCH-10, TX-8). A row whose row parameter or
+// logged change would pass d1RowBudget (1,800,000 bytes) fails now with
+// CodePushTooLarge, stages nothing and leaves the Tx usable (PUSH-17).
+// Errors: CodeUnknownTable.
 func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error {
 	return t.op(func() error {
 		x, u, err := t.c.tableUpserts(table)
@@ -205,6 +208,9 @@ func (t *Tx) UpsertRow(ctx context.Context, table string, row driver.Row) error 
 		}
 		args, err := d1sql.D1RowArgs(x, t.partition, row)
 		if err != nil {
+			return err
+		}
+		if err := checkRowSize(x, row, args[1].(string)); err != nil {
 			return err
 		}
 		if err := t.checkUnique(ctx, x, row); err != nil {
@@ -296,17 +302,18 @@ func (t *Tx) afterRowWrite(x *sqlitesql.Table, id string, deleted bool) {
 // guard on the stamp (and the commits' primary key) makes a seq another
 // Tx took fail the batch (SEQ-4); a rolled-back Tx consumes nothing (SEQ-2).
 func (t *Tx) AppendCommit(ctx context.Context, in driver.CommitInput) (int64, error) {
-	changes, err := sqlitesql.ChangesJSON(in.Changes)
-	if err != nil {
-		return 0, err
-	}
 	return txstate.Value(ctx, t.opCtx, func() (int64, error) {
-		t.commits++
-		seq := t.baseMax + t.commits
-		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		seq := t.baseMax + t.commits + 1
+		var parts []stmt
 		if len(in.Changes) > 0 {
-			t.writes = append(t.writes, st(sqlitesql.InsertChanges, t.partition, seq, changes), st(sqlitesql.InsertChangeScopes, t.partition, seq, changes))
+			var err error
+			if parts, err = changeParts(t.partition, seq, in.Changes); err != nil {
+				return 0, err
+			}
 		}
+		t.commits++
+		t.writes = append(t.writes, st(sqlitesql.InsertCommit, t.partition, seq, in.ClientID, in.ClientCommitID, in.ActorID, dec(in.CreatedAtMs)))
+		t.writes = append(t.writes, parts...)
 		return seq, nil
 	})
 }

@@ -18,11 +18,24 @@ import (
 const (
 	// MaxParams is the most bound parameters one statement may have.
 	MaxParams = 100
-	// MaxStatementBytes is the longest statement text accepted.
-	MaxStatementBytes = 100 * 1024
-	// maxBody bounds a request body.
-	maxBody = 64 << 20
+	// MaxStatementBytes is the longest statement text accepted (100,000
+	// bytes; 100,001 is refused, checked on the miniflare lane).
+	MaxStatementBytes = 100_000
+	// MaxBodyBytes bounds a request body: a longer one is answered 413
+	// (Cloudflare's limit on a request body on the Free and Pro plans,
+	// 100 MB).
+	MaxBodyBytes = 100_000_000
+	// MaxResultBytes bounds the JSON answer of one request (D1's maximum
+	// query result size, 50 MB): a batch whose results pass it applies
+	// nothing and is answered 400 (code 7500).
+	MaxResultBytes = 50_000_000
 )
+
+// reservedPrefix starts the names of D1's own tables: creating a table,
+// index, view or trigger so named is refused (SQLITE_AUTH), as workerd's
+// authorizer does (case-sensitive: "_CF_x" is accepted; checked on the
+// miniflare lane).
+const reservedPrefix = "_cf_"
 
 // statement is one {sql, params} of a request.
 type statement struct {
@@ -57,6 +70,9 @@ func refused(st statement) string {
 	if len(st.SQL) > MaxStatementBytes {
 		return "D1_ERROR: statement too long: SQLITE_TOOBIG"
 	}
+	if createsReserved(st.SQL) {
+		return "D1_ERROR: not authorized: SQLITE_AUTH"
+	}
 	if strings.Contains(strings.ToLower(st.SQL), "sqlite_version") {
 		// D1's authorizer refuses the function (as workerd's does).
 		return "D1_ERROR: not authorized to use function: sqlite_version: SQLITE_ERROR"
@@ -74,6 +90,37 @@ func refused(st statement) string {
 		return "D1_TYPE_ERROR: params must be an array, not null"
 	}
 	return ""
+}
+
+// createsReserved reports whether q is a CREATE of a table, index, view
+// or trigger whose name starts with reservedPrefix (quoted or not,
+// schema-qualified or not).
+func createsReserved(q string) bool {
+	if firstWord(q) != "CREATE" {
+		return false
+	}
+	words := strings.Fields(strings.TrimLeft(q, " \t\r\n;"))
+	i := 1
+	for i < len(words) {
+		switch strings.ToUpper(words[i]) {
+		case "TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL", "TABLE", "INDEX", "VIEW", "TRIGGER", "IF", "NOT", "EXISTS":
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(words) {
+		return false
+	}
+	name := words[i]
+	if j := strings.IndexAny(name, "(;"); j >= 0 {
+		name = name[:j]
+	}
+	if j := strings.LastIndexByte(name, '.'); j >= 0 {
+		name = name[j+1:]
+	}
+	name = strings.Trim(name, "\"`[]")
+	return strings.HasPrefix(name, reservedPrefix)
 }
 
 // firstWord returns the first keyword of q, upper-cased, after blanks and comments.
@@ -203,9 +250,13 @@ func jsNumber(f float64) string {
 const DefaultRequestLimit = 30 * time.Second
 
 func (h *Handler) serveQuery(w http.ResponseWriter, r *http.Request, d *database, raw bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, failure(7400, "cannot read the request body"))
+		return
+	}
+	if len(body) > MaxBodyBytes {
+		writeJSON(w, http.StatusRequestEntityTooLarge, failure(7400, "request body too large"))
 		return
 	}
 	var req request
@@ -289,6 +340,10 @@ func (d *database) run(ctx context.Context, stmts []statement, raw bool) ([]resu
 		}
 		out = append(out, res)
 	}
+	if b, err := json.Marshal(out); err == nil && len(b) > MaxResultBytes {
+		rollback()
+		return nil, fmt.Errorf("D1_ERROR: the query result exceeds the %d-byte limit: SQLITE_TOOBIG", MaxResultBytes)
+	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		rollback()
 		return nil, fmt.Errorf("D1_ERROR: %v", err)
@@ -370,8 +425,11 @@ func sqliteError(err error) error {
 		msg = msg[:i]
 	}
 	kind := "SQLITE_ERROR"
-	if strings.Contains(msg, "constraint failed") {
+	switch {
+	case strings.Contains(msg, "constraint failed"):
 		kind = "SQLITE_CONSTRAINT"
+	case strings.Contains(msg, "string or blob too big"):
+		kind = "SQLITE_TOOBIG" // SQLite's code for MaxValueBytes, as D1 names codes
 	}
 	return fmt.Errorf("D1_ERROR: %s: %s", msg, kind)
 }

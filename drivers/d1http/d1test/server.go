@@ -15,7 +15,12 @@
 // last_row_id, duration, rows_read, rows_written, changed_db, size_after}}]};
 // bearer-token auth (401, code 10000). Refused like D1 (HTTP 400, code
 // 7500): BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT, RELEASE; more than 100
-// bound parameters; a statement over 100 KB; "params": null. Values come
+// bound parameters; a statement over 100,000 bytes; "params": null; a
+// table, index, view or trigger created with a name starting "_cf_"; a
+// string, BLOB or row over 2,000,000 bytes (MaxValueBytes); a table of
+// more than 100 columns; a LIKE or GLOB pattern over 50 bytes; a batch
+// whose results pass 50 MB (MaxResultBytes); a body over 100 MB is
+// answered 413 (MaxBodyBytes). Values come
 // back as D1 returns them: BLOBs as arrays of byte numbers, integers and
 // reals as JSON numbers as JavaScript prints them (so integers beyond 2^53
 // come back rounded, and -0.0 as 0). Parameters: JSON strings bind as
@@ -233,13 +238,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // one connection.
 const MaxValueBytes = 2_000_000
 
-// limitLength opens db's one connection and sets MaxValueBytes on it.
+// MaxColumns is D1's limit on the columns of one table (and of a
+// result, an index, a SELECT list): more fail with "too many columns".
+const MaxColumns = 100
+
+// MaxLikePatternBytes is D1's limit on a LIKE or GLOB pattern: a longer
+// one fails with "LIKE or GLOB pattern too complex".
+const MaxLikePatternBytes = 50
+
+// limitLength opens db's one connection and sets MaxValueBytes,
+// MaxColumns and MaxLikePatternBytes on it.
 func limitLength(db *sql.DB) error {
 	conn, err := db.Conn(context.Background())
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	_, err = sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, MaxValueBytes)
-	return err
+	for _, l := range [][2]int{{sqlite3.SQLITE_LIMIT_LENGTH, MaxValueBytes}, {sqlite3.SQLITE_LIMIT_COLUMN, MaxColumns},
+		{sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MaxLikePatternBytes}} {
+		if _, err := sqlite.Limit(conn, l[0], l[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,65 @@ func TestRequestLimit(t *testing.T) {
 	if string(got) != `[[0]]` {
 		t.Fatalf("after the runaway batch: rows %s; want [[0]] (the insert rolled back)", got)
 	}
+}
+
+// D1's limits on names, values, bodies and results (docs/d1http.md,
+// "D1's limits"): each refused as D1 refuses it, nothing applied.
+func TestLimits(t *testing.T) {
+	s, db := newDB(t)
+	post(t, s, db, "raw", "tok", `{"sql":"CREATE TABLE t (k INTEGER PRIMARY KEY, v)","params":[]}`)
+	big := strings.Repeat("x", MaxValueBytes)
+	for name, c := range map[string]struct {
+		body   string
+		status int
+	}{
+		"_cf_ table":                           {`{"sql":"CREATE TABLE _cf_x (a)","params":[]}`, 400},
+		"_cf_ table quoted":                    {`{"sql":"CREATE TABLE IF NOT EXISTS main.\"_cf_x\"(a)","params":[]}`, 400},
+		"_cf_ index":                           {`{"sql":"CREATE UNIQUE INDEX _cf_i ON t (v)","params":[]}`, 400},
+		"_cf_ view":                            {`{"sql":"CREATE VIEW _cf_v AS SELECT 1","params":[]}`, 400},
+		"_cf_ trigger":                         {`{"sql":"CREATE TRIGGER _cf_r AFTER INSERT ON t BEGIN SELECT 1; END","params":[]}`, 400},
+		"_CF_ table (allowed)":                 {`{"sql":"CREATE TABLE _CF_x (a)","params":[]}`, 200},
+		"_cf_ column (allowed)":                {`{"sql":"CREATE TABLE c (_cf_a)","params":[]}`, 200},
+		"100 columns (allowed)":                {`{"sql":"CREATE TABLE w100 (` + cols(100) + `)","params":[]}`, 200},
+		"101 columns":                          {`{"sql":"CREATE TABLE w101 (` + cols(101) + `)","params":[]}`, 400},
+		"LIKE pattern of 51 bytes":             {`{"sql":"SELECT 'a' LIKE ?","params":["` + strings.Repeat("a", 51) + `"]}`, 400},
+		"statement of 100,000 bytes (allowed)": {`{"sql":"SELECT 1` + strings.Repeat(" ", MaxStatementBytes-8) + `","params":[]}`, 200},
+		"bound value at the limit (allowed)":   {`{"sql":"SELECT length(?)","params":["` + big + `"]}`, 200},
+		"bound value over the limit":           {`{"sql":"SELECT length(?)","params":["` + big + `x"]}`, 400},
+		"built value over the limit":           {`{"sql":"SELECT length(?1 || 'x')","params":["` + big + `"]}`, 400},
+		"row over the limit":                   {`{"sql":"INSERT INTO t VALUES (1, ?1 || ?1)","params":["` + big[:MaxValueBytes/2+1] + `"]}`, 400},
+		"result over the limit": {`{"batch":[` + strings.Repeat(`{"sql":"SELECT ?","params":["`+big[:MaxValueBytes-10]+`"]},`, MaxResultBytes/MaxValueBytes) +
+			`{"sql":"INSERT INTO t VALUES (2, 'r')","params":[]},{"sql":"SELECT 1","params":[]}]}`, 400},
+	} {
+		status, out := post(t, s, db, "raw", "tok", c.body)
+		if status != c.status {
+			t.Errorf("%s: status %d, answer %.300v; want %d", name, status, out, c.status)
+		}
+	}
+	_, out := post(t, s, db, "raw", "tok", `{"sql":"SELECT count(*) FROM t","params":[]}`)
+	rows, _ := json.Marshal(out["result"].([]any)[0].(map[string]any)["results"].(map[string]any)["rows"])
+	if string(rows) != `[[0]]` {
+		t.Errorf("rows after refused writes = %s, want [[0]]", rows)
+	}
+	// A body over MaxBodyBytes: 413, read no further.
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/client/v4/accounts/a/d1/database/"+db+"/raw",
+		io.MultiReader(strings.NewReader(`{"sql":"SELECT ?","params":["`), strings.NewReader(strings.Repeat("y", MaxBodyBytes)), strings.NewReader(`"]}`)))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body of %d bytes: status %d, want 413", MaxBodyBytes+20, resp.StatusCode)
+	}
+}
+
+// cols returns n column names, comma-separated.
+func cols(n int) string {
+	c := make([]string, n)
+	for i := range c {
+		c[i] = "c" + strconv.Itoa(i)
+	}
+	return strings.Join(c, ", ")
 }
