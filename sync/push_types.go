@@ -166,6 +166,13 @@ type PushOptions struct {
 	// for a replay or a rejected commit (PUSH-6). An error aborts the
 	// push, nothing written. Reactions on a driver without the reactions
 	// capability → CodeUnsupported, nothing written.
+	//
+	// A returned Key is the planner's key, unique within the commit; the
+	// stored key is ReactionKey(client id, client commit id, Key), so the
+	// same planner key in another commit is another reaction (PUSH-16).
+	// A key returned twice for one commit → CodeDuplicateReactionKey
+	// naming it, nothing written. The stored SourceClientID and
+	// SourceClientCommitID are the commit's, whatever the planner set.
 	PlanReactions func(ctx context.Context, tx *Tx, c AppliedCommit) ([]ReactionInput, error)
 	// Now is the clock of the commit's CreatedAtMs and the result's
 	// RecordedAtMs (epoch ms). Default time.Now.
@@ -264,6 +271,11 @@ type AppliedCommit struct {
 	CreatedAtMs    int64
 	// Changes are the changes the commit logs, in op order.
 	Changes []Change
+	// Ops are the commit's ops in order, as ValidateCommit sees them
+	// (CandidateOp): Ops[i].Current is the row before op i — the row as
+	// it was before the commit for the first op that writes it — and
+	// Written the row it wrote (PUSH-16).
+	Ops []CandidateOp
 }
 
 // Refusal is the error a push hook (Authorize, ValidateOp,
