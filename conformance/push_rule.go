@@ -460,15 +460,39 @@ func pushPlanReactions(t T, h Harness) {
 	for _, x := range rs {
 		got = append(got, fmt.Sprintf("%s seq=%d %s", x.Key, x.SourceCommitSeq, x.Payload))
 	}
-	expectEqual(t, "PUSH-6: reactions", []string{fmt.Sprintf("notify-c1-k1 seq=%d {\"changes\":2}", r.CommitSeq)}, got)
-	// A planner error aborts the push: no commit, no reaction.
-	s.SetPushOptions(syncstore.PushOptions{PlanReactions: func(context.Context, *syncstore.Tx, syncstore.AppliedCommit) ([]driver.ReactionInput, error) {
-		return []driver.ReactionInput{{Key: "notify-c1-k1", Type: "notify", Payload: `{}`, MaxAttempts: 1}}, nil // a duplicate key
-	}})
-	before := pushStateOf(t, conn, "p1")
-	_, err = s.Push(t.Context(), "p1", pushReq("c1", "k3", pushTodo("t3", "p7", "o1", "three", nil)))
-	expectCode(t, "PUSH-6: a duplicate reaction key", err, driver.CodeDuplicateReactionKey)
-	expectEqual(t, "PUSH-6: the partition after the aborted push", before, pushStateOf(t, conn, "p1"))
+	// The stored key is derived from the commit (PUSH-16).
+	key := syncstore.ReactionKey("c1", "k1", "notify-c1-k1")
+	expectEqual(t, "PUSH-6: reactions", []string{fmt.Sprintf("%s seq=%d {\"changes\":2}", key, r.CommitSeq)}, got)
+	// A planner error aborts the push: no commit, no reaction. So does a
+	// reaction an enqueue refuses (here a key taken by a reaction enqueued
+	// directly: RX-1).
+	taken := syncstore.ReactionKey("c1", "k3", "notify")
+	must(t, "setup: enqueue", s.RunInTx(t.Context(), "p1", func(ctx context.Context, tx *syncstore.Tx) error {
+		return tx.EnqueueReactions(ctx, 0, []driver.ReactionInput{{Key: taken, Type: "notify", Payload: `{}`, MaxAttempts: 1}})
+	}))
+	boom := errors.New("planner failed")
+	for _, plan := range []struct {
+		what string
+		rs   []driver.ReactionInput
+		err  error
+		code driver.Code
+	}{
+		{"a planner error", nil, boom, ""},
+		{"a key taken in the partition", []driver.ReactionInput{{Key: "notify", Type: "notify", Payload: `{}`, MaxAttempts: 1}}, nil, driver.CodeDuplicateReactionKey},
+	} {
+		s.SetPushOptions(syncstore.PushOptions{PlanReactions: func(context.Context, *syncstore.Tx, syncstore.AppliedCommit) ([]driver.ReactionInput, error) {
+			return plan.rs, plan.err
+		}})
+		before := pushStateOf(t, conn, "p1")
+		_, err = s.Push(t.Context(), "p1", pushReq("c1", "k3", pushTodo("t3", "p7", "o1", "three", nil)))
+		if plan.err != nil && !errors.Is(err, plan.err) {
+			t.Errorf("PUSH-6: %s: got %v, want the planner's error", plan.what, err)
+		}
+		if plan.code != "" {
+			expectCode(t, "PUSH-6: "+plan.what, err, plan.code)
+		}
+		expectEqual(t, "PUSH-6: the partition after the aborted push: "+plan.what, before, pushStateOf(t, conn, "p1"))
+	}
 }
 
 // Catches: bad input that reaches the driver (something written, an

@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"regexp"
 )
 
 // Code is the stable, machine-readable identity of an error (ERR-1). Codes
@@ -126,8 +127,14 @@ func (c Code) Retryable() bool {
 type Error struct {
 	// Code is the stable identity of the error.
 	Code Code
-	// Message is a human-readable explanation; not stable.
+	// Message is a human-readable explanation for the caller; not
+	// stable. It names no rule: that is Rule.
 	Message string
+	// Rule names the rule(s) of docs/contract.md the error enforces —
+	// "PULL-9", "AQ-1, AQ-2", "WIN-1…WIN-5" — or "" when none is named.
+	// Stable for a given check; for logs and tests, not for branching
+	// (branch on Code).
+	Rule string
 	// Column names the offending column for CodeInvalidValue, else "".
 	Column string
 	// Capability names the missing capability for CodeUnsupported, else "".
@@ -141,10 +148,28 @@ type Error struct {
 }
 
 // Errorf returns an *Error with the given code, a formatted message and
-// OpIndex -1. Never pass row values, scope values or partition names as
-// arguments (V-10).
+// OpIndex -1. A formatted message that ends in a parenthesis of rule IDs
+// only — " (PULL-9)", " (AQ-1, AQ-2)", " (WIN-1…WIN-5)" — has it moved
+// to Rule (SplitRule). Never pass row values, scope values or partition
+// names as arguments (V-10).
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), OpIndex: -1}
+	msg, rule := SplitRule(fmt.Sprintf(format, args...))
+	return &Error{Code: code, Message: msg, Rule: rule, OpIndex: -1}
+}
+
+// ruleSuffix matches a message's trailing parenthesis of rule IDs.
+var ruleSuffix = regexp.MustCompile(`\s*\(((?:[A-Z]+-[0-9]+)(?:(?:, |…)[A-Z]+-[0-9]+)*)\)$`)
+
+// SplitRule splits a message that ends in a parenthesis of rule IDs
+// only ("the cursor is ahead (WIN-8)", "… (AQ-1, AQ-2)") into the
+// message without it and the IDs; any other message is returned whole
+// with rule "". A driver building an *Error literal sets Rule itself.
+func SplitRule(msg string) (message, rule string) {
+	m := ruleSuffix.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg, ""
+	}
+	return msg[:m[0]], msg[m[2]:m[3]]
 }
 
 // Wrap returns an *Error with the given code and message that wraps cause.
@@ -158,14 +183,19 @@ func Wrap(code Code, cause error, format string, args ...any) error {
 	if errors.As(cause, &e) {
 		return cause
 	}
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), OpIndex: -1, Err: cause}
+	msg, rule := SplitRule(fmt.Sprintf(format, args...))
+	return &Error{Code: code, Message: msg, Rule: rule, OpIndex: -1, Err: cause}
 }
 
-// Error implements error: "code: message".
+// Error implements error: "code: message (rule): cause", each part
+// present when set.
 func (e *Error) Error() string {
 	msg := string(e.Code)
 	if e.Message != "" {
 		msg += ": " + e.Message
+	}
+	if e.Rule != "" {
+		msg += " (" + e.Rule + ")"
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()

@@ -141,8 +141,8 @@ func NewQueryLimitError(bound QueryBound, limit int64, cause error, what string)
 	if limit > 0 {
 		msg += fmt.Sprintf(" (%d %s)", limit, bound.unit())
 	}
-	msg += "; nothing was written; not retryable (AQ-6)"
-	return &QueryLimitError{Bound: bound, Limit: limit, err: &Error{Code: CodeQueryLimit, Message: msg, OpIndex: -1, Err: cause}}
+	msg += "; nothing was written; not retryable"
+	return &QueryLimitError{Bound: bound, Limit: limit, err: &Error{Code: CodeQueryLimit, Message: msg, Rule: "AQ-6", OpIndex: -1, Err: cause}}
 }
 
 func (b QueryBound) unit() string {

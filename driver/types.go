@@ -110,13 +110,13 @@ func (t Table) Index(name string) (Index, bool) {
 // Row is a current row (ROW-1).
 type Row struct {
 	// ID is the row id: the value of the table's primary-key column.
-	ID string
+	ID string `json:"id"`
 	// ServerVersion is stored as given (ROW-2).
-	ServerVersion int64
+	ServerVersion int64 `json:"serverVersion"`
 	// Scopes equal the values of the table's scope columns (V-4).
-	Scopes Scopes
+	Scopes Scopes `json:"scopes"`
 	// Values hold every column of the table, the primary key included.
-	Values Values
+	Values Values `json:"values"`
 }
 
 // Op is the kind of a change.
@@ -130,16 +130,16 @@ const (
 
 // Change is one row change inside a commit (WIN-6).
 type Change struct {
-	Table string
-	RowID string
-	Op    Op
+	Table string `json:"table"`
+	RowID string `json:"rowId"`
+	Op    Op     `json:"op"`
 	// Scopes are the row's scopes: for an upsert, those of the new row; for
 	// a delete, those of the deleted row. Window filters match on them.
-	Scopes Scopes
+	Scopes Scopes `json:"scopes"`
 	// Values are the row's values for an upsert, nil for a delete.
-	Values Values
+	Values Values `json:"values,omitempty"`
 	// RowVersion is the row's server version for an upsert, 0 for a delete.
-	RowVersion int64
+	RowVersion int64 `json:"rowVersion,omitempty"`
 }
 
 // CommitInput is what Tx.AppendCommit records. ClientID, ClientCommitID
@@ -156,12 +156,12 @@ type CommitInput struct {
 // Commit is one entry of a partition's commit log as a window read returns
 // it: only the changes that matched the window's table and filter (WIN-2).
 type Commit struct {
-	Seq            int64
-	ClientID       string
-	ClientCommitID string
-	ActorID        string
-	CreatedAtMs    int64
-	Changes        []Change
+	Seq            int64    `json:"seq"`
+	ClientID       string   `json:"clientId"`
+	ClientCommitID string   `json:"clientCommitId"`
+	ActorID        string   `json:"actorId"`
+	CreatedAtMs    int64    `json:"createdAtMs"`
+	Changes        []Change `json:"changes"`
 }
 
 // WindowQuery selects commits for ReadCommitWindow (WIN-1…WIN-5, WIN-8,
@@ -246,29 +246,29 @@ const (
 
 // OpResult is the result of one operation of a push (PR-1).
 type OpResult struct {
-	Status OpStatus
+	Status OpStatus `json:"status"`
 	// Code and Message describe a conflict or an error.
-	Code    string
-	Message string
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 	// ServerVersion and ServerRow describe the server's row in a conflict;
 	// ServerRow is nil when the row does not exist.
-	ServerVersion int64
-	ServerRow     Values
+	ServerVersion int64  `json:"serverVersion,omitempty"`
+	ServerRow     Values `json:"serverRow,omitempty"`
 	// Retryable and Details belong to an error. Details is a JSON document
 	// or "".
-	Retryable bool
-	Details   JSON
+	Retryable bool `json:"retryable,omitempty"`
+	Details   JSON `json:"details,omitempty"`
 }
 
 // PushResult is the stored outcome of a push, keyed by (partition,
 // clientID, clientCommitID) (PR-1). CommitSeq is > 0 iff Status is
 // PushApplied; RecordedAtMs is epoch milliseconds.
 type PushResult struct {
-	Status        PushStatus
-	CommitSeq     int64
-	RecordedAtMs  int64
-	CacheIdentity string
-	Ops           []OpResult
+	Status        PushStatus `json:"status"`
+	CommitSeq     int64      `json:"commitSeq"`
+	RecordedAtMs  int64      `json:"recordedAtMs"`
+	CacheIdentity string     `json:"-"`
+	Ops           []OpResult `json:"ops"`
 }
 
 // Subscription is one of a client's subscriptions (CR-1).

@@ -67,7 +67,8 @@ func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q Quer
 func (cs *compiledSchema) checkQuery(op string, q Query) error {
 	invalid := func(format string, args ...any) error {
 		e := driver.Errorf(CodeQueryInvalid, format, args...)
-		e.Message = op + ": " + e.Message + " (AQ-1)"
+		e.Message = op + ": " + e.Message
+		e.Rule = joinRules(e.Rule, "AQ-1")
 		return e
 	}
 	if len(q.Tables) == 0 {

@@ -183,10 +183,8 @@ func TestCapabilitiesUnsupported(t *testing.T) {
 			t.Errorf("%s without the capability = %v; want CodeUnsupported with Capability %s", c.name, err, c.cap)
 			continue
 		}
-		for _, want := range []string{string(c.cap), "ERR-2"} {
-			if !strings.Contains(e.Message, want) {
-				t.Errorf("%s: message %q does not name %q", c.name, e.Message, want)
-			}
+		if !strings.Contains(e.Message, string(c.cap)) || e.Rule != "ERR-2" {
+			t.Errorf("%s: message %q does not name %q, or rule %q is not ERR-2", c.name, e.Message, c.cap, e.Rule)
 		}
 	}
 }

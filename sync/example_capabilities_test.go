@@ -82,7 +82,9 @@ func ExampleWorker() {
 	defer cancel()
 	store.SetPushOptions(sync.PushOptions{
 		PlanReactions: func(ctx context.Context, tx *sync.Tx, c sync.AppliedCommit) ([]sync.ReactionInput, error) {
-			return []sync.ReactionInput{{Key: "email-" + c.ClientCommitID, Type: "email",
+			// The planner's key names the work within the commit; the
+			// stored key is derived from the commit (PUSH-16).
+			return []sync.ReactionInput{{Key: "email", Type: "email",
 				Payload: sync.JSON(`{"to":"a@example.com"}`), MaxAttempts: 5, CreatedAtMs: 1_700_000_000_000}}, nil
 		},
 	})
@@ -106,5 +108,5 @@ func ExampleWorker() {
 	}
 	go func() { _ = w.Run(ctx) }()
 	fmt.Println(<-ran)
-	// Output: tenant-1 email-c-4 after commit 4: {"to":"a@example.com"}
+	// Output: tenant-1 ["phone-1","c-4","email"] after commit 4: {"to":"a@example.com"}
 }

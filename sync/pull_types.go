@@ -24,20 +24,20 @@ type PullRequest struct {
 	// not starting with RemoteCommandPrefix (V-7). Its record is bound to
 	// the first ActorID that pulls with it, for as long as the record
 	// lasts (retention deletes idle records, RET-6) (PULL-9).
-	ClientID string
+	ClientID string `json:"clientId"`
 	// ActorID is the authenticated user or service the host pulls for
 	// (V-2). The host authorizes the subscriptions' scopes for it before
 	// calling Pull: Pull reads exactly the scopes it is given.
-	ActorID string
+	ActorID string `json:"-"`
 	// WireVersion is stored in the client record as given (CR-1); 0 when
 	// the host has none.
-	WireVersion int64
+	WireVersion int64 `json:"wireVersion,omitempty"`
 	// AtMs is the time the client record and the partition entry are
 	// stamped with, epoch milliseconds (PULL-8); 0 means now.
-	AtMs int64
+	AtMs int64 `json:"-"`
 	// Subscriptions are served in order, each independently: 0…100
 	// (MaxPullSubscriptions), with distinct IDs.
-	Subscriptions []PullSubscription
+	Subscriptions []PullSubscription `json:"subscriptions"`
 	// RestartBootstraps opts into SSP2's self-healing bootstrap (PULL-11):
 	// a subscription that cannot go on from where the client is — a
 	// bootstrap token that does not verify (altered, made up, issued for
@@ -48,7 +48,7 @@ type PullRequest struct {
 	// being reset. A cursor below the horizon is still reset
 	// (CodeCursorExpired). false: the engine's own semantics (PULL-2,
 	// PULL-4).
-	RestartBootstraps bool
+	RestartBootstraps bool `json:"-"`
 }
 
 // PullSubscription is one subscription of a PullRequest: the rows of one
@@ -56,27 +56,27 @@ type PullRequest struct {
 type PullSubscription struct {
 	// ID names the subscription in the request, the response and the
 	// client record (V-2); distinct within a request.
-	ID string
+	ID string `json:"id"`
 	// Table is a table of the ensured schema (SCH-8).
-	Table string
+	Table string `json:"table"`
 	// Scopes select the rows as in a window read or a scan (WIN-3, V-6):
 	// at least one key; a key with an empty value list matches nothing.
-	Scopes ScopeFilter
+	Scopes ScopeFilter `json:"scopes"`
 	// Cursor is the NextCursor of the subscription's previous response:
 	// ≥ 0 for an incremental pull (PULL-6), PullBootstrap (−1) for a
 	// subscription without rows (PULL-3). Ignored when BootstrapToken is
 	// set. Anything below −1 is CodeInvalidArgument.
-	Cursor int64
+	Cursor int64 `json:"cursor"`
 	// BootstrapToken is the previous response's BootstrapToken, to fetch
 	// the next page of a bootstrap (PULL-4); "" otherwise. It is bound to
 	// the partition, Table and Scopes it was issued for.
-	BootstrapToken string
+	BootstrapToken string `json:"bootstrapToken,omitempty"`
 	// LimitChanges bounds the changes of an incremental response (PULL-6):
 	// 1…10,000 (V-5), 0 = DefaultPullLimitChanges.
-	LimitChanges int
+	LimitChanges int `json:"limitChanges,omitempty"`
 	// LimitRows bounds the rows of a bootstrap page (PULL-3): 1…10,000
 	// (V-5), 0 = DefaultPullLimitRows.
-	LimitRows int
+	LimitRows int `json:"limitRows,omitempty"`
 	// RecordScopes are the scopes the client record keeps for the
 	// subscription (PULL-8, PULL-12): nil records Scopes. A protocol
 	// layer that reads a subset the actor is granted (SSP2's effective
@@ -84,7 +84,7 @@ type PullSubscription struct {
 	// requested scopes), which a realtime channel resolves again later.
 	// Keys and values are checked as text (V-6); any number of keys, an
 	// empty list included. Nothing is read with them.
-	RecordScopes ScopeFilter
+	RecordScopes ScopeFilter `json:"-"`
 }
 
 // PullStatus says how a subscription was served.
@@ -105,13 +105,13 @@ const (
 type PullResponse struct {
 	// MaxCommitSeq is the partition's head as this pull read it: every
 	// subscription was served through it and no further (PULL-7).
-	MaxCommitSeq int64
+	MaxCommitSeq int64 `json:"maxCommitSeq"`
 	// Epoch is the partition's log epoch from the registry (REG-1): a
 	// client that sees it change must bootstrap every subscription again.
-	Epoch string
+	Epoch string `json:"epoch"`
 	// Subscriptions hold one result per requested subscription, in
 	// request order.
-	Subscriptions []PullResult
+	Subscriptions []PullResult `json:"subscriptions"`
 }
 
 // PullResult is what one subscription got. Exactly one of Rows (a
@@ -119,19 +119,19 @@ type PullResponse struct {
 // reset carries neither.
 type PullResult struct {
 	// ID is the subscription's ID.
-	ID string
+	ID string `json:"id"`
 	// Status is PullActive or PullReset.
-	Status PullStatus
+	Status PullStatus `json:"status"`
 	// Reason is the code of a reset: CodeCursorExpired (the cursor or the
 	// bootstrap's asOfCommitSeq is below the horizon: commits after it
 	// may be pruned, PULL-2) or CodeCursorAhead (beyond the partition's head:
 	// a cursor this store never issued); "" when active.
-	Reason Code
+	Reason Code `json:"reason,omitempty"`
 	// Bootstrap reports a bootstrap page: Rows hold current rows of the
 	// scope in ascending id order. On the first page (the request's
 	// cursor was PullBootstrap and it had no token) the client replaces
 	// the subscription's rows with the pages it gets (PULL-3).
-	Bootstrap bool
+	Bootstrap bool `json:"bootstrap"`
 	// Fresh reports a bootstrap this pull pinned: its first page is in
 	// this result (Store.Pull) or the first Page of the subscription
 	// (Store.PullTo), and the client replaces the subscription's rows
@@ -139,30 +139,30 @@ type PullResult struct {
 	// true exactly when the request's cursor was PullBootstrap and it had
 	// no token; with it, also when the engine restarted the bootstrap
 	// (PULL-11). false for a resumed bootstrap, a window or a reset.
-	Fresh bool
+	Fresh bool `json:"fresh"`
 	// AsOfCommitSeq is the commit seq a bootstrap is pinned at (its first
 	// page read it as the partition's head); 0 when not bootstrapping.
-	AsOfCommitSeq int64
+	AsOfCommitSeq int64 `json:"asOfCommitSeq"`
 	// Rows is one bootstrap page, at most the subscription's LimitRows
 	// (Store.Pull; Store.PullTo hands pages to PullSink.Page instead).
-	Rows []Row
+	Rows []Row `json:"rows,omitempty"`
 	// BootstrapToken is non-empty while the bootstrap has more pages:
 	// send it back (with the same table and scopes) for the next one
 	// (PULL-4); it resumes after the last page this pull served.
 	// Opaque text of at most 512 bytes (base64url, so it embeds in JSON
 	// or a URL as it is).
-	BootstrapToken string
+	BootstrapToken string `json:"bootstrapToken,omitempty"`
 	// Commits are the whole commits after the cursor that touched the
 	// scope, oldest first, each with only its matching changes (WIN-2).
 	// Reading stops once their changes reach LimitChanges; the commit
 	// that reaches it comes whole, never split (PULL-6). (Store.PullTo
 	// hands them to PullSink.Commits instead.)
-	Commits []Commit
+	Commits []Commit `json:"commits,omitempty"`
 	// NextCursor is the cursor to send next: after a bootstrap page,
 	// AsOfCommitSeq (send BootstrapToken too while it is non-empty); after
 	// an incremental window, where the next window starts (PULL-7); after
 	// a reset, PullBootstrap.
-	NextCursor int64
+	NextCursor int64 `json:"nextCursor"`
 }
 
 // PullSink receives a pull that Store.PullTo streams (PULL-10). For each

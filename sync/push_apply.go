@@ -88,15 +88,8 @@ func (r *pushRun) run(ctx context.Context) error {
 		return err
 	}
 	if p.opts.PlanReactions != nil {
-		rs, err := p.opts.PlanReactions(ctx, r.tx, AppliedCommit{Partition: p.partition, CommitSeq: seq,
-			ClientID: req.ClientID, ClientCommitID: req.ClientCommitID, ActorID: req.ActorID, CreatedAtMs: r.nowMs, Changes: r.changes})
-		if err != nil {
+		if err := r.planReactions(ctx, seq); err != nil {
 			return err
-		}
-		if len(rs) > 0 {
-			if err := r.tx.enqueueReactions(ctx, seq, rs); err != nil {
-				return err
-			}
 		}
 	}
 	res := PushResult{Status: PushApplied, CommitSeq: seq, RecordedAtMs: r.nowMs,
@@ -106,6 +99,41 @@ func (r *pushRun) run(ctx context.Context) error {
 	}
 	*r.resp = PushResponse{PushResult: res, Changes: r.changes}
 	return nil
+}
+
+// planReactions calls PlanReactions for the commit appended at seq and
+// enqueues what it returns under keys derived from the commit (PUSH-16):
+// each input checked as Tx.EnqueueReactions checks it, a planner key
+// repeated in the commit → CodeDuplicateReactionKey naming it, nothing
+// enqueued.
+func (r *pushRun) planReactions(ctx context.Context, seq int64) error {
+	p, req := r.p, &r.p.req
+	c := AppliedCommit{Partition: p.partition, CommitSeq: seq, ClientID: req.ClientID, ClientCommitID: req.ClientCommitID,
+		ActorID: req.ActorID, CreatedAtMs: r.nowMs, Changes: r.changes, Ops: make([]CandidateOp, len(req.Ops))}
+	for i, o := range req.Ops {
+		c.Ops[i] = CandidateOp{Op: o, Current: r.cur[i], Exists: r.exists[i], Written: r.written[i]}
+	}
+	rs, err := p.opts.PlanReactions(ctx, r.tx, c)
+	if err != nil || len(rs) == 0 {
+		return err
+	}
+	const op = "Push: PlanReactions"
+	seen := make(map[string]int, len(rs))
+	out := make([]ReactionInput, len(rs))
+	for i, x := range rs {
+		if err := checkReactionInput(op, x); err != nil {
+			return err
+		}
+		if j, dup := seen[x.Key]; dup {
+			e := driver.Errorf(CodeDuplicateReactionKey, "%s: reactions %d and %d of the commit have the key %q: a planner key names one reaction of a commit (PUSH-16)", op, j, i, x.Key)
+			return e
+		}
+		seen[x.Key] = i
+		x.Key = ReactionKey(req.ClientID, req.ClientCommitID, x.Key)
+		x.SourceClientID, x.SourceClientCommitID = req.ClientID, req.ClientCommitID
+		out[i] = x
+	}
+	return r.tx.enqueueReactions(ctx, seq, out)
 }
 
 // decide runs op i's checks — Authorize, the base version, ValidateOp —

@@ -49,24 +49,24 @@ var ProtocolRefusalCodes = []string{"sync.forbidden", "sync.crdt_merge_failed", 
 // PushOp is one operation of a client commit.
 type PushOp struct {
 	// Table is a table of the ensured schema (SCH-8).
-	Table string
+	Table string `json:"table"`
 	// RowID is the row's id (V-2): the value of the table's primary-key
 	// column.
-	RowID string
+	RowID string `json:"rowId"`
 	// Op is OpUpsert (create or replace the whole row) or
 	// OpDelete.
-	Op Op
+	Op Op `json:"op"`
 	// Values are the whole new row of an upsert: every column of the
 	// table, each of its column's Go type (V-3), the primary key equal to
 	// RowID (V-4). A delete has none (nil or empty). Push keeps a copy of
 	// the map; the values themselves are not copied.
-	Values Values
+	Values Values `json:"values,omitempty"`
 	// BaseVersion is the server version the client's edit is based on:
 	// nil for no check (the op applies over whatever is there: last
 	// writer wins), else it must equal the row's current server version,
 	// 0 meaning "the row does not exist" — a create (PUSH-3). Version(n)
 	// makes one.
-	BaseVersion *int64
+	BaseVersion *int64 `json:"baseVersion,omitempty"`
 }
 
 // Version returns a pointer to n, for PushOp.BaseVersion.
@@ -77,15 +77,15 @@ type PushRequest struct {
 	// ClientID and ClientCommitID are the commit's idempotency key
 	// (V-2; ClientID also V-7): a push of a key that already has a stored
 	// result answers that result and writes nothing (PUSH-1).
-	ClientID       string
-	ClientCommitID string
+	ClientID       string `json:"clientId"`
+	ClientCommitID string `json:"clientCommitId"`
 	// ActorID is who pushes (V-2, non-empty); it is logged with the
 	// commit and handed to the hooks.
-	ActorID string
+	ActorID string `json:"-"`
 	// Ops are applied in order, 1…MaxPushOps of them (PUSH-8); a row
 	// may be written by several, each seeing it as the ones before it
 	// left it (PUSH-10).
-	Ops []PushOp
+	Ops []PushOp `json:"ops"`
 }
 
 // PushResponse is Push's answer.
@@ -104,12 +104,12 @@ type PushResponse struct {
 	// Replayed is true when the result was stored by an earlier push of
 	// the same key (a client retry, or a racing identical push) and this
 	// call wrote nothing (PUSH-1).
-	Replayed bool
+	Replayed bool `json:"replayed"`
 	// Changes are the changes this call logged, in op order (an upsert's
 	// values as written and new version, after a delete under the row's
 	// old scopes when it moved; a delete's last scopes; a delete of a
 	// missing row logs none). Nil for a replay or a rejection.
-	Changes []Change
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // PushOptions configure a Store's Push calls (SetPushOptions), or one
@@ -166,6 +166,13 @@ type PushOptions struct {
 	// for a replay or a rejected commit (PUSH-6). An error aborts the
 	// push, nothing written. Reactions on a driver without the reactions
 	// capability → CodeUnsupported, nothing written.
+	//
+	// A returned Key is the planner's key, unique within the commit; the
+	// stored key is ReactionKey(client id, client commit id, Key), so the
+	// same planner key in another commit is another reaction (PUSH-16).
+	// A key returned twice for one commit → CodeDuplicateReactionKey
+	// naming it, nothing written. The stored SourceClientID and
+	// SourceClientCommitID are the commit's, whatever the planner set.
 	PlanReactions func(ctx context.Context, tx *Tx, c AppliedCommit) ([]ReactionInput, error)
 	// Now is the clock of the commit's CreatedAtMs and the result's
 	// RecordedAtMs (epoch ms). Default time.Now.
@@ -264,6 +271,11 @@ type AppliedCommit struct {
 	CreatedAtMs    int64
 	// Changes are the changes the commit logs, in op order.
 	Changes []Change
+	// Ops are the commit's ops in order, as ValidateCommit sees them
+	// (CandidateOp): Ops[i].Current is the row before op i — the row as
+	// it was before the commit for the first op that writes it — and
+	// Written the row it wrote (PUSH-16).
+	Ops []CandidateOp
 }
 
 // Refusal is the error a push hook (Authorize, ValidateOp,

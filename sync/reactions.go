@@ -1,7 +1,10 @@
 package sync
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"unicode/utf8"
@@ -375,4 +378,26 @@ func (s *Store) PruneReactions(ctx context.Context, partition string, req Reacti
 		return nil, err
 	}
 	return rc.PruneReactions(ctx, partition, req)
+}
+
+// ReactionKey is the key Push stores for a reaction that PlanReactions
+// returns with key plannerKey in the client commit (clientID,
+// clientCommitID) (PUSH-16): the JSON array [clientID, clientCommitID,
+// plannerKey] (no HTML escaping) when it is at most MaxReactionKeyBytes
+// long, else "sha256:" and the 64 lowercase hex digits of that array's
+// SHA-256. Distinct triples give distinct keys (the two forms cannot
+// meet: one starts with '[', the other with 's'), so one planner key
+// names one reaction per commit. Keys of reactions enqueued directly
+// (Tx.EnqueueReactions) are stored as given.
+func ReactionKey(clientID, clientCommitID, plannerKey string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode([]string{clientID, clientCommitID, plannerKey}) // strings always encode
+	k := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if len(k) <= MaxReactionKeyBytes {
+		return string(k)
+	}
+	sum := sha256.Sum256(k)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -124,7 +124,7 @@ func (s *Store) runInTx(ctx context.Context, partition string, begin func(ctx co
 	if err != nil && last != nil && err != last && CodeOf(err) == "" && ctx.Err() != nil {
 		// backoff.Retry returns ctx's cause when ctx ends between attempts.
 		return &Error{Code: CodeUnavailable, OpIndex: -1, Err: err,
-			Message: "RunInTx: the context ended while retrying after a write conflict (TX-9)"}
+			Message: "RunInTx: the context ended while retrying after a write conflict", Rule: "TX-9"}
 	}
 	return err
 }

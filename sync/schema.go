@@ -230,7 +230,7 @@ func quoteIfPrintable(s string) string {
 
 func schemaErr(format string, args ...any) error {
 	e := driver.Errorf(CodeSchemaInvalid, format, args...)
-	e.Message += " (SCH-2)"
+	e.Rule = joinRules(e.Rule, "SCH-2")
 	return e
 }
 

@@ -424,13 +424,26 @@ func (cs *compiledSchema) table(op, name string) (*compiledTable, error) {
 
 func argErr(op, rule, format string, args ...any) error {
 	e := driver.Errorf(CodeInvalidArgument, format, args...)
-	e.Message = op + ": " + e.Message + " (" + rule + ")"
+	e.Message = op + ": " + e.Message
+	e.Rule = joinRules(e.Rule, rule)
 	return e
+}
+
+// joinRules lists the rule IDs a and b name ("" when neither).
+func joinRules(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ", " + b
 }
 
 func valueErr(op, column, rule, format string, args ...any) error {
 	e := driver.Errorf(CodeInvalidValue, format, args...)
-	e.Message = op + ": " + e.Message + " (" + rule + ")"
+	e.Message = op + ": " + e.Message
+	e.Rule = joinRules(e.Rule, rule)
 	e.Column = column
 	return e
 }

@@ -127,7 +127,7 @@ func (t *Tx) checkUnique(ctx context.Context, x *sqlitesql.Table, row driver.Row
 		}
 		collide := func() error {
 			return &driver.Error{Code: driver.CodeConstraintViolation, OpIndex: -1,
-				Message: "unique index " + ix.Name + " of table " + x.Def.Name + " already holds these values (SCH-10)"}
+				Message: "unique index " + ix.Name + " of table " + x.Def.Name + " already holds these values", Rule: "SCH-10"}
 		}
 		staged := t.ov.rows[x.Def.Name]
 		for id, s := range staged {

@@ -50,7 +50,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 		for _, r := range reactions {
 			if seen[r.Key] || t.rxKeys[r.Key] {
 				return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1,
-					Message: "d1http: enqueue reactions: a reaction key is enqueued twice in the transaction (RX-1)"}
+					Message: "d1http: enqueue reactions: a reaction key is enqueued twice in the transaction", Rule: "RX-1"}
 			}
 			seen[r.Key] = true
 		}
@@ -88,7 +88,7 @@ func duplicateReactionKey(err error) error {
 		return nil
 	}
 	return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: err,
-		Message: "d1http: commit: a reaction key already exists in the partition; nothing was written (RX-1)"}
+		Message: "d1http: commit: a reaction key already exists in the partition; nothing was written", Rule: "RX-1"}
 }
 
 // ClaimReactions leases due reactions in one batch (RX-2, RX-3): the due

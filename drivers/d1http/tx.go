@@ -429,12 +429,12 @@ func (t *Tx) finish(ctx context.Context, build func() []stmt, pre error) error {
 		// The commit seq was taken: a lost race, never a constraint violation (TX-9).
 		conflict = true
 		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
-			Message: "d1http: another transaction of the partition took the commit seq; nothing was written (TX-9)"}
+			Message: "d1http: another transaction of the partition took the commit seq; nothing was written", Rule: "TX-9"}
 	}
 	if driver.CodeOf(err) == driver.CodeConstraintViolation && t.keyCollision(err) {
 		// A guarded create's INSERT found its key taken (GW-2).
 		return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1, Err: err,
-			Message: "d1http: a guarded create's row exists; nothing was written (GW-2)"}
+			Message: "d1http: a guarded create's row exists; nothing was written", Rule: "GW-2"}
 	}
 	return err
 }

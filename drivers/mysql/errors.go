@@ -85,7 +85,7 @@ func mapErr(ctx context.Context, err error, what string) error {
 	case 0:
 	case erDupEntry:
 		return &driver.Error{Code: driver.CodeConstraintViolation, OpIndex: -1,
-			Message: what + ": unique index collision (SCH-10)"}
+			Message: what + ": unique index collision", Rule: "SCH-10"}
 	case erDataTooLong:
 		return &driver.Error{Code: driver.CodeInvalidValue, OpIndex: -1,
 			Message: what + ": a value is longer than its column allows on MySQL (see docs/mysql.md)"}

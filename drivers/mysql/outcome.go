@@ -136,7 +136,7 @@ func (c *Conn) settleCommit(ctx context.Context, partition string, token []byte,
 	}
 	return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: errors.Join(cause, err),
 		Message: "mysql: commit: the engine's answer was lost and the outcome could not be learnt within " +
-			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else", Rule: "TX-10"}
 }
 
 // errRingMoved: the Tx's entry is not in the ring, which no longer

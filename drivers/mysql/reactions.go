@@ -64,7 +64,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 				}
 				if errNumber(err) == erDupEntry {
 					return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1,
-						Message: "mysql: enqueue reactions: a reaction key already exists in the partition (RX-1)"}
+						Message: "mysql: enqueue reactions: a reaction key already exists in the partition", Rule: "RX-1"}
 				}
 				return t.c.mapErr(ctx, err, "mysql: enqueue reactions")
 			}

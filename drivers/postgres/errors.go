@@ -40,7 +40,7 @@ func mapErr(ctx context.Context, err error, what string) error {
 		switch {
 		case pe.Code == "23505" && pe.ConstraintName == reactionsPK:
 			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: errors.New("duplicate reaction key"),
-				Message: what + ": a reaction key already exists in the partition (RX-1)"}
+				Message: what + ": a reaction key already exists in the partition", Rule: "RX-1"}
 		case pe.Code == "22012":
 			// Only a guard of this driver's divides (sqlGuardSeq, a
 			// guarded update): the state it assumed has moved.

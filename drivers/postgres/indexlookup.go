@@ -103,7 +103,7 @@ func (c *Conn) indexLookup(partition string, q driver.IndexQuery) (*table, strin
 func lookupValue(col string, t driver.ColumnType, v any) (any, error) {
 	if s, ok := v.(string); ok && t == driver.TypeString && (strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)) {
 		return nil, &driver.Error{Code: driver.CodeInvalidValue, Column: col, OpIndex: -1,
-			Message: "value of column " + col + " is not valid UTF-8 without NUL (V-3)"}
+			Message: "value of column " + col + " is not valid UTF-8 without NUL", Rule: "V-3"}
 	}
 	return rowcodec.Bind(col, t, v, false)
 }

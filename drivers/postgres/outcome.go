@@ -73,7 +73,7 @@ func rolledBack(cause error) error {
 func outcomeUnknown(err error) error {
 	return &driver.Error{Code: driver.CodeCommitOutcomeUnknown, OpIndex: -1, Err: err,
 		Message: "postgres: commit: the engine's answer was lost and the outcome could not be learnt within " +
-			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else (TX-10)"}
+			outcomeLookupTimeout.String() + "; re-read what the transaction wrote (its push result) before anything else", Rule: "TX-10"}
 }
 
 // commitLanded ends backend pid, waits until it is gone, then reports

@@ -406,7 +406,7 @@ func (t *Tx) open(br pgx.BatchResults) error {
 func errSeqConflict() error {
 	return &driver.Error{Code: driver.CodeWriteConflict, OpIndex: -1,
 		Err:     errors.New("the partition's max seq moved"),
-		Message: "postgres: another store committed in the partition since this one last did; nothing was written, retry the transaction (TX-9)"}
+		Message: "postgres: another store committed in the partition since this one last did; nothing was written, retry the transaction", Rule: "TX-9"}
 }
 
 // read runs one query in the Tx after the pending writes (TX-3), calling

@@ -41,7 +41,7 @@ func (t *Tx) EnqueueReactions(ctx context.Context, sourceCommitSeq int64, reacti
 		var se *sqlite.Error
 		if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: se,
-				Message: "sqlite: enqueue reactions: a reaction key already exists in the partition (RX-1)"}
+				Message: "sqlite: enqueue reactions: a reaction key already exists in the partition", Rule: "RX-1"}
 		}
 		return err
 	})

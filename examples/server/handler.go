@@ -14,106 +14,38 @@ import (
 // values plus their JSON framing.
 const maxBody = 8 << 20
 
-// pushBody is a push request on the wire. Values are plain JSON, typed
-// by the schema's columns (valuesFromJSON).
-type pushBody struct {
-	ClientID       string `json:"clientId"`
-	ClientCommitID string `json:"clientCommitId"`
-	Ops            []struct {
-		Table       string         `json:"table"`
-		RowID       string         `json:"rowId"`
-		Op          sync.Op        `json:"op"`
-		Values      map[string]any `json:"values"`
-		BaseVersion *int64         `json:"baseVersion"`
-	} `json:"ops"`
-}
-
-// pullBody is a pull request on the wire.
-type pullBody struct {
-	ClientID      string `json:"clientId"`
-	Subscriptions []struct {
-		ID             string           `json:"id"`
-		Table          string           `json:"table"`
-		Scopes         sync.ScopeFilter `json:"scopes"`
-		Cursor         int64            `json:"cursor"`
-		BootstrapToken string           `json:"bootstrapToken"`
-		LimitChanges   int              `json:"limitChanges"`
-		LimitRows      int              `json:"limitRows"`
-	} `json:"subscriptions"`
-}
-
-// newHandler serves push and pull for store, whose schema is schema.
+// newHandler serves push and pull for store, whose schema is schema. The
+// bodies are sync.PushRequest and sync.PullRequest in their JSON form
+// (docs/wire.md); the actor comes from the X-Actor header, never from the
+// body (ActorID is not part of the JSON form).
 func newHandler(store *sync.Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/{partition}/push", func(w http.ResponseWriter, r *http.Request) {
-		var in pushBody
-		if !decode(w, r, &in) {
+		var req sync.PushRequest
+		if !decode(w, r, &req) {
 			return
 		}
-		req := sync.PushRequest{ClientID: in.ClientID, ClientCommitID: in.ClientCommitID, ActorID: r.Header.Get("X-Actor")}
-		for _, op := range in.Ops {
-			vals, err := valuesFromJSON(op.Table, op.Values)
-			if err != nil {
-				writeErr(w, err)
-				return
-			}
-			req.Ops = append(req.Ops, sync.PushOp{Table: op.Table, RowID: op.RowID, Op: op.Op, Values: vals, BaseVersion: op.BaseVersion})
+		// JSON numbers, base64 and JSON text typed by the columns.
+		if err := sync.TypePushRequest(schema, &req); err != nil {
+			writeErr(w, err)
+			return
 		}
+		req.ActorID = r.Header.Get("X-Actor")
 		res, err := store.Push(r.Context(), r.PathValue("partition"), req)
 		reply(w, res, err)
 	})
 	mux.HandleFunc("POST /v1/{partition}/pull", func(w http.ResponseWriter, r *http.Request) {
-		var in pullBody
-		if !decode(w, r, &in) {
+		var req sync.PullRequest
+		if !decode(w, r, &req) {
 			return
 		}
-		req := sync.PullRequest{ClientID: in.ClientID, ActorID: r.Header.Get("X-Actor")}
-		for _, s := range in.Subscriptions {
-			// A real host checks here that the actor may read s.Scopes.
-			req.Subscriptions = append(req.Subscriptions, sync.PullSubscription{ID: s.ID, Table: s.Table, Scopes: s.Scopes,
-				Cursor: s.Cursor, BootstrapToken: s.BootstrapToken, LimitChanges: s.LimitChanges, LimitRows: s.LimitRows})
-		}
+		// A real host checks here that the actor may read each
+		// subscription's scopes.
+		req.ActorID = r.Header.Get("X-Actor")
 		res, err := store.Pull(r.Context(), r.PathValue("partition"), req)
 		reply(w, res, err)
 	})
 	return mux
-}
-
-// valuesFromJSON types a row's JSON values by its table's columns: JSON
-// numbers become int64 for integer columns (exact: the body is decoded
-// with UseNumber), float64 for float columns.
-func valuesFromJSON(table string, in map[string]any) (sync.Values, error) {
-	if in == nil {
-		return nil, nil
-	}
-	var cols []sync.Column
-	for _, t := range schema.Tables {
-		if t.Name == table {
-			cols = t.Columns
-		}
-	}
-	out := make(sync.Values, len(in))
-	for k, v := range in {
-		out[k] = v
-		n, ok := v.(json.Number)
-		if !ok {
-			continue
-		}
-		var err error
-		for _, c := range cols {
-			switch {
-			case c.Name != k:
-			case c.Type == sync.TypeInteger:
-				out[k], err = n.Int64()
-			default:
-				out[k], err = n.Float64()
-			}
-		}
-		if err != nil {
-			return nil, typedErr(sync.CodeInvalidValue, "column %q: not a number of its type", k)
-		}
-	}
-	return out, nil
 }
 
 // decode reads one JSON request into v: unknown fields and anything after
@@ -147,8 +79,9 @@ func reply(w http.ResponseWriter, v any, err error) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeErr answers err as {"code","message","retryable"}: the code and
-// retryability are the error's own (ERR-1), the status follows them.
+// writeErr answers err in the JSON form of *sync.Error
+// ({"code","message","rule","retryable",…}): the code and retryability
+// are the error's own (ERR-1), the status follows them.
 func writeErr(w http.ResponseWriter, err error) {
 	code := sync.CodeOf(err)
 	status := http.StatusInternalServerError
@@ -165,17 +98,16 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeStatus(w, status, err)
 }
 
-// writeStatus answers err with status as {"code","message","retryable"};
-// the message is the error's own text without its code.
+// writeStatus answers err with status; an error that is not an
+// *sync.Error (a context's) is answered as one of code unavailable.
 func writeStatus(w http.ResponseWriter, status int, err error) {
-	code, msg := sync.CodeOf(err), fmt.Sprint(err)
 	var e *sync.Error
-	if errors.As(err, &e) && e.Message != "" {
-		msg = e.Message
+	if !errors.As(err, &e) {
+		e = &sync.Error{Code: sync.CodeUnavailable, Message: err.Error(), OpIndex: -1}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "retryable": code.Retryable()})
+	_ = json.NewEncoder(w).Encode(e)
 }
 
 // typedErr is an error of the given code, as the store's own are.

@@ -6,12 +6,14 @@
 // Each request names its partition (tenant) in the path and its actor in
 // the X-Actor header (a real host authenticates instead):
 //
-//	POST /v1/{partition}/push  {"clientId","clientCommitId","ops":[{"table","rowId","op","values","baseVersion"}]}
-//	POST /v1/{partition}/pull  {"clientId","subscriptions":[{"id","table","scopes","cursor","bootstrapToken"}]}
+//	POST /v1/{partition}/push  sync.PushRequest  → sync.PushResponse
+//	POST /v1/{partition}/pull  sync.PullRequest  → sync.PullResponse
 //
-// The answers are sync.PushResponse and sync.PullResponse as JSON. An
-// error is {"code","message","retryable"} with 400 (bad input), 409 (a
-// conflict the client resolves), 503 (retryable) or 500.
+// in the JSON form of package sync (docs/wire.md), e.g. a push
+// {"clientId","clientCommitId","ops":[{"table","rowId","op","values","baseVersion"}]}.
+// An error is a *sync.Error as JSON ({"code","message","rule","retryable",…})
+// with 400 (bad input), 409 (a conflict the client resolves), 503
+// (retryable) or 500.
 package main
 
 import (

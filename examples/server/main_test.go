@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/syncstore/syncstore/sync"
@@ -19,7 +21,7 @@ import (
 type client struct {
 	t        *testing.T
 	base, id string
-	rows     map[string]map[string]any // id → values
+	rows     map[string]sync.Values // id → values
 	versions map[string]int64
 	cursor   int64
 	token    string
@@ -27,7 +29,7 @@ type client struct {
 }
 
 func newClient(t *testing.T, base, id string) *client {
-	return &client{t: t, base: base, id: id, rows: map[string]map[string]any{}, versions: map[string]int64{},
+	return &client{t: t, base: base, id: id, rows: map[string]sync.Values{}, versions: map[string]int64{},
 		cursor: sync.PullBootstrap}
 }
 
@@ -51,46 +53,39 @@ func (c *client) post(path string, body, out any) int {
 	return resp.StatusCode
 }
 
-type wireOp struct {
-	Table       string         `json:"table"`
-	RowID       string         `json:"rowId"`
-	Op          string         `json:"op"`
-	Values      map[string]any `json:"values,omitempty"`
-	BaseVersion *int64         `json:"baseVersion"`
-}
-
-type pushAnswer struct {
-	Status    string
-	CommitSeq int64
-	Replayed  bool
-	Ops       []struct {
-		Status        string
-		Code          string
-		ServerVersion int64
-		ServerRow     map[string]any
-	}
-}
-
 // push sends one commit of ops under the client's next commit id (or
-// commitID when given, to replay one) and returns the answer.
-func (c *client) push(commitID string, ops ...wireOp) pushAnswer {
+// commitID when given, to replay one) and returns the answer, its values
+// typed by the schema.
+func (c *client) push(commitID string, ops ...sync.PushOp) sync.PushResponse {
 	c.t.Helper()
 	if commitID == "" {
 		c.commits++
 		commitID = fmt.Sprintf("%s-%d", c.id, c.commits)
 	}
-	var out pushAnswer
-	if st := c.post("push", map[string]any{"clientId": c.id, "clientCommitId": commitID, "ops": ops}, &out); st != http.StatusOK {
+	var out sync.PushResponse
+	if st := c.post("push", sync.PushRequest{ClientID: c.id, ClientCommitID: commitID, Ops: ops}, &out); st != http.StatusOK {
 		c.t.Fatalf("push %s: HTTP %d", commitID, st)
+	}
+	for i, op := range out.Ops {
+		out.Ops[i].ServerRow = c.typed(ops[i].Table, op.ServerRow)
 	}
 	return out
 }
 
+// typed types values of table decoded from JSON (sync.TypeValues).
+func (c *client) typed(table string, v sync.Values) sync.Values {
+	c.t.Helper()
+	v, err := sync.TypeValues(schema, table, v)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return v
+}
+
 // edit pushes an upsert of row id based on the version the replica holds.
-func (c *client) edit(id, title string) pushAnswer {
-	base := c.versions[id]
-	return c.push("", wireOp{Table: "todos", RowID: id, Op: "upsert", BaseVersion: &base,
-		Values: map[string]any{"id": id, "title": title, "done": false, "project_id": "p7"}})
+func (c *client) edit(id, title string) sync.PushResponse {
+	return c.push("", sync.PushOp{Table: "todos", RowID: id, Op: sync.OpUpsert, BaseVersion: sync.Version(c.versions[id]),
+		Values: sync.Values{"id": id, "title": title, "done": false, "project_id": "p7"}})
 }
 
 // sync pulls until the client is at the head: bootstrap pages first,
@@ -98,50 +93,30 @@ func (c *client) edit(id, title string) pushAnswer {
 func (c *client) sync() {
 	c.t.Helper()
 	for range 100 {
-		var out struct {
-			MaxCommitSeq  int64
-			Subscriptions []struct {
-				Status    string
-				Bootstrap bool
-				Rows      []struct {
-					ID            string
-					ServerVersion int64
-					Values        map[string]any
-				}
-				Commits []struct {
-					Changes []struct {
-						RowID, Op  string
-						Values     map[string]any
-						RowVersion int64
-					}
-				}
-				BootstrapToken string
-				NextCursor     int64
-			}
-		}
-		sub := map[string]any{"id": "s", "table": "todos", "scopes": map[string][]string{"project": {"p7"}},
-			"cursor": c.cursor, "bootstrapToken": c.token, "limitChanges": 2, "limitRows": 2}
-		if st := c.post("pull", map[string]any{"clientId": c.id, "subscriptions": []any{sub}}, &out); st != http.StatusOK {
+		var out sync.PullResponse
+		sub := sync.PullSubscription{ID: "s", Table: "todos", Scopes: sync.ScopeFilter{"project": {"p7"}},
+			Cursor: c.cursor, BootstrapToken: c.token, LimitChanges: 2, LimitRows: 2}
+		if st := c.post("pull", sync.PullRequest{ClientID: c.id, Subscriptions: []sync.PullSubscription{sub}}, &out); st != http.StatusOK {
 			c.t.Fatalf("pull: HTTP %d", st)
 		}
 		s := out.Subscriptions[0]
-		if s.Status != string(sync.PullActive) {
+		if s.Status != sync.PullActive {
 			c.t.Fatalf("pull: status %s", s.Status)
 		}
-		if s.Bootstrap && c.cursor == sync.PullBootstrap && c.token == "" {
-			c.rows, c.versions = map[string]map[string]any{}, map[string]int64{}
+		if s.Fresh {
+			c.rows, c.versions = map[string]sync.Values{}, map[string]int64{}
 		}
 		for _, r := range s.Rows {
-			c.rows[r.ID], c.versions[r.ID] = r.Values, r.ServerVersion
+			c.rows[r.ID], c.versions[r.ID] = c.typed("todos", r.Values), r.ServerVersion
 		}
 		for _, cm := range s.Commits {
 			for _, ch := range cm.Changes {
-				if ch.Op == "delete" {
+				if ch.Op == sync.OpDelete {
 					delete(c.rows, ch.RowID)
 					delete(c.versions, ch.RowID)
 					continue
 				}
-				c.rows[ch.RowID], c.versions[ch.RowID] = ch.Values, ch.RowVersion
+				c.rows[ch.RowID], c.versions[ch.RowID] = c.typed(ch.Table, ch.Values), ch.RowVersion
 			}
 		}
 		c.cursor, c.token = s.NextCursor, s.BootstrapToken
@@ -171,31 +146,31 @@ func TestTwoClientsSync(t *testing.T) {
 	a, b := newClient(t, srv.URL, "a"), newClient(t, srv.URL, "b")
 
 	for i := range 5 {
-		if r := a.edit(fmt.Sprintf("t%d", i), fmt.Sprintf("task %d", i)); r.Status != "applied" || r.Replayed {
+		if r := a.edit(fmt.Sprintf("t%d", i), fmt.Sprintf("task %d", i)); r.Status != sync.PushApplied || r.Replayed {
 			t.Fatalf("create t%d: %+v", i, r)
 		}
 	}
 	// A retry of a's last push (its answer was "lost"): the stored result.
-	if r := a.push("a-5", wireOp{Table: "todos", RowID: "t4", Op: "upsert", BaseVersion: new(int64),
-		Values: map[string]any{"id": "t4", "title": "task 4", "done": false, "project_id": "p7"}}); !r.Replayed || r.CommitSeq != 5 {
+	if r := a.push("a-5", sync.PushOp{Table: "todos", RowID: "t4", Op: sync.OpUpsert, BaseVersion: sync.Version(0),
+		Values: sync.Values{"id": "t4", "title": "task 4", "done": false, "project_id": "p7"}}); !r.Replayed || r.CommitSeq != 5 {
 		t.Fatalf("retried push: %+v, want a replay of commit 5", r)
 	}
 	b.sync() // a bootstrap of 5 rows in pages of 2
 	a.sync()
-	if r := b.edit("t1", "task 1, by b"); r.Status != "applied" {
+	if r := b.edit("t1", "task 1, by b"); r.Status != sync.PushApplied {
 		t.Fatalf("b's edit: %+v", r)
 	}
 	// a edits t1 from its stale version: a conflict carrying the server row.
 	r := a.edit("t1", "task 1, by a")
-	if r.Status != "rejected" || len(r.Ops) != 1 || r.Ops[0].Status != "conflict" || r.Ops[0].ServerVersion != 2 ||
+	if r.Status != sync.PushRejected || len(r.Ops) != 1 || r.Ops[0].Status != sync.OpConflict || r.Ops[0].ServerVersion != 2 ||
 		r.Ops[0].ServerRow["title"] != "task 1, by b" {
 		t.Fatalf("stale edit: %+v, want a conflict with b's row at version 2", r)
 	}
 	a.sync()
-	if r := a.edit("t1", "task 1, by a after b"); r.Status != "applied" { // rebased on version 2
+	if r := a.edit("t1", "task 1, by a after b"); r.Status != sync.PushApplied { // rebased on version 2
 		t.Fatalf("a's rebased edit: %+v", r)
 	}
-	if r := b.push("", wireOp{Table: "todos", RowID: "t3", Op: "delete"}); r.Status != "applied" {
+	if r := b.push("", sync.PushOp{Table: "todos", RowID: "t3", Op: sync.OpDelete}); r.Status != sync.PushApplied {
 		t.Fatalf("b's delete: %+v", r)
 	}
 	a.sync()
@@ -245,5 +220,28 @@ func TestBadRequests(t *testing.T) {
 	}
 	if seq, err := store.MaxCommitSeq(context.Background(), "t1"); err != nil || seq != 0 {
 		t.Errorf("after refused requests MaxCommitSeq = %d, %v; want 0", seq, err)
+	}
+}
+
+// TestErrorShape: a refused push answers the JSON form of *sync.Error —
+// its code, a message for the caller, the rule apart, the op's index.
+func TestErrorShape(t *testing.T) {
+	store, err := sync.Open("sqlite", filepath.Join(t.TempDir(), "server.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.EnsureSchema(context.Background(), schema); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(newHandler(store))
+	defer srv.Close()
+	c := newClient(t, srv.URL, "a")
+	var e sync.Error
+	st := c.post("push", sync.PushRequest{ClientID: "a", ClientCommitID: "k1", Ops: []sync.PushOp{
+		{Table: "todos", RowID: "t1", Op: sync.OpUpsert, Values: sync.Values{"id": "t1", "title": "x", "done": "no", "project_id": "p7"}}}}, &e)
+	if st != http.StatusBadRequest || !errors.Is(&e, sync.ErrInvalidValue) || e.Column != "done" || e.OpIndex != 0 ||
+		e.Rule == "" || strings.Contains(e.Message, e.Rule) {
+		t.Errorf("HTTP %d %+v: want 400, invalid_value on column done of op 0, the rule apart from the message", st, e)
 	}
 }

@@ -136,7 +136,7 @@ func TestErrBeginEnded(t *testing.T) {
 		t.Fatalf("ErrBeginEnded = %v, want unavailable wrapping sql.ErrTxDone", err)
 	}
 	var de *driver.Error
-	if !errors.As(err, &de) || de.Message != "sqlite: transaction aborted: its context ended; nothing was written (TX-6)" {
-		t.Fatalf("message = %q", de.Message)
+	if !errors.As(err, &de) || de.Message != "sqlite: transaction aborted: its context ended; nothing was written" || de.Rule != "TX-6" {
+		t.Fatalf("message = %q, rule %q", de.Message, de.Rule)
 	}
 }
