@@ -273,7 +273,8 @@ func pushFaultStore(t T, h Harness) (*pushFaultConn, *syncstore.Store) {
 // pushFaultConn wraps a Conn so that the ends of its Txs follow a script:
 // for each Commit or CommitRejected, the next step — "landed": done, then
 // answered commit_outcome_unknown; "lost": rolled back, then answered
-// commit_outcome_unknown; no step left: done as the driver does it. After
+// commit_outcome_unknown; "conflict": rolled back, then answered
+// write_conflict (TX-9); no step left: done as the driver does it. After
 // an unknown answer, afterUnknown (if set) runs: it may take the engine
 // down (setDown). It drops the driver's capabilities (the cases need
 // none).
@@ -353,6 +354,11 @@ func (t *pushFaultTx) end(ctx context.Context, do func() error) error {
 		if err := t.Tx.Rollback(ctx); err != nil {
 			return err
 		}
+	case "conflict":
+		if err := t.Tx.Rollback(ctx); err != nil {
+			return err
+		}
+		return driver.Errorf(driver.CodeWriteConflict, "conformance: another transaction of the partition committed first (scripted, TX-9)")
 	default:
 		return do()
 	}

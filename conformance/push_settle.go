@@ -1,20 +1,27 @@
 package conformance
 
 import (
+	"fmt"
+	gosync "sync"
+	"time"
+
 	"github.com/syncstore/syncstore/driver"
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
 // Cases for OUT: what Push answers once an attempt may have landed
-// (OUT-1). The faults are pushFaultConn's (push_outcomes.go): commits
-// that land or roll back and then answer commit_outcome_unknown, and an
-// engine that goes down after an unknown answer.
+// (OUT-1), and its retries of write conflicts (OUT-2). The faults are
+// pushFaultConn's (push_outcomes.go): commits that land or roll back and
+// then answer commit_outcome_unknown or write_conflict, and an engine
+// that goes down after an unknown answer.
 
 func init() {
 	register(
 		Case{Name: "OUT-1/landed-then-unreachable-is-unknown", Run: outLandedUnreachable},
 		Case{Name: "OUT-1/landed-then-begin-fails-is-settled-by-read", Run: outLandedBeginFails},
 		Case{Name: "OUT-1/guarded-push-landed-then-unreachable", Run: outGuardedUnreachable},
+		Case{Name: "OUT-2/write-conflicts-retried-past-any-count", Run: outConflictsRetried},
+		Case{Name: "OUT-2/racing-pushes-all-land-by-default", Run: outRacingDefault},
 	)
 }
 
@@ -118,4 +125,75 @@ func outGuardedUnreachable(t T, h Harness) {
 	must(t, "OUT-1: the first push again", err)
 	expectEqual(t, "OUT-1: it answers the commit that landed", int64(1), r.CommitSeq)
 	pushExpectSettled(t, f, 2, 2)
+}
+
+// Catches: Push giving up on write conflicts after a fixed number of
+// attempts although its context lives and the policy sets no bound; a
+// policy's bound not kept.
+func outConflictsRetried(t T, h Harness) {
+	f, s := pushFaultStore(t, h)
+	conflicts := make([]string, 40)
+	for i := range conflicts {
+		conflicts[i] = "conflict"
+	}
+	s.SetRetryPolicy(syncstore.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
+	f.script(conflicts...)
+	r, err := s.Push(t.Context(), "p1", pushReq("c1", "k1", pushTodo("t1", "p7", "o1", "one", nil)))
+	must(t, "OUT-2: a push meeting 40 write conflicts, no bound set", err)
+	expectEqual(t, "OUT-2: status", driver.PushApplied, r.Status)
+	expectEqual(t, "OUT-2: commit", int64(1), r.CommitSeq)
+	s.SetRetryPolicy(syncstore.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
+	f.script("conflict", "conflict", "conflict", "conflict")
+	_, err = s.Push(t.Context(), "p1", pushReq("c1", "k2", pushTodo("t2", "p7", "o1", "two", nil)))
+	expectCode(t, "OUT-2: a push meeting more write conflicts than MaxAttempts 3", err, driver.CodeWriteConflict)
+	outUp(f)
+	pushExpectSettled(t, f, 1, 1)
+	_, found, err := f.Conn.GetPushResult(t.Context(), "p1", "c1", "k2")
+	must(t, "GetPushResult", err)
+	expectEqual(t, "OUT-2: the bounded push's result stored", false, found)
+}
+
+// Catches: racing pushes on one partition that fail with write_conflict
+// under the default policy (an optimistic engine, TX-9), or retries that
+// apply twice (gaps or extra seqs).
+func outRacingDefault(t T, h Harness) {
+	conn, s := pushStore(t, h)
+	const workers, each = 12, 20
+	var wg gosync.WaitGroup
+	failed := make([][]string, workers)
+	for w := range workers {
+		wg.Go(func() {
+			id := fmt.Sprintf("w%02d", w)
+			for i := range each {
+				r, err := s.Push(t.Context(), "p1", pushReq(id, fmt.Sprintf("k%d", i),
+					pushTodo(fmt.Sprintf("%s-%d", id, i), "p7", "o1", "x", nil)))
+				if err == nil && (r.Status != driver.PushApplied || r.Replayed) {
+					err = fmt.Errorf("%s, replayed %v: %+v", r.Status, r.Replayed, r.Ops)
+				}
+				if err != nil {
+					failed[w] = append(failed[w], fmt.Sprintf("push %d: %v", i, err))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for w, f := range failed {
+		n += len(f)
+		if len(f) > 0 {
+			t.Errorf("OUT-2: worker %d: %d of %d pushes failed, the first: %s", w, len(f), each, f[0])
+		}
+	}
+	if n > 0 {
+		t.Fatalf("OUT-2: %d of %d racing pushes failed", n, workers*each)
+	}
+	seq, err := conn.MaxCommitSeq(t.Context(), "p1")
+	must(t, "MaxCommitSeq", err)
+	expectEqual(t, "OUT-2: commits after the race", int64(workers*each), seq)
+	log := winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"project": {"p7"}}, workers*each))
+	want := make([]int64, workers*each)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	expectEqual(t, "OUT-2: the log's seqs", want, seqs(log))
 }

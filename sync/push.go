@@ -70,8 +70,11 @@ import (
 //     engine unreachable at Begin, a hook's error, ctx ended) is not
 //     answered, since it would say nothing was written; the result is
 //     read once more instead, on a short context detached from ctx.
-//     Write conflicts of optimistic engines (TX-9) are retried inside
-//     Push with the Store's RetryPolicy.
+//   - Write conflicts (OUT-2): a Tx that lost a race of an optimistic
+//     engine (TX-9) is retried inside Push with backoff and jitter until
+//     ctx ends — then CodeUnavailable — or the Store's RetryPolicy's
+//     MaxAttempts (default: no bound) ran out — then CodeWriteConflict,
+//     nothing written.
 //
 // Validation (PUSH-8), before anything is read or written (V-9):
 // partition V-1; ClientID V-2 and V-7 (CodeInvalidClientID);
