@@ -104,7 +104,7 @@ var registry []Case
 func register(cs ...Case) { registry = append(registry, cs...) }
 
 // groupOrder fixes the report order of rule groups (docs/contract.md order).
-var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "LOG", "SCAN", "PR", "CR", "REG", "HZ", "PUSH", "PULL", "RET", "ERR",
+var groupOrder = []string{"V", "SCH", "ROW", "VAL", "P", "TX", "SEQ", "WIN", "LOG", "SCAN", "PR", "CR", "REG", "HZ", "PUSH", "OUT", "PULL", "RET", "ERR",
 	"RX", "AQ", "IXL", "BLOB", "ADM", "FAN"}
 
 func ruleKey(rule string) (int, int) {

@@ -224,6 +224,9 @@ func pushUnknownGuarded(t T, h Harness) {
 type pushGuardedFaultConn struct{ *pushFaultConn }
 
 func (c *pushGuardedFaultConn) BeginGuarded(ctx context.Context, p string) (driver.GuardedTx, error) {
+	if c.isDown("begin") {
+		return nil, errScriptedDown
+	}
 	tx, err := c.Conn.(driver.GuardedBeginner).BeginGuarded(ctx, p)
 	if err != nil {
 		return nil, err
@@ -270,12 +273,42 @@ func pushFaultStore(t T, h Harness) (*pushFaultConn, *syncstore.Store) {
 // pushFaultConn wraps a Conn so that the ends of its Txs follow a script:
 // for each Commit or CommitRejected, the next step — "landed": done, then
 // answered commit_outcome_unknown; "lost": rolled back, then answered
-// commit_outcome_unknown; no step left: done as the driver does it. It
-// drops the driver's capabilities (the cases need none).
+// commit_outcome_unknown; "conflict": rolled back, then answered
+// write_conflict (TX-9); no step left: done as the driver does it. After
+// an unknown answer, afterUnknown (if set) runs: it may take the engine
+// down (setDown). It drops the driver's capabilities (the cases need
+// none).
 type pushFaultConn struct {
 	driver.Conn
-	mu    gosync.Mutex
-	steps []string
+	mu           gosync.Mutex
+	steps        []string
+	afterUnknown func()
+	// down: "" the engine answers; "begin": every Begin fails with
+	// unavailable (GetPushResult answers); "all": Begin and GetPushResult
+	// fail with unavailable.
+	down string
+}
+
+// setDown sets how far the engine is down ("", "begin", "all").
+func (c *pushFaultConn) setDown(down string) {
+	c.mu.Lock()
+	c.down = down
+	c.mu.Unlock()
+}
+
+func (c *pushFaultConn) isDown(call string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.down == "all" || (c.down == "begin" && call == "begin")
+}
+
+var errScriptedDown = driver.Errorf(driver.CodeUnavailable, "conformance: the engine cannot be reached (scripted)")
+
+func (c *pushFaultConn) GetPushResult(ctx context.Context, p, clientID, clientCommitID string) (driver.PushResult, bool, error) {
+	if c.isDown("read") {
+		return driver.PushResult{}, false, errScriptedDown
+	}
+	return c.Conn.GetPushResult(ctx, p, clientID, clientCommitID)
 }
 
 func (c *pushFaultConn) script(steps ...string) {
@@ -296,6 +329,9 @@ func (c *pushFaultConn) next() string {
 }
 
 func (c *pushFaultConn) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	if c.isDown("begin") {
+		return nil, errScriptedDown
+	}
 	tx, err := c.Conn.Begin(ctx, p)
 	if err != nil {
 		return nil, err
@@ -318,8 +354,19 @@ func (t *pushFaultTx) end(ctx context.Context, do func() error) error {
 		if err := t.Tx.Rollback(ctx); err != nil {
 			return err
 		}
+	case "conflict":
+		if err := t.Tx.Rollback(ctx); err != nil {
+			return err
+		}
+		return driver.Errorf(driver.CodeWriteConflict, "conformance: another transaction of the partition committed first (scripted, TX-9)")
 	default:
 		return do()
+	}
+	t.c.mu.Lock()
+	after := t.c.afterUnknown
+	t.c.mu.Unlock()
+	if after != nil {
+		after()
 	}
 	return driver.Errorf(driver.CodeCommitOutcomeUnknown, "conformance: the commit's answer was lost (scripted, TX-10)")
 }

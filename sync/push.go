@@ -64,9 +64,17 @@ import (
 //     push is never applied twice, and never reported rejected when it
 //     landed. When the outcome still cannot be learned (ctx ended, the
 //     engine unreachable), Push returns CodeCommitOutcomeUnknown: push
-//     the same request again later to learn it. Write conflicts of
-//     optimistic engines (TX-9) are retried inside Push with the Store's
-//     RetryPolicy.
+//     the same request again later to learn it. Once an attempt may have
+//     landed, Push answers only the settled result or
+//     CodeCommitOutcomeUnknown (OUT-1): an error of a later attempt (the
+//     engine unreachable at Begin, a hook's error, ctx ended) is not
+//     answered, since it would say nothing was written; the result is
+//     read once more instead, on a short context detached from ctx.
+//   - Write conflicts (OUT-2): a Tx that lost a race of an optimistic
+//     engine (TX-9) is retried inside Push with backoff and jitter until
+//     ctx ends — then CodeUnavailable — or the Store's RetryPolicy's
+//     MaxAttempts (default: no bound) ran out — then CodeWriteConflict,
+//     nothing written.
 //
 // Validation (PUSH-8), before anything is read or written (V-9):
 // partition V-1; ClientID V-2 and V-7 (CodeInvalidClientID);
@@ -132,6 +140,9 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
 	}
+	// unknown is the error of the last attempt whose outcome was unknown:
+	// from then on, every answer is the settled result or unknown (OUT-1).
+	var unknown error
 	if gb, ok := p.guarded(s); ok {
 		resp, done, err := p.pushGuarded(ctx, s, gb)
 		if done {
@@ -139,6 +150,7 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 		}
 		if err != nil { // the outcome is unknown: settled as below (PUSH-7)
 			p.attempts = append(p.attempts, resp)
+			unknown = err
 			if ctx.Err() != nil {
 				return p.settleDetached(ctx, s, err)
 			}
@@ -160,17 +172,43 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 		if err == nil {
 			return resp, nil
 		}
-		if CodeOf(err) != CodeCommitOutcomeUnknown {
+		switch code := CodeOf(err); {
+		case code == CodeCommitOutcomeUnknown:
+		case unknown == nil || code == CodeIdempotencyKeyReused:
+			// Nothing of this call landed, or (key reused) the stored
+			// result of another request says so.
 			return PushResponse{}, err
+		default:
+			// An earlier attempt may have landed: this error does not say
+			// whether it did (OUT-1).
+			return p.settleDetached(ctx, s, unknownAfter(unknown, err))
 		}
 		// The Tx may have landed (TX-10): remember what it stored, then
 		// learn whether it did (PUSH-7).
 		p.attempts = append(p.attempts, resp)
+		unknown = err
 		if settle+1 < maxPushSettles && ctx.Err() == nil {
 			continue // a new Tx waits for the partition, then replays or applies
 		}
 		return p.settleDetached(ctx, s, err)
 	}
+}
+
+// unknownAfter is Push's answer when an attempt whose outcome was unknown
+// (unknown) was followed by one that failed with err before the outcome
+// could be learned (OUT-1): CodeCommitOutcomeUnknown wrapping unknown,
+// naming err's code.
+func unknownAfter(unknown, err error) error {
+	return &Error{Code: CodeCommitOutcomeUnknown, OpIndex: -1, Err: unknown,
+		Message: fmt.Sprintf("Push: an attempt's commit may have landed and the next attempt failed (%s) before the outcome could be read; push the same request again to learn it (OUT-1)", codeOrUnknown(err))}
+}
+
+// codeOrUnknown is err's code, or "no code" for an error without one.
+func codeOrUnknown(err error) string {
+	if c := CodeOf(err); c != "" {
+		return string(c)
+	}
+	return "no code"
 }
 
 // maxPushSettles bounds the Txs Push runs to settle unknown outcomes.

@@ -7,29 +7,29 @@ import (
 	"github.com/cenkalti/backoff/v5"
 )
 
-// RetryPolicy bounds RunInTx's retries of a transaction that lost a race
-// (CodeWriteConflict, TX-9). Zero fields take DefaultRetryPolicy's values.
+// RetryPolicy shapes how RunInTx and Push retry a transaction that lost a
+// race (CodeWriteConflict, TX-9, OUT-2): capped exponential backoff with
+// jitter, until ctx ends or MaxAttempts attempts were made. Its zero value
+// is DefaultRetryPolicy: zero fields take DefaultRetryPolicy's values.
 type RetryPolicy struct {
-	// MaxAttempts bounds the attempts, the first included.
+	// MaxAttempts bounds the attempts, the first included; 0 (the
+	// default): no bound, retried until ctx ends.
 	MaxAttempts int
-	// InitialInterval is the first wait; each next wait doubles, up to
-	// MaxInterval. Every wait is jittered by ±50%.
+	// InitialInterval is the first wait (0: 5 ms); each next wait
+	// doubles, up to MaxInterval (0: 500 ms). Every wait is jittered by
+	// ±50%.
 	InitialInterval time.Duration
 	MaxInterval     time.Duration
 }
 
-// DefaultRetryPolicy is RunInTx's policy unless SetRetryPolicy changes it:
-// 10 attempts, waits from 5 ms doubling up to 500 ms (±50% jitter), so a
-// transaction that always conflicts gives up after about 1.6 s of waiting.
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 10, InitialInterval: 5 * time.Millisecond, MaxInterval: 500 * time.Millisecond}
+// DefaultRetryPolicy is the policy of RunInTx and Push unless
+// SetRetryPolicy changes it: no bound on the attempts (retried until ctx
+// ends), waits from 5 ms doubling up to 500 ms (±50% jitter).
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 0, InitialInterval: 5 * time.Millisecond, MaxInterval: 500 * time.Millisecond}
 
-// SetRetryPolicy sets the policy of this Store's RunInTx calls. Safe for
-// concurrent use; calls already running keep the policy they started with.
 func (s *Store) SetRetryPolicy(p RetryPolicy) {
 	d := DefaultRetryPolicy
-	if p.MaxAttempts > 0 {
-		d.MaxAttempts = p.MaxAttempts
-	}
+	d.MaxAttempts = max(p.MaxAttempts, 0)
 	if p.InitialInterval > 0 {
 		d.InitialInterval = p.InitialInterval
 	}
@@ -60,9 +60,10 @@ func (s *Store) retryPolicy() RetryPolicy {
 //
 // When any step fails with CodeWriteConflict (an optimistic engine lost a
 // race; nothing was written, TX-9), the whole transaction — Begin, fn,
-// Commit — is retried, with capped exponential backoff and jitter, at most
-// RetryPolicy.MaxAttempts times in all (default 10); fn must therefore be
-// safe to run again. If the attempts run out, the last write-conflict
+// Commit — is retried, with capped exponential backoff and jitter, until
+// ctx ends or, when the Store's RetryPolicy sets MaxAttempts, that many
+// attempts were made in all (default: no bound, OUT-2); fn must therefore
+// be safe to run again. If the attempts run out, the last write-conflict
 // error is returned. If ctx ends while waiting to retry, the error is
 // CodeUnavailable wrapping ctx's cause. Every other error is returned
 // unchanged, without retry. A nil fn or invalid partition (V-1) →

@@ -141,6 +141,37 @@ func TestRunInTxGivesUpAfterMaxAttempts(t *testing.T) {
 	expectRow(t, s, "n1", false)
 }
 
+// TestZeroRetryPolicyRetriesUntilContextEnds: the zero policy (the
+// default) sets no bound on the attempts (OUT-2); a transaction that
+// always conflicts is retried until its context ends — here at the 50th
+// conflict — and then answers unavailable, nothing written.
+func TestZeroRetryPolicyRetriesUntilContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	fc := &faultConn{always: true}
+	s := faultStore(t, fc)
+	s.SetRetryPolicy(sync.RetryPolicy{InitialInterval: time.Microsecond, MaxInterval: time.Microsecond})
+	const conflicts = 50
+	fc.onConflict = func() {
+		if _, commits := fc.counts(); commits == conflicts {
+			cancel()
+		}
+	}
+	calls := 0
+	err := s.RunInTx(ctx, "p1", func(ctx context.Context, tx *sync.Tx) error {
+		calls++
+		return writeNote(ctx, tx, "n1")
+	})
+	if !errors.Is(err, sync.ErrUnavailable) {
+		t.Fatalf("RunInTx always conflicting until ctx ends = %v; want unavailable", err)
+	}
+	if calls != conflicts {
+		t.Errorf("fn ran %d times; want %d (until ctx ended)", calls, conflicts)
+	}
+	expectMaxSeq(t, s, 0)
+	expectRow(t, s, "n1", false)
+}
+
 // TestRunInTxNeverRetriesUnknownOutcome: a Commit whose outcome is unknown
 // (TX-10) may have landed, so RunInTx returns the error as it is and never
 // runs fn again; here the Tx did land, exactly once.

@@ -288,8 +288,8 @@ const tokenExpireEvery = time.Minute
 // outcomeLookupTimeout bounds the fence that settles a batch whose answer
 // was lost (TX-10), beyond the caller's context: it runs on a context
 // detached from the caller's, so a batch cut off by the caller's deadline
-// is still settled.
-const outcomeLookupTimeout = 10 * time.Second
+// is still settled. A var so that tests can shorten it.
+var outcomeLookupTimeout = 10 * time.Second
 
 // write sends stmts as one all-or-nothing batch, adding an idempotency
 // token row (and, once per tokenExpireEvery, the deletion of expired

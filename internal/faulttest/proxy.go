@@ -26,6 +26,9 @@ type Proxy struct {
 	armed *Fault
 	conns map[*proxyConn]struct{}
 	wg    gosync.WaitGroup
+	// cut: 0 connections pass; n > 0 the next n connections are closed
+	// at once; < 0 every connection is, until Restore.
+	cut int
 }
 
 // Protocol selects how a Proxy finds a COMMIT in the client's stream.
@@ -63,7 +66,10 @@ const maxHold = 30 * time.Second
 
 // Fault is one armed fault. Its channels report its progress.
 type Fault struct {
-	Kind      FaultKind
+	Kind FaultKind
+	// cut is applied to the proxy when a DropReply fault drops the reply
+	// (ArmDropAndCut); 0: nothing more.
+	cut       int
 	fired     chan struct{} // the COMMIT was seen
 	release   chan struct{}
 	replied   chan struct{} // a held or dropped reply arrived
@@ -133,6 +139,55 @@ func (p *Proxy) Arm(k FaultKind) *Fault {
 	return f
 }
 
+// ArmDropAndCut arms a DropReply fault that, at the moment it drops the
+// reply, also cuts the proxy: every open connection is closed and then
+// the next cut connections (cut < 0: every connection until Restore) are
+// closed as soon as they are accepted — the engine unreachable right
+// after it committed.
+func (p *Proxy) ArmDropAndCut(cut int) *Fault {
+	f := p.Arm(DropReply)
+	p.mu.Lock()
+	f.cut = cut
+	p.mu.Unlock()
+	return f
+}
+
+// Restore ends a cut: connections pass again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut = 0
+	p.mu.Unlock()
+}
+
+// cutNow starts cutting n connections (n < 0: all) and closes every open
+// one.
+func (p *Proxy) cutNow(n int) {
+	p.mu.Lock()
+	p.cut = n
+	open := make([]*proxyConn, 0, len(p.conns))
+	for c := range p.conns {
+		open = append(open, c)
+	}
+	p.mu.Unlock()
+	for _, c := range open {
+		c.close()
+	}
+}
+
+// refuse reports whether a new connection is to be closed at once.
+func (p *Proxy) refuse() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.cut < 0:
+		return true
+	case p.cut > 0:
+		p.cut--
+		return true
+	}
+	return false
+}
+
 // take returns the armed fault, disarming it.
 func (p *Proxy) take() *Fault {
 	p.mu.Lock()
@@ -160,6 +215,10 @@ func (p *Proxy) accept() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.refuse() {
+			_ = client.Close()
+			continue
 		}
 		server, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -278,10 +337,17 @@ func (c *proxyConn) downstream() {
 		n, err := c.server.Read(buf)
 		if n > 0 {
 			if f := c.replyFault(); f != nil {
-				f.once.replied.Do(func() { close(f.replied) })
 				if f.Kind == DropReply {
+					c.p.mu.Lock()
+					cut := f.cut
+					c.p.mu.Unlock()
+					if cut != 0 {
+						c.p.cutNow(cut)
+					}
+					f.once.replied.Do(func() { close(f.replied) })
 					return
 				}
+				f.once.replied.Do(func() { close(f.replied) })
 				f.wait()
 				c.mu.Lock()
 				c.reply = nil
