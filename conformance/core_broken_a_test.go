@@ -44,8 +44,9 @@ func TestGroupsACatchBrokenDrivers(t *testing.T) {
 		{"interrupted-migration-poisons", func(c driver.Conn) driver.Conn { return &bAPoison{bAConn: bAConn{c}} }, []string{"SCH-7"}, nil},
 		{"unique-collision-replaces", func(c driver.Conn) driver.Conn { return &bAReplaceUnique{bAConn{c}} },
 			// The layout checks of SCH-2…SCH-6 and the unique cases of
-			// SCH-9 and ERR-1 rely on the unique index rejecting.
-			[]string{"SCH-10"}, []string{"SCH-2", "SCH-3", "SCH-4", "SCH-6", "SCH-9", "ERR-1"}},
+			// SCH-9, ERR-1 and ERR-5 (its sample of a driver's error is a
+			// unique collision) rely on the unique index rejecting.
+			[]string{"SCH-10"}, []string{"SCH-2", "SCH-3", "SCH-4", "SCH-6", "SCH-9", "ERR-1", "ERR-5"}},
 		{"partitions-fold-case", func(c driver.Conn) driver.Conn { return &bAFoldPartition{bAConn{c}} }, []string{"P-1", "P-2"}, nil},
 		{"unknown-partition-horizon-fails", func(c driver.Conn) driver.Conn {
 			return &bAUnknownHorizon{bAConn: bAConn{c}, seen: map[string]bool{}}
