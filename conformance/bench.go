@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -281,8 +280,3 @@ func withStore(ctx context.Context, h Harness, name string, fn func(conn driver.
 type harnessError struct{ msg string }
 
 func (e *harnessError) Error() string { return "conformance: harness: " + e.msg }
-
-func isNotImplemented(err error) bool {
-	var ni notImplementedError
-	return errors.As(err, &ni)
-}

@@ -38,7 +38,7 @@ func runW7(ctx context.Context, conn driver.Conn, commits int) (w1Result, error)
 		}
 		if resp.Status != driver.PushApplied || resp.Replayed || len(resp.Changes) != BenchRowsPerCommit ||
 			resp.Ops[0].ServerVersion != 1 {
-			return 0, fmt.Errorf("Push answered %s (replayed %v, %d changes), want a fresh application at version 1 (PUSH-4)",
+			return 0, fmt.Errorf("push answered %s (replayed %v, %d changes), want a fresh application at version 1 (PUSH-4)",
 				resp.Status, resp.Replayed, len(resp.Changes))
 		}
 		return resp.CommitSeq, nil

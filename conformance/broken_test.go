@@ -8,12 +8,14 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/sqlite"
+	"github.com/syncstore/syncstore/internal/testdb"
 )
 
 // TestSuiteCatchesBrokenDrivers runs the whole suite against deliberately
 // broken wrappers of the SQLite driver and checks that exactly the rules
 // each one breaks fail — no fewer (the suite can fail) and no more (the
-// failure points at the right rule).
+// failure points at the right rule). Every test that calls runBroken is a
+// full lane: it runs under SYNCSTORE_TEST_FULL=1 (docs/testing.md).
 func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 	broken := []brokenDriver{
 		{name: "leaky-scan", want: []string{"P-1", "P-2", "V-1"}, also: []string{"PULL-3", "PULL-10", "PULL-11", "PULL-12"}, wrap: func(c driver.Conn) driver.Conn {
@@ -107,6 +109,7 @@ func runBroken(t *testing.T, broken []brokenDriver) {
 	if testing.Short() {
 		t.Skip("runs the suite once per broken driver")
 	}
+	testdb.RequireFull(t, "the suite once per deliberately broken driver")
 	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
 	if err != nil {
 		t.Fatal(err)

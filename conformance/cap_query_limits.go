@@ -33,12 +33,12 @@ func init() {
 	)
 }
 
-// aqQueryTimed runs q on p and returns its result, error and wall time.
-func aqQueryTimed(t T, conn driver.Conn, p string, q driver.Query) (driver.QueryResult, error, time.Duration) {
+// aqQueryTimed runs q on p and returns its result, wall time and error.
+func aqQueryTimed(t T, conn driver.Conn, p string, q driver.Query) (driver.QueryResult, time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	res, err := aqQuerier(t, conn).AuthoritativeQuery(t.Context(), p, q)
-	return res, err, time.Since(start)
+	return res, time.Since(start), err
 }
 
 // aqExpectLimit fails the case unless err is a non-retryable
@@ -84,7 +84,7 @@ func aqRowsBound(t T, h Harness) {
 	before := aqTake(t, conn)
 	todos := []string{tTodos}
 	// Exactly MaxRows rows come back whole.
-	res, err, _ := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(1002), Tables: todos, Limits: driver.QueryLimits{MaxRows: 1000}})
+	res, _, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(1002), Tables: todos, Limits: driver.QueryLimits{MaxRows: 1000}})
 	if err != nil {
 		t.Fatalf("AQ-6: 1,000 rows under MaxRows 1,000: %v", err)
 	}
@@ -92,14 +92,14 @@ func aqRowsBound(t T, h Harness) {
 		t.Errorf("AQ-6: 1,000 rows under MaxRows 1,000: got %d rows", len(res.Rows))
 	}
 	// One more is the rows bound.
-	_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(1003), Tables: todos, Limits: driver.QueryLimits{MaxRows: 1000}})
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(1003), Tables: todos, Limits: driver.QueryLimits{MaxRows: 1000}})
 	aqExpectLimit(t, "1,001 rows under MaxRows 1,000", err, took, false, driver.BoundRows)
 	var le *driver.QueryLimitError
 	if errors.As(err, &le) && le.Limit != 1000 {
 		t.Errorf("AQ-6: rows bound: Limit %d, want 1000", le.Limit)
 	}
 	// Ten million rows under the default limits never reach the host.
-	_, err, took = aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(10_000_002), Tables: todos})
+	_, took, err = aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqCount(10_000_002), Tables: todos})
 	aqExpectLimit(t, "10 M rows of a recursive CTE under the default limits", err, took, false, driver.BoundRows, driver.BoundTime, driver.BoundMemory)
 	aqCheckUnchanged(t, conn, before)
 }
@@ -109,14 +109,14 @@ func aqBytesBound(t T, h Harness) {
 	aqSeed(t, conn)
 	// 500 × 3 rows of (n, title): 1,500 × 8 bytes + 500 × 11 bytes of titles = 17,500 bytes.
 	sql := `WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 500) SELECT r.n, t.title FROM r, todos t ORDER BY r.n, t.id`
-	res, err, _ := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}, Limits: driver.QueryLimits{MaxResultBytes: 17_500}})
+	res, _, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}, Limits: driver.QueryLimits{MaxResultBytes: 17_500}})
 	if err != nil {
 		t.Fatalf("AQ-6: a 17,500-byte result under MaxResultBytes 17,500: %v", err)
 	}
 	if len(res.Rows) != 1500 {
 		t.Errorf("AQ-6: a 17,500-byte result: %d rows, want 1,500", len(res.Rows))
 	}
-	_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}, Limits: driver.QueryLimits{MaxResultBytes: 17_499}})
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}, Limits: driver.QueryLimits{MaxResultBytes: 17_499}})
 	aqExpectLimit(t, "a 17,500-byte result under MaxResultBytes 17,499", err, took, false, driver.BoundBytes)
 }
 
@@ -135,7 +135,7 @@ func aqValueBound(t T, h Harness) {
 	aqSeed(t, conn)
 	todos := []string{tTodos}
 	// One level: 'one' + 100 'a' = 103 bytes, under 1,000.
-	res, err, _ := aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT ` + aqReplaceNest(1) + ` AS v FROM todos WHERE id = 't1'`,
+	res, _, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT ` + aqReplaceNest(1) + ` AS v FROM todos WHERE id = 't1'`,
 		Tables: todos, Limits: driver.QueryLimits{MaxValueBytes: 1000}})
 	if err != nil {
 		t.Fatalf("AQ-6: a 103-byte value under MaxValueBytes 1,000: %v", err)
@@ -144,7 +144,7 @@ func aqValueBound(t T, h Harness) {
 		t.Errorf("AQ-6: a 103-byte value: got %s", aqShow(res.Rows))
 	}
 	// Five levels: 1,000,003 bytes over 64 KiB, built and returned.
-	_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT ` + aqReplaceNest(5) + ` AS v FROM todos WHERE id = 't1'`,
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT ` + aqReplaceNest(5) + ` AS v FROM todos WHERE id = 't1'`,
 		Tables: todos, Limits: driver.QueryLimits{MaxValueBytes: 64 << 10, Timeout: 5 * time.Second}})
 	aqExpectLimit(t, "a 1 MB value under MaxValueBytes 64 KiB", err, took, true,
 		driver.BoundValueBytes, driver.BoundBytes, driver.BoundMemory, driver.BoundTime)
@@ -159,12 +159,12 @@ func aqBuiltValueBound(t T, h Harness) {
 	// the value size on the engine where it can be, else by time.
 	sql := `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40)
 		SELECT max(length(s)) AS m FROM r`
-	_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: todos,
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: todos,
 		Limits: driver.QueryLimits{MaxValueBytes: 64 << 10, Timeout: 2 * time.Second}})
 	aqExpectLimit(t, "a string doubled 40 times (x || x)", err, took, true)
 	// Nested replace building 10^10 bytes (MariaDB once ran this for 43
 	// minutes past max_statement_time and KILL).
-	_, err, took = aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT length(` + aqReplaceNest(9) + `) AS m FROM todos WHERE id = 't1'`,
+	_, took, err = aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT length(` + aqReplaceNest(9) + `) AS m FROM todos WHERE id = 't1'`,
 		Tables: todos, Limits: driver.QueryLimits{MaxValueBytes: 64 << 10, Timeout: 2 * time.Second}})
 	aqExpectLimit(t, "nested replace building 10 GB", err, took, true)
 	aqCheckUnchanged(t, conn, before)
@@ -178,7 +178,7 @@ func aqTimeBound(t T, h Harness) {
 	conn := openStore(t, h)
 	aqSeed(t, conn)
 	before := aqTake(t, conn)
-	_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqSpin, Tables: []string{tTodos},
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: aqSpin, Tables: []string{tTodos},
 		Limits: driver.QueryLimits{Timeout: 500 * time.Millisecond}})
 	aqExpectLimit(t, "a billion-step recursive CTE under Timeout 500 ms", err, took, false, driver.BoundTime, driver.BoundMemory)
 	var le *driver.QueryLimitError
@@ -252,7 +252,7 @@ func aqLargeText(t T, h Harness) {
 		if len(sql) > 100_000 {
 			t.Fatalf("setup: %s is %d bytes, over sync.MaxQueryBytes", name, len(sql))
 		}
-		_, err, took := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}})
+		_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos}})
 		if took > aqLimitWithin {
 			t.Errorf("AQ-6: %s (%d bytes) took %v to rewrite and run, beyond the generous %v", name, len(sql), took, aqLimitWithin)
 		}

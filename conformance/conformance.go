@@ -68,6 +68,14 @@ type Harness struct {
 	// partitions run at the same time (TX-1). When true, the suite checks
 	// that a Tx on one partition never waits for a Tx on another.
 	ParallelPartitions bool
+	// ParallelCases says the stores Open returns share nothing (a
+	// database of their own on a server, a file of their own), so Run
+	// may run cases in parallel: each case's subtest calls t.Parallel,
+	// and go test's -parallel (default GOMAXPROCS) bounds how many run at
+	// once. Leave it false when stores share anything (one pooled
+	// database emptied per case, a process-wide lock). RunCases and the
+	// CLI run cases one at a time either way.
+	ParallelCases bool
 	// Unreachable, if set, returns a Conn whose engine cannot be reached
 	// (TX-7: Begin must fail within the context deadline, never hang). The
 	// TX-7 case is skipped without it.
@@ -135,8 +143,10 @@ func Cases() []Case {
 }
 
 // Run runs every case against h as subtests of t, one subtest per case
-// named by the case. Cases of a capability the driver does not declare are
-// skipped with "not implemented: capability …".
+// named by the case, in parallel when h.ParallelCases is set (Run then
+// returns before the cases end; they end before t does). Cases of a
+// capability the driver does not declare are skipped with "not
+// implemented: capability …".
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Open == nil {
@@ -145,6 +155,9 @@ func Run(t *testing.T, h Harness) {
 	declared := declaredCapabilities(t, h)
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
+			if h.ParallelCases {
+				t.Parallel()
+			}
 			if c.Capability != "" && !declared[c.Capability] {
 				t.Skipf("not implemented: capability %s", c.Capability)
 			}

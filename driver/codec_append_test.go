@@ -36,7 +36,7 @@ func TestAppendValuesMatchesEncodingJSON(t *testing.T) {
 	cases := []Values{
 		nil, {},
 		{"i": int64(math.MinInt64), "j": int64(math.MaxInt64), "k": int64(1<<53 + 1), "z": int64(0)},
-		{"f": 0.1, "g": -0.0, "h": math.MaxFloat64, "m": math.SmallestNonzeroFloat64, "n": 1e21, "o": 123456789.0},
+		{"f": 0.1, "g": math.Copysign(0, -1), "h": math.MaxFloat64, "m": math.SmallestNonzeroFloat64, "n": 1e21, "o": 123456789.0},
 		{"b": true, "c": false, "n": nil},
 		{"x": []byte{}, "y": []byte{0, 1, 2, 0xff}, "z": []byte("hello world!")},
 		{"j": JSON(`{"a" : 1, "a": "\u0000<>&"}`), "k": JSON(" [ ] ")},

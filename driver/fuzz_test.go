@@ -34,7 +34,7 @@ func FuzzDecodePushResult(f *testing.F) {
 			Ops: []driver.OpResult{{Status: driver.OpApplied}}},
 		{Status: driver.PushRejected, RecordedAtMs: -1, Ops: []driver.OpResult{
 			{Status: driver.OpConflict, Code: "app.conflict", Message: "m", ServerVersion: 3,
-				ServerRow: driver.Values{"s": "é😀", "i": int64(math.MinInt64), "f": -0.0, "b": true, "j": driver.JSON(` {"a": 1, "a": 2} `), "x": []byte{0, 1}, "e": []byte{}, "n": nil}},
+				ServerRow: driver.Values{"s": "é😀", "i": int64(math.MinInt64), "f": math.Copysign(0, -1), "b": true, "j": driver.JSON(` {"a": 1, "a": 2} `), "x": []byte{0, 1}, "e": []byte{}, "n": nil}},
 			{Status: driver.OpError, Code: "app.err", Retryable: true, Details: driver.JSON(`{"k":[1,2]}`)},
 		}},
 	}
@@ -122,7 +122,7 @@ func FuzzDecodeValues(f *testing.F) {
 // FuzzValuesRoundTrip builds values of every type from fuzzed parts and
 // checks that they survive EncodeValues/DecodeValues exactly (VAL-1).
 func FuzzValuesRoundTrip(f *testing.F) {
-	f.Add("é😀\uFFFD", int64(math.MinInt64), math.Float64bits(-0.0), true, `{"a": 1, "a": [2]}`, []byte{0, 255})
+	f.Add("é😀\uFFFD", int64(math.MinInt64), math.Float64bits(math.Copysign(0, -1)), true, `{"a": 1, "a": [2]}`, []byte{0, 255})
 	f.Add("", int64(1<<53+1), math.Float64bits(math.MaxFloat64), false, `"\u0000"`, []byte{})
 	f.Fuzz(func(t *testing.T, s string, i int64, fbits uint64, b bool, j string, x []byte) {
 		fl := math.Float64frombits(fbits)

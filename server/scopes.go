@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 
 	"github.com/syncstore/syncstore/ssp2"
 	"github.com/syncstore/syncstore/sync"
@@ -166,14 +165,4 @@ func scopeFilter(eff scopeMap) sync.ScopeFilter {
 		f[k] = v
 	}
 	return f
-}
-
-// sortedKeys returns m's keys sorted, for deterministic iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -367,10 +367,6 @@ func (e *encoder) i64(v int64, field string) {
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(v))
 }
 
-func (e *encoder) f64(v float64) {
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(v))
-}
-
 func (e *encoder) bool(v bool) {
 	if v {
 		e.u8(1)

@@ -54,8 +54,7 @@ func (m *Message) Render() []byte {
 
 // jw writes JSON objects field by field.
 type jw struct {
-	b     []byte
-	first bool
+	b []byte
 }
 
 func (w *jw) raw(s string)    { w.b = append(w.b, s...) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/internal/testdb"
 )
 
 // MiniflareEnv names the miniflare lane's endpoint, e.g.
@@ -52,8 +53,11 @@ func miniflareBase(t testing.TB) string {
 
 // TestConformanceMiniflare runs the whole shared suite against the driver
 // over the miniflare lane: D1's real engine (workerd) behind a Worker
-// serving D1's HTTP shape, one pooled database emptied per case.
+// serving D1's HTTP shape, one pooled database emptied per case. A full
+// lane: it runs under SYNCSTORE_TEST_FULL=1 (docs/testing.md); the
+// README's test command runs the suite on d1http once, over the double.
 func TestConformanceMiniflare(t *testing.T) {
+	testdb.RequireFull(t, "the suite again on the miniflare lane")
 	base := miniflareBase(t)
 	h, err := conformance.HarnessFor("d1http", Driver{}, base, expectedCaps, false)
 	if err != nil {

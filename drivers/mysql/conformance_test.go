@@ -25,6 +25,9 @@ var declaredCaps = []driver.Capability{driver.CapReactions, driver.CapAuthoritat
 // Harness.Unreachable is a Conn whose server accepts TCP connections but
 // never answers the handshake (a hung server), so Begin must give up at
 // its context's deadline (TX-7).
+//
+// Cases run in parallel (Harness.ParallelCases): each has a database of
+// its own, and most of a case's time is the server's.
 func TestConformance(t *testing.T) {
 	h, err := conformance.HarnessFor("mysql", Driver{}, testdb.MySQLServer(t), declaredCaps, true)
 	if err != nil {
@@ -37,6 +40,7 @@ func TestConformance(t *testing.T) {
 	h.HostTable = func(ct conformance.T, conn driver.Conn) conformance.HostTable {
 		return conformance.SQLHostTable(ct, conn, "CREATE TABLE host_notes (k VARCHAR(64) PRIMARY KEY) ENGINE=InnoDB")
 	}
+	h.ParallelCases = true
 	conformance.Run(t, h)
 }
 

@@ -59,8 +59,10 @@ func hostDB(t conformance.T, cfg *mysql.Config) *sql.DB {
 var hostDBCases = regexp.MustCompile(`^TestConformanceOverHostDB($|/(TX-(1|2|6|8|10|11)|SEQ-4|VAL-1|PR-6|RX-3|AQ-4|ERR-3|SCAN-1|REG-3)/)`)
 
 // TestConformanceOverHostDB runs the suite on Conns opened over a
-// *sql.DB the host owns (OpenDB).
+// *sql.DB the host owns (OpenDB). A full lane: it runs under
+// SYNCSTORE_TEST_FULL=1 (docs/testing.md).
 func TestConformanceOverHostDB(t *testing.T) {
+	testdb.RequireFull(t, "the suite's connection-bound cases again over a host's *sql.DB")
 	all := os.Getenv("SYNCSTORE_TEST_HOST_POOL_ALL") == "1"
 	base := testdb.MySQLServer(t)
 	var cfgs gosync.Map // *Conn → *mysql.Config

@@ -99,6 +99,7 @@ func TestCommitFaults(t *testing.T) {
 // said "not written" is absent, every unknown outcome resolves by its
 // push result (TX-10).
 func TestOutcomeStorm(t *testing.T) {
+	testdb.RequireFull(t, "a storm")
 	pushes := 1600
 	if faulttest.RaceEnabled() {
 		pushes = 400

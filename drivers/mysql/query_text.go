@@ -847,8 +847,7 @@ found:
 			depth--
 		}
 	}
-	var sig func(a, b int) []int
-	sig = func(a, b int) []int {
+	sig := func(a, b int) []int {
 		var out []int
 		for k := a; k < b; k++ {
 			if ps[k].Kind != querylang.TokSpace {

@@ -102,12 +102,12 @@ type deferredStmt struct {
 // not hold (flushStaged): then nothing of the Tx is written (GW-2).
 type guardKind uint8
 
+// The zero guardKind is a write without a guard.
 const (
-	guardNone guardKind = iota
 	// guardDup: a plain INSERT whose 1062 on the primary key means a guard
 	// failed (a row or a result exists): CodeWriteConflict. Used only
 	// where the primary key is the only unique key.
-	guardDup
+	guardDup guardKind = iota + 1
 	// guardMatch: an UPDATE that must match exactly want rows
 	// (ClientFoundRows counts matched rows): fewer means a row is
 	// missing, at another version or in other scopes — CodeWriteConflict.

@@ -24,8 +24,13 @@ var expectedCaps = []driver.Capability{driver.CapCommitFanout, driver.CapIndexLo
 // Harness.Unreachable is a Conn whose pool dials a local TCP listener that
 // accepts and never answers (a black-holed server): Begin must give up at
 // its context's deadline (TX-7) with a retryable CodeUnavailable.
+//
+// Cases run in parallel (Harness.ParallelCases): each has a database of
+// its own, and most of a case's time is the server's (creating and
+// dropping its database, fsync), not this process's CPU.
 func TestConformance(t *testing.T) {
 	h := harness(t)
+	h.ParallelCases = true
 	conformance.Run(t, h)
 }
 

@@ -53,8 +53,10 @@ var hostPoolCases = regexp.MustCompile(`^TestConformanceOverHostPool($|/(TX-(1|2
 
 // TestConformanceOverHostPool runs the suite on Conns opened over a pool
 // the host owns (OpenPool), so what the contract says holds there too;
-// Close leaves the pool open (each case's cleanup closes it).
+// Close leaves the pool open (each case's cleanup closes it). A full lane:
+// it runs under SYNCSTORE_TEST_FULL=1 (docs/testing.md).
 func TestConformanceOverHostPool(t *testing.T) {
+	testdb.RequireFull(t, "the suite's connection-bound cases again over a host's pool")
 	all := os.Getenv("SYNCSTORE_TEST_HOST_POOL_ALL") == "1"
 	base := testdb.PostgresServer(t)
 	var dsns gosync.Map // *Conn → dsn

@@ -13,6 +13,7 @@ import (
 // the declared index (IXL-4), and a claim walks the due index (RX-2) —
 // no sequential scan of any table.
 func TestPlansCapabilities(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for i := range 200 {

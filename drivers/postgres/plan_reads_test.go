@@ -16,6 +16,7 @@ import (
 // admin row page (ADM-3) walks the table's primary key and stops at the
 // limit, without a sort. Never a sequential scan.
 func TestPlansEngineReads(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for _, p := range []string{"p", "q"} {

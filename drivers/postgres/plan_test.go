@@ -82,6 +82,7 @@ func planLiteral(t *testing.T, a any) string {
 // declared index with the same leading columns, e.g. by_owner), never
 // from the primary key's range over the whole partition nor a heap scan.
 func TestPlansUseIndexes(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for _, p := range []string{"p", "q"} {
@@ -204,6 +205,7 @@ func checkWindowBounded(t *testing.T, what, plan string) {
 // every value's entries from the first value on (docs/performance.md: a
 // 500-change page at 500,000 commits took about 1 s, against 50 ms).
 func TestPlansUnanalyzed(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for _, q := range []string{
@@ -256,6 +258,7 @@ FROM generate_series(1, 20000) AS s, generate_series(0, 9) AS i, (VALUES ('proje
 // large partition's whole range per candidate under a generic plan
 // (upgradeFormat4).
 func TestPlansManyPartitions(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	for i := range 200 {
@@ -323,6 +326,7 @@ func TestPlansManyPartitions(t *testing.T) {
 // small table was a hash join over every row of the partition: the read
 // went from 0.3 ms to 4 ms over 3,000 pushes.
 func TestPlanPushRead(t *testing.T) {
+	t.Parallel() // a database of its own; EXPLAIN reads statistics, not load
 	c, _ := openTest(t)
 	ctx := t.Context()
 	x, err := c.state.Table("todos")

@@ -159,6 +159,7 @@ func stormPush(ctx context.Context, c *Conn, partition string, i int) (bool, err
 // is whole or absent, sequences are dense, and each partition takes the
 // next push (TX-6, SEQ-1, PR-4).
 func TestPostgresCancelStorm(t *testing.T) {
+	testdb.RequireFull(t, "a storm")
 	s := openStormStore(t)
 	const pushes, workers = 1000, 8
 	seed := uint64(time.Now().UnixNano())
@@ -237,6 +238,7 @@ func TestPostgresCancelStorm(t *testing.T) {
 // at most the one operation using that backend, so a push that failed
 // more often than there were terminations is a livelock, not bad luck.
 func TestPostgresTerminateStorm(t *testing.T) {
+	testdb.RequireFull(t, "a storm")
 	s := openStormStore(t)
 	ctx := context.Background()
 	const pushes, writers, claimers, stormLandedPerKill = 160, 6, 3, 4

@@ -30,7 +30,7 @@ func TestCommon(t *testing.T) {
 	if m, done := Common(ctx, errors.New("io"), "x"); code(m) != driver.CodeUnavailable || !done {
 		t.Errorf("an ended context: %v %v", m, done)
 	}
-	if m, done := Common(nil, errors.New("engine"), "x"); m != nil || done {
+	if m, done := Common(context.Background(), errors.New("engine"), "x"); m != nil || done {
 		t.Errorf("an engine error is the driver's to map: %v %v", m, done)
 	}
 }
