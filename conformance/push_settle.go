@@ -29,7 +29,7 @@ func init() {
 // the next unknown answer, and back up before the case goes on.
 func downAfterUnknown(f *pushFaultConn, down string) {
 	f.mu.Lock()
-	f.afterUnknown = func() { f.down = down }
+	f.afterUnknown = func() { f.setDown(down) }
 	f.mu.Unlock()
 }
 
