@@ -253,6 +253,21 @@ type Tx interface {
 	// racing push's stored result.
 	CommitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error
 
+	// BindClient binds clientID to actorID in the Tx's partition (CR-7),
+	// the binding PULL-9 checks. When the partition holds no record of
+	// clientID it stages one — ActorID actorID, WireVersion 0, Cursor −1,
+	// UpdatedAtMs atMs, no subscriptions — that lands with Commit and with
+	// CommitRejected alike (a rejected push binds its client id too); a
+	// record bound to actorID is left as it is. A record bound to another
+	// actor fails the Tx with CodeClientActorMismatch, at this call or at
+	// the latest at Commit or CommitRejected (an engine that sends its
+	// writes at Commit checks there), and nothing of the Tx is written.
+	// The binding is atomic against every other Tx binding the client id:
+	// of two first bindings of one client id to two actors at once,
+	// exactly one lands and the other fails as above. Input is valid
+	// (V-2, V-7).
+	BindClient(ctx context.Context, clientID, actorID string, atMs int64) error
+
 	// Commit makes every write of the Tx visible at once (TX-2), and says
 	// truthfully whether it did (TX-10):
 	//   - nil: the Tx landed.

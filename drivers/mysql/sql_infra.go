@@ -241,6 +241,16 @@ ON DUPLICATE KEY UPDATE actor_id = VALUES(actor_id), wire_version = VALUES(wire_
 	listClientCursors = `SELECT client_id, cursor_seq, updated_at_ms FROM _sync_clients
 WHERE p = ? AND client_id > ? ORDER BY client_id LIMIT ?`
 	deleteClients = `DELETE FROM _sync_clients WHERE p = ?`
+	// bindClient: p, client id, actor id, updated_at_ms; stores the
+	// record of a client bound by a push (wire version 0, cursor −1, no
+	// subscriptions) unless one exists, whose row it then locks (a no-op
+	// update) until the Tx ends (CR-7).
+	bindClient = `INSERT INTO _sync_clients (p, client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions)
+VALUES (?, ?, ?, 0, -1, ?, '[]') ON DUPLICATE KEY UPDATE client_id = client_id`
+	// bindGuard: p, client id, actor id. Matches (ClientFoundRows) the
+	// client's record when it is bound to the actor: 1 row, else 0
+	// (CR-7).
+	bindGuard = `UPDATE _sync_clients SET actor_id = actor_id WHERE p = ? AND client_id = ? AND actor_id = ?`
 )
 
 // Partition registry (REG).

@@ -112,6 +112,10 @@ const (
 	// (ClientFoundRows counts matched rows): fewer means a row is
 	// missing, at another version or in other scopes — CodeWriteConflict.
 	guardMatch
+	// guardBind: bindGuard, which must match want rows (1): fewer means
+	// the client id is bound to another actor — CodeClientActorMismatch
+	// (CR-7).
+	guardBind
 )
 
 // deferStmt keeps a write for later, after the staged upserts (which
@@ -255,7 +259,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			break
 		}
-		if d.guard == guardMatch {
+		if d.guard == guardMatch || d.guard == guardBind {
 			n, rerr := res.RowsAffected()
 			if rerr != nil {
 				err = t.c.mapErr(ctx, rerr, "mysql: guarded upsert row")
@@ -263,6 +267,9 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			if n != d.want {
 				err = errGuard("the row is missing, at another version or in other scopes")
+				if d.guard == guardBind {
+					err = errClientBound()
+				}
 				t.guardErr = err // Commit reports it (GW-2)
 				break
 			}
@@ -273,6 +280,12 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 		t.state.Abort()
 	}
 	return err
+}
+
+// errClientBound is the failure of a client binding (CR-7): the Tx is
+// aborted and writes nothing.
+func errClientBound() error {
+	return driver.Errorf(driver.CodeClientActorMismatch, "mysql: the client id is bound to another actor; nothing was written (CR-7)")
 }
 
 // errGuard is the error of a guarded write whose guard did not hold
