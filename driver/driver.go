@@ -244,9 +244,9 @@ type Tx interface {
 	// result is already stored there, committed or staged in this Tx: the
 	// first writer wins and a later put is ignored without error (PR-3).
 	PutPushResult(ctx context.Context, clientID, clientCommitID string, r PushResult) error
-	// CommitRejected discards every write staged in the Tx, stores r as in
-	// PutPushResult and finishes the Tx, without releasing the partition in
-	// between (TX-8). It works after a constraint error inside the Tx. Its
+	// CommitRejected discards every write staged in the Tx but the client
+	// binding (BindClient, CR-7), stores r as in PutPushResult and
+	// finishes the Tx, without releasing the partition in between (TX-8). It works after a constraint error inside the Tx. Its
 	// outcome is reported exactly as Commit's (TX-10); on an optimistic
 	// engine it fails with CodeWriteConflict when another Tx of the
 	// partition committed first (TX-9), so a rejection never hides a

@@ -17,12 +17,23 @@ import (
 // Push applies one client commit to partition, all or nothing (rule group
 // PUSH of docs/contract.md), in one Tx:
 //
+//   - Registry (REG-4): the Store's first push to a partition touches
+//     it in the registry (a new partition gets a fresh epoch), so the
+//     loops that list the registry (Worker, Prune) reach it; later
+//     pushes send nothing for it.
 //   - Replay (PUSH-1): when a result is stored for (ClientID,
 //     ClientCommitID), it is returned as it is, with Replayed true, and
 //     nothing is written — also when two identical pushes race: one
 //     applies, both answer its result (PR-6). A stored result recorded
 //     for a different request under the same key → CodeIdempotencyKeyReused
 //     (PUSH-2), nothing written.
+//   - Binding (CR-7): otherwise the Tx binds ClientID to ActorID
+//     (Tx.BindClient): a client id the partition has no record of gets
+//     a binding record (cursor −1, no subscriptions), which lands with
+//     the commit or with its rejection; a client id bound to another
+//     actor → CodeClientActorMismatch, nothing written. Of two first
+//     pushes (or a push and a pull) of one client id by two actors at
+//     once exactly one lands.
 //   - Ops in order (PUSH-10, PUSH-3, PUSH-6, PUSH-11): the current row
 //     of every op is read in the Tx; then op by op, each seeing its row
 //     and the partition as the earlier ops left them (a row may be
@@ -87,10 +98,10 @@ import (
 // (CodePushTooLarge). Errors about one op carry its index in
 // (*Error).OpIndex.
 //
-// Other errors: a hook's own error, or an engine error, returned as it
-// is, nothing written; CodeUnavailable when ctx ends. Push is safe for
-// concurrent use; pushes on one partition are serialized by its Tx
-// (TX-1).
+// Other errors: CodeClientActorMismatch (CR-7, above); a hook's own
+// error, or an engine error, returned as it is, nothing written;
+// CodeUnavailable when ctx ends. Push is safe for concurrent use; pushes
+// on one partition are serialized by its Tx (TX-1).
 func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ PushResponse, err error) {
 	defer s.observe(&ctx, "Store.Push", partition).done(&err)
 	return s.pushCall(ctx, "Push", partition, req, s.pushOptions(), false)
@@ -139,6 +150,9 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 	p.opts = opts
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
+	}
+	if err := s.registerPartition(ctx, partition, p.opts.Now().UnixMilli()); err != nil {
+		return PushResponse{}, err
 	}
 	// unknown is the error of the last attempt whose outcome was unknown:
 	// from then on, every answer is the settled result or unknown (OUT-1).
