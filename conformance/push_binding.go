@@ -127,6 +127,17 @@ func bindPush(t T, h Harness) {
 	must(t, "replay of k1 by a1", err)
 	expectEqual(t, "CR-7: a1's replay of k1", syncstore.PushResponse{PushResult: first.PushResult, Replayed: true}, again)
 
+	// A server command binds nothing: its namespace is the host's (V-7).
+	cmdID := syncstore.CommandClientID("job", "1")
+	for i, actor := range []string{"a1", "a2"} {
+		cmd := pushReq(cmdID, fmt.Sprintf("run-%d", i), pushTodo(fmt.Sprintf("c%d", i), "p7", "o1", "cmd", nil))
+		cmd.ActorID = actor
+		_, err := s.PushCommand(ctx, "p1", cmd, syncstore.PushOptions{})
+		must(t, "PushCommand as "+actor, err)
+	}
+	_, found = crGet(t, conn, "p1", cmdID)
+	expectEqual(t, "CR-7: a record of a command's client id", false, found)
+
 	// The binding is per partition (P-1).
 	other, err := bindPushAs(t, s, "p2", "a2", pushReq("c1", "k1", pushTodo("t1", "p7", "o1", "one", nil)))
 	must(t, "Push of c1 by a2 in p2", err)

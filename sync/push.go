@@ -28,9 +28,10 @@ import (
 //     for a different request under the same key → CodeIdempotencyKeyReused
 //     (PUSH-2), nothing written.
 //   - Binding (CR-7): otherwise the Tx binds ClientID to ActorID
-//     (Tx.BindClient): a client id the partition has no record of gets
-//     a binding record (cursor −1, no subscriptions), which lands with
-//     the commit or with its rejection; a client id bound to another
+//     (Tx.BindClient; not for a command, PushCommand): a client id the
+//     partition has no record of gets a binding record (cursor −1, no
+//     subscriptions), which lands with the commit or with its
+//     rejection; a client id bound to another
 //     actor → CodeClientActorMismatch, nothing written. Of two first
 //     pushes (or a push and a pull) of one client id by two actors at
 //     once exactly one lands.
@@ -127,7 +128,9 @@ func (s *Store) PushWith(ctx context.Context, partition string, req PushRequest,
 // the same client id and client commit id answer the stored result; the
 // host names each run of a command by them. The Store's hooks run for
 // it as for a client's push, with o's fields over them. Client pushes
-// and pulls (Push, PushWith, Pull) keep refusing the namespace.
+// and pulls (Push, PushWith, Pull) keep refusing the namespace, so a
+// command's client id is not bound to its actor (CR-7): the host may run
+// one command id as several actors, and no client record is written.
 func (s *Store) PushCommand(ctx context.Context, partition string, req PushRequest, o PushOptions) (_ PushResponse, err error) {
 	defer s.observe(&ctx, "Store.PushCommand", partition).done(&err)
 	return s.pushCall(ctx, "PushCommand", partition, req, s.pushOptions().over(o), true)
@@ -148,6 +151,7 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 	}
 	p.partition = partition
 	p.opts = opts
+	p.command = command
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
 	}
@@ -258,6 +262,18 @@ type pushPlan struct {
 	prev []int
 	// attempts are the responses of Txs whose outcome was unknown.
 	attempts []PushResponse
+	// command: a server command (PUSH-13), whose client id is not bound
+	// to its actor (CR-7).
+	command bool
+}
+
+// bind binds the push's client id to its actor in tx (CR-7); a command
+// binds nothing.
+func (p *pushPlan) bind(ctx context.Context, tx driver.Tx, nowMs int64) error {
+	if p.command {
+		return nil
+	}
+	return tx.BindClient(ctx, p.req.ClientID, p.req.ActorID, nowMs)
 }
 
 // begin starts a Tx on the push's partition and reads the stored result

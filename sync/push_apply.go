@@ -22,7 +22,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 		return err
 	}
 	nowMs := p.opts.Now().UnixMilli()
-	if err := tx.tx.BindClient(ctx, p.req.ClientID, p.req.ActorID, nowMs); err != nil {
+	if err := p.bind(ctx, tx.tx, nowMs); err != nil {
 		return err // CodeClientActorMismatch: nothing is written (CR-7)
 	}
 	n := len(p.req.Ops)

@@ -62,7 +62,7 @@ func (p *pushPlan) pushGuarded(ctx context.Context, s *Store, gb driver.GuardedB
 func (p *pushPlan) applyGuarded(ctx context.Context, gtx driver.GuardedTx, resp *PushResponse) error {
 	req := &p.req
 	nowMs := p.opts.Now().UnixMilli()
-	if err := gtx.BindClient(ctx, req.ClientID, req.ActorID, nowMs); err != nil {
+	if err := p.bind(ctx, gtx, nowMs); err != nil {
 		return err // CodeClientActorMismatch: nothing is written (CR-7)
 	}
 	results := make([]OpResult, len(req.Ops))
