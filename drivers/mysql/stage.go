@@ -112,9 +112,8 @@ const (
 	// (ClientFoundRows counts matched rows): fewer means a row is
 	// missing, at another version or in other scopes — CodeWriteConflict.
 	guardMatch
-	// guardBind: bindGuard, which must match want rows (1): fewer means
-	// the client id is bound to another actor — CodeClientActorMismatch
-	// (CR-7).
+	// guardBind: bindClient, whose erBadNull means the client id is
+	// bound to another actor — CodeClientActorMismatch (CR-7).
 	guardBind
 )
 
@@ -237,6 +236,13 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 	var err error
 	for _, d := range t.deferred {
 		var res sql.Result
+		if d.guard == guardBind {
+			if err = t.execBind(ctx, d.args); err != nil {
+				t.guardErr = err // Commit reports it
+				break
+			}
+			continue
+		}
 		if res, err = t.exec(ctx, d.q, d.args...); err != nil {
 			if d.log && driver.CodeOf(err) == driver.CodeConstraintViolation {
 				// The seq this Tx reserved is taken: impossible on one
@@ -259,7 +265,7 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			break
 		}
-		if d.guard == guardMatch || d.guard == guardBind {
+		if d.guard == guardMatch {
 			n, rerr := res.RowsAffected()
 			if rerr != nil {
 				err = t.c.mapErr(ctx, rerr, "mysql: guarded upsert row")
@@ -267,9 +273,6 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 			}
 			if n != d.want {
 				err = errGuard("the row is missing, at another version or in other scopes")
-				if d.guard == guardBind {
-					err = errClientBound()
-				}
 				t.guardErr = err // Commit reports it (GW-2)
 				break
 			}

@@ -347,18 +347,31 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 }
 
 // BindClient keeps the binding of clientID to actorID for later (CR-7):
-// bindClient, which stores the binding record unless the client has one
-// and locks the record until the Tx ends, then bindGuard, which fails the
-// Tx with CodeClientActorMismatch unless the record is actorID's. They
-// are written with the Tx's other kept writes (flushStaged), at the
-// latest at Commit; CommitRejected writes them again.
+// bindClient stores the binding record unless the client has one, locks
+// the record until the Tx ends, and fails the Tx with
+// CodeClientActorMismatch when the record is another actor's. It is
+// written with the Tx's other kept writes (flushStaged), at the latest
+// at Commit; CommitRejected writes it again.
 func (t *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
 	return t.op(ctx, func() error {
 		t.bind = []any{t.partition, clientID, actorID, atMs}
-		t.deferStmt(bindClient, t.bind, false)
-		t.deferGuarded(deferredStmt{q: bindGuard, args: []any{t.partition, clientID, actorID}, guard: guardBind, want: 1})
+		t.deferGuarded(deferredStmt{q: bindClient, args: t.bind, guard: guardBind})
 		return nil
 	})
+}
+
+// execBind writes bindClient with args (CR-7).
+func (t *Tx) execBind(ctx context.Context, args []any) error {
+	if err := t.savepointFirst(ctx); err != nil {
+		return err
+	}
+	if _, err := t.c.exec(ctx, t.tx, bindClient, args...); err != nil {
+		if errNumber(err) == erBadNull {
+			return errClientBound()
+		}
+		return t.c.mapErr(ctx, err, "mysql: bind a client")
+	}
+	return nil
 }
 
 // writeBind writes the binding BindClient kept, at once (CommitRejected).
@@ -366,17 +379,7 @@ func (t *Tx) writeBind(ctx context.Context) error {
 	if t.bind == nil {
 		return nil
 	}
-	if _, err := t.exec(ctx, bindClient, t.bind...); err != nil {
-		return err
-	}
-	res, err := t.exec(ctx, bindGuard, t.bind[:3]...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return errClientBound()
-	}
-	return nil
+	return t.execBind(ctx, t.bind)
 }
 
 // CommitRejected drops the Tx's staged and deferred writes and, when a
