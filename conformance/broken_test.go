@@ -23,9 +23,11 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		}},
 		// Every case that counts commits after a rollback notices; Push
 		// rolls back every replay and ends every rejection through
-		// CommitRejected, so its cases that count commits notice too.
+		// CommitRejected, so its cases that count commits notice too, and
+		// so do CR-7's, which count them after a push refused for its
+		// client id.
 		{name: "burn-seq-on-rollback", want: []string{"SEQ-2", "TX-2", "TX-8", "V-9"},
-			also: []string{"PUSH-1", "PUSH-2", "PUSH-5", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-15", "OUT-1", "OUT-2"},
+			also: []string{"CR-7", "PUSH-1", "PUSH-2", "PUSH-5", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-15", "OUT-1", "OUT-2"},
 			wrap: func(c driver.Conn) driver.Conn { return &burnOnRollback{connWrap{c}} }},
 		// Pull returns the windows it reads (PULL-6).
 		{name: "split-commit-at-limit", want: []string{"WIN-4"}, also: []string{"PULL-6"},

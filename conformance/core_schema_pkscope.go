@@ -58,7 +58,7 @@ func schScopeOnPrimaryKey(t T, h Harness) {
 	}
 	push := func(commit string, ops ...syncstore.PushOp) {
 		t.Helper()
-		r := pushDo(t, s, "p1", pushReq("c1", commit, ops...))
+		r := pushDo(t, s, "p1", pushReq("w1", commit, ops...))
 		if r.Status != driver.PushApplied {
 			t.Fatalf("SCH-1: push %s into tables scoped by their primary key: %s %+v", commit, r.Status, r.Ops)
 		}

@@ -152,6 +152,13 @@ func (t *bwLazyTx) PutPushResult(ctx context.Context, client, commit string, r d
 	}
 	return tx.PutPushResult(ctx, client, commit, r)
 }
+func (t *bwLazyTx) BindClient(ctx context.Context, client, actor string, atMs int64) error {
+	tx, err := t.real()
+	if err != nil {
+		return err
+	}
+	return tx.BindClient(ctx, client, actor, atMs)
+}
 func (t *bwLazyTx) CommitRejected(ctx context.Context, client, commit string, r driver.PushResult) error {
 	tx, err := t.real()
 	if err != nil {

@@ -73,7 +73,7 @@ func pushRowThrice(t T, h Harness) {
 	}
 	one, two := pushTodo("t1", "p7", "o1", "one", v(0)), pushTodo("t1", "p7", "o1", "two", v(1))
 	three := pushTodo("t1", "p7", "o1", "three", v(0))
-	req := pushReq("c1", "k1", one, two, pushDel("t1", v(2)), three)
+	req := pushReq("w1", "k1", one, two, pushDel("t1", v(2)), three)
 	r := pushDo(t, s, "p1", req)
 	expectEqual(t, "PUSH-10: create, update, delete, re-create: result", driver.PushResult{Status: driver.PushApplied, CommitSeq: 1,
 		RecordedAtMs: r.RecordedAtMs, CacheIdentity: r.CacheIdentity, Ops: []driver.OpResult{
@@ -88,13 +88,13 @@ func pushRowThrice(t T, h Harness) {
 
 	// Two updates within the scopes, then a move and an update after it.
 	four, five := pushTodo("t1", "p7", "o1", "four", v(1)), pushTodo("t1", "p7", "o1", "five", v(2))
-	r = pushDo(t, s, "p1", pushReq("c1", "k2", four, five))
+	r = pushDo(t, s, "p1", pushReq("w1", "k2", four, five))
 	expectEqual(t, "PUSH-10: two updates of one row: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 2},
 		{Status: driver.OpApplied, ServerVersion: 3}}, r.Ops)
 	second := []driver.Change{upsertChange(tTodos, rowOf(four, 2)), upsertChange(tTodos, rowOf(five, 3))}
 	expectEqual(t, "PUSH-10: two updates of one row: changes", second, r.Changes)
 	six, seven := pushTodo("t1", "p8", "o1", "six", v(3)), pushTodo("t1", "p8", "o1", "seven", v(4))
-	r = pushDo(t, s, "p1", pushReq("c1", "k3", six, seven))
+	r = pushDo(t, s, "p1", pushReq("w1", "k3", six, seven))
 	expectEqual(t, "PUSH-10: a move, then an update: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 4},
 		{Status: driver.OpApplied, ServerVersion: 5}}, r.Ops)
 	third := []driver.Change{deleteChange(tTodos, rowOf(five, 3)), upsertChange(tTodos, rowOf(six, 4)), upsertChange(tTodos, rowOf(seven, 5))}
@@ -104,7 +104,7 @@ func pushRowThrice(t T, h Harness) {
 
 	// The log by scope, and what pullers of each scope end with.
 	meta := func(seq int64, cs ...driver.Change) driver.Commit {
-		return driver.Commit{Seq: seq, ClientID: "c1", ClientCommitID: fmt.Sprintf("k%d", seq), ActorID: "actor-c1", Changes: cs}
+		return driver.Commit{Seq: seq, ClientID: "w1", ClientCommitID: fmt.Sprintf("k%d", seq), ActorID: "actor-w1", Changes: cs}
 	}
 	var got []driver.Commit
 	for _, c := range winRead(t, conn, "p1", winQ(tTodos, driver.ScopeFilter{"project": {"p7"}}, math.MaxInt64)) {

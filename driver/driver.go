@@ -244,14 +244,29 @@ type Tx interface {
 	// result is already stored there, committed or staged in this Tx: the
 	// first writer wins and a later put is ignored without error (PR-3).
 	PutPushResult(ctx context.Context, clientID, clientCommitID string, r PushResult) error
-	// CommitRejected discards every write staged in the Tx, stores r as in
-	// PutPushResult and finishes the Tx, without releasing the partition in
-	// between (TX-8). It works after a constraint error inside the Tx. Its
+	// CommitRejected discards every write staged in the Tx but the client
+	// binding (BindClient, CR-7), stores r as in PutPushResult and
+	// finishes the Tx, without releasing the partition in between (TX-8). It works after a constraint error inside the Tx. Its
 	// outcome is reported exactly as Commit's (TX-10); on an optimistic
 	// engine it fails with CodeWriteConflict when another Tx of the
 	// partition committed first (TX-9), so a rejection never hides a
 	// racing push's stored result.
 	CommitRejected(ctx context.Context, clientID, clientCommitID string, r PushResult) error
+
+	// BindClient binds clientID to actorID in the Tx's partition (CR-7),
+	// the binding PULL-9 checks. When the partition holds no record of
+	// clientID it stages one — ActorID actorID, WireVersion 0, Cursor −1,
+	// UpdatedAtMs atMs, no subscriptions — that lands with Commit and with
+	// CommitRejected alike (a rejected push binds its client id too); a
+	// record bound to actorID is left as it is. A record bound to another
+	// actor fails the Tx with CodeClientActorMismatch, at this call or at
+	// the latest at Commit or CommitRejected (an engine that sends its
+	// writes at Commit checks there), and nothing of the Tx is written.
+	// The binding is atomic against every other Tx binding the client id:
+	// of two first bindings of one client id to two actors at once,
+	// exactly one lands and the other fails as above. Input is valid
+	// (V-2, V-7).
+	BindClient(ctx context.Context, clientID, actorID string, atMs int64) error
 
 	// Commit makes every write of the Tx visible at once (TX-2), and says
 	// truthfully whether it did (TX-10):

@@ -97,9 +97,10 @@ const (
 	// WIN-8): a cursor this store never issued (a restored backup, a
 	// replica behind the primary). Nothing is returned. Not retryable.
 	CodeCursorAhead Code = "sync.cursor_ahead"
-	// CodeClientActorMismatch: a pull (sync.Store.Pull) names a client id
-	// whose stored record is bound to another actor id (PULL-9). Nothing
-	// is written. Not retryable: a client id belongs to one actor.
+	// CodeClientActorMismatch: a pull or a push (sync.Store.Pull, Push)
+	// names a client id whose stored record is bound to another actor id
+	// (PULL-9, CR-7), or a Tx binds one (Tx.BindClient). Nothing is
+	// written. Not retryable: a client id belongs to one actor.
 	CodeClientActorMismatch Code = "sync.client_actor_mismatch"
 	// CodeClosed: the Store or Conn was closed (ERR-4). Not retryable.
 	CodeClosed Code = "sync.storage.closed"

@@ -27,23 +27,14 @@ import (
 //	go test ./server -run '^$' -bench BenchmarkRound -benchtime 2000x
 func BenchmarkRound(b *testing.B) {
 	for _, l := range lanes() {
-		for _, skip := range []bool{false, true} {
-			name := l.name
-			if skip {
-				// Without the client record read a push makes until the
-				// engine's push binds client ids itself.
-				name += "/no-binding-read"
-			}
-			b.Run(name, func(b *testing.B) { benchRound(b, l, skip) })
-		}
+		b.Run(l.name, func(b *testing.B) { benchRound(b, l) })
 	}
 }
 
-func benchRound(b *testing.B, l lane, skipBindingRead bool) {
+func benchRound(b *testing.B, l lane) {
 	{
 		{
 			h := newHandlerBench(b, l)
-			h.e.srv.pushBinds = skipBindingRead
 			d := newDirectBench(b, l)
 			hs := make([]time.Duration, 0, b.N)
 			ds := make([]time.Duration, 0, b.N)

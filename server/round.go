@@ -152,20 +152,6 @@ func (s *Server) prepare(ctx context.Context, id Identity, body []byte, socketCl
 		}
 		r.subs = append(r.subs, &subPlan{index: i, frame: f, t: t})
 	}
-	if len(req.Commits) > 0 && !s.checksBinding() {
-		// The engine does not yet bind client ids on push: check the
-		// binding the pull half would check, before anything is applied.
-		rec, found, err := s.store.GetClientRecord(ctx, id.Partition, h.ClientID)
-		if err != nil {
-			if pe := engineErr(err); pe != nil {
-				return nil, pe
-			}
-			return nil, err
-		}
-		if found && rec.ActorID != id.ActorID {
-			return nil, engineErr(sync.ErrClientActorMismatch)
-		}
-	}
 	if len(req.Commits) > 0 || len(r.subs) > 0 {
 		if r.g, err = s.resolve(ctx, id, h.ClientID); err != nil {
 			return nil, err
@@ -180,12 +166,6 @@ func (s *Server) prepare(ctx context.Context, id Identity, body []byte, socketCl
 	}
 	return r, nil
 }
-
-// checksBinding reports whether the engine's push binds a client id to its
-// actor atomically (then the round relies on it and reads nothing more).
-// Today's Store.Push does not; a benchmark sets pushBinds to measure the
-// round without the read.
-func (s *Server) checksBinding() bool { return s.pushBinds }
 
 // begin writes RESP_HEADER before the response's first other frame. Until
 // then nothing is written, so a failure is still a request-level error.

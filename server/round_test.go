@@ -246,6 +246,19 @@ func TestRoundRequestErrors(t *testing.T) {
 			}
 		})
 	}
+	// A client id bound by a push alone (CR-7): another actor's commit
+	// under it is refused at request level, and nothing is written.
+	e.sync("alice", 2, hdr("c2", ep), commit("k1", upsert("tasks", "t9", e.task("t9", "p1", "nine"))))
+	bound := e.post("bob", req(2, hdr("c2", ep), commit("k2", upsert("tasks", "t8", e.task("t8", "p1", "eight")))))
+	if bound.status != 400 || errorCode(bound) != "sync.invalid_client_id" {
+		t.Fatalf("commit under a client id a push bound to another actor: %d %v", bound.status, bound.err)
+	}
+	if head, _ := e.store.MaxCommitSeq(context.Background(), "p1"); head != 1 {
+		t.Fatalf("head %d after the refused commit, want 1", head)
+	}
+	if _, found, _ := e.store.GetPushResult(context.Background(), "p1", "c2", "k2"); found {
+		t.Fatalf("the refused commit left a push result")
+	}
 	// A resolver returning a variable no table declares fails the request.
 	e.grant("alice", map[string][]string{"nope": {"x"}})
 	res := e.post("alice", req(2, hdr("c1", ep), &ssp2.PullHeader{Accept: 3}, sub("s", "tasks", p1, -1)))

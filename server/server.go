@@ -234,9 +234,6 @@ type Server struct {
 	reg      registryCache
 	hub      *hub
 	stats    stats
-	// pushBinds: the engine's push binds client ids to actors (see
-	// checksBinding).
-	pushBinds bool
 
 	ctx    context.Context
 	cancel context.CancelFunc

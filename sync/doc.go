@@ -69,7 +69,8 @@
 //			Scopes: sync.ScopeFilter{"owner": {a}}, Cursor: cursor, BootstrapToken: token}}})
 //
 // The host authorizes the scopes before calling Pull; a client id stays
-// bound to the actor that first pulled with it (ErrClientActorMismatch).
+// bound to the actor that first pulled or pushed with it
+// (ErrClientActorMismatch, CR-7).
 // Store.PullTo streams the same pull to a PullSink, as many bootstrap pages
 // per call as the sink takes, in the memory of a few: the form for a
 // protocol layer that writes its response as it goes (docs/pull.md).

@@ -57,21 +57,24 @@ import (
 // Errors: bad input → CodeInvalidArgument, CodeInvalidClientID,
 // CodeUnknownTable, CodeScanRequiresScope or CodeInvalidLimit (PULL-1);
 // a client id whose record is bound to another actor →
-// CodeClientActorMismatch (PULL-9). With those, nothing is written (and
+// CodeClientActorMismatch (PULL-9, CR-7). With those, nothing is written (and
 // bad input reads nothing). A driver error stops the pull and
 // is returned as is (retryable ones say so); when it comes from writing
 // the client record or touching the partition, the record may have been
 // written — harmless, the next pull writes it again — and no response is
 // returned, so the client pulls again from the cursors it has.
 //
-// The actor check reads the stored record and has no compare-and-set
-// behind it: two first pulls of one new client id by two actors that race
-// each other may both pass, and the record written last binds the id.
+// The first pull of a client id (no record yet) binds it to the actor in
+// a Tx of the partition before writing the record (Tx.BindClient, CR-7):
+// of two first calls of one client id by two actors at once — two pulls,
+// or a pull and a push — exactly one lands, the other gets
+// CodeClientActorMismatch having written nothing.
 //
 // A pull costs 4 + N round trips for N subscriptions (client record, head,
 // one read per subscription, record write, registry touch), plus one
 // horizon read when a bootstrap is resumed; a subscription already at the
-// head reads nothing, so a caught-up client costs 4. The client record,
+// head reads nothing, so a caught-up client costs 4; a client id's first
+// pull adds the binding's Tx. The client record,
 // head and horizon are read at once, then the subscriptions, four at a
 // time, so a pull's latency is about three round trips plus ⌈N/4⌉.
 func (s *Store) Pull(ctx context.Context, partition string, req PullRequest) (_ PullResponse, err error) {
@@ -182,6 +185,13 @@ func (s *Store) pull(ctx context.Context, op, partition string, req PullRequest,
 		rec.Subscriptions[i] = Subscription{ID: p.sub.ID, Table: p.sub.Table, Scopes: scopes}
 		if r := resp.Subscriptions[i]; r.Status == PullActive && (rec.Cursor < 0 || r.NextCursor < rec.Cursor) {
 			rec.Cursor = r.NextCursor
+		}
+	}
+	if !found {
+		// A client id's first pull binds it in a Tx, atomically against
+		// racing first pushes and pulls of another actor (CR-7).
+		if err := s.bindClient(ctx, partition, req.ClientID, req.ActorID, at); err != nil {
+			return PullResponse{}, err
 		}
 	}
 	if err := s.conn.PutClientRecord(ctx, partition, rec); err != nil {
@@ -524,6 +534,14 @@ func (ps *pullServer) deliver(ctx context.Context, p pullPlan, first *pullFirst,
 		return PullResult{}, err
 	}
 	return res, nil
+}
+
+// bindClient binds clientID to actorID in partition (CR-7) in a Tx of
+// its own: CodeClientActorMismatch when another actor holds it.
+func (s *Store) bindClient(ctx context.Context, partition, clientID, actorID string, atMs int64) error {
+	return s.runInTx(ctx, partition, nil, func(ctx context.Context, tx *Tx) error {
+		return tx.tx.BindClient(ctx, clientID, actorID, atMs)
+	})
 }
 
 // newLogEpoch returns a fresh epoch for a partition Pull registers for the

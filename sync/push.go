@@ -17,12 +17,24 @@ import (
 // Push applies one client commit to partition, all or nothing (rule group
 // PUSH of docs/contract.md), in one Tx:
 //
+//   - Registry (REG-4): the Store's first push to a partition touches
+//     it in the registry (a new partition gets a fresh epoch), so the
+//     loops that list the registry (Worker, Prune) reach it; later
+//     pushes send nothing for it.
 //   - Replay (PUSH-1): when a result is stored for (ClientID,
 //     ClientCommitID), it is returned as it is, with Replayed true, and
 //     nothing is written — also when two identical pushes race: one
 //     applies, both answer its result (PR-6). A stored result recorded
 //     for a different request under the same key → CodeIdempotencyKeyReused
 //     (PUSH-2), nothing written.
+//   - Binding (CR-7): otherwise the Tx binds ClientID to ActorID
+//     (Tx.BindClient; not for a command, PushCommand): a client id the
+//     partition has no record of gets a binding record (cursor −1, no
+//     subscriptions), which lands with the commit or with its
+//     rejection; a client id bound to another
+//     actor → CodeClientActorMismatch, nothing written. Of two first
+//     pushes (or a push and a pull) of one client id by two actors at
+//     once exactly one lands.
 //   - Ops in order (PUSH-10, PUSH-3, PUSH-6, PUSH-11): the current row
 //     of every op is read in the Tx; then op by op, each seeing its row
 //     and the partition as the earlier ops left them (a row may be
@@ -87,10 +99,10 @@ import (
 // (CodePushTooLarge). Errors about one op carry its index in
 // (*Error).OpIndex.
 //
-// Other errors: a hook's own error, or an engine error, returned as it
-// is, nothing written; CodeUnavailable when ctx ends. Push is safe for
-// concurrent use; pushes on one partition are serialized by its Tx
-// (TX-1).
+// Other errors: CodeClientActorMismatch (CR-7, above); a hook's own
+// error, or an engine error, returned as it is, nothing written;
+// CodeUnavailable when ctx ends. Push is safe for concurrent use; pushes
+// on one partition are serialized by its Tx (TX-1).
 func (s *Store) Push(ctx context.Context, partition string, req PushRequest) (_ PushResponse, err error) {
 	defer s.observe(&ctx, "Store.Push", partition).done(&err)
 	return s.pushCall(ctx, "Push", partition, req, s.pushOptions(), false)
@@ -116,7 +128,9 @@ func (s *Store) PushWith(ctx context.Context, partition string, req PushRequest,
 // the same client id and client commit id answer the stored result; the
 // host names each run of a command by them. The Store's hooks run for
 // it as for a client's push, with o's fields over them. Client pushes
-// and pulls (Push, PushWith, Pull) keep refusing the namespace.
+// and pulls (Push, PushWith, Pull) keep refusing the namespace, so a
+// command's client id is not bound to its actor (CR-7): the host may run
+// one command id as several actors, and no client record is written.
 func (s *Store) PushCommand(ctx context.Context, partition string, req PushRequest, o PushOptions) (_ PushResponse, err error) {
 	defer s.observe(&ctx, "Store.PushCommand", partition).done(&err)
 	return s.pushCall(ctx, "PushCommand", partition, req, s.pushOptions().over(o), true)
@@ -137,8 +151,12 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 	}
 	p.partition = partition
 	p.opts = opts
+	p.command = command
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
+	}
+	if err := s.registerPartition(ctx, partition, p.opts.Now().UnixMilli()); err != nil {
+		return PushResponse{}, err
 	}
 	// unknown is the error of the last attempt whose outcome was unknown:
 	// from then on, every answer is the settled result or unknown (OUT-1).
@@ -244,6 +262,18 @@ type pushPlan struct {
 	prev []int
 	// attempts are the responses of Txs whose outcome was unknown.
 	attempts []PushResponse
+	// command: a server command (PUSH-13), whose client id is not bound
+	// to its actor (CR-7).
+	command bool
+}
+
+// bind binds the push's client id to its actor in tx (CR-7); a command
+// binds nothing.
+func (p *pushPlan) bind(ctx context.Context, tx driver.Tx, nowMs int64) error {
+	if p.command {
+		return nil
+	}
+	return tx.BindClient(ctx, p.req.ClientID, p.req.ActorID, nowMs)
 }
 
 // begin starts a Tx on the push's partition and reads the stored result

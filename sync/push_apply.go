@@ -21,8 +21,12 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 		*resp, err = p.replay(read.Result)
 		return err
 	}
+	nowMs := p.opts.Now().UnixMilli()
+	if err := p.bind(ctx, tx.tx, nowMs); err != nil {
+		return err // CodeClientActorMismatch: nothing is written (CR-7)
+	}
 	n := len(p.req.Ops)
-	r := &pushRun{p: p, tx: tx, resp: resp, nowMs: p.opts.Now().UnixMilli(), size: p.size,
+	r := &pushRun{p: p, tx: tx, resp: resp, nowMs: nowMs, size: p.size,
 		cur: read.Rows, exists: read.Found, written: make([]Row, n),
 		results: make([]OpResult, 0, n), changes: make([]Change, 0, n), pending: make([]int, 0, n)}
 	err := r.run(ctx)

@@ -62,6 +62,9 @@ func (p *pushPlan) pushGuarded(ctx context.Context, s *Store, gb driver.GuardedB
 func (p *pushPlan) applyGuarded(ctx context.Context, gtx driver.GuardedTx, resp *PushResponse) error {
 	req := &p.req
 	nowMs := p.opts.Now().UnixMilli()
+	if err := p.bind(ctx, gtx, nowMs); err != nil {
+		return err // CodeClientActorMismatch: nothing is written (CR-7)
+	}
 	results := make([]OpResult, len(req.Ops))
 	changes := make([]Change, len(req.Ops))
 	for i, o := range req.Ops {

@@ -32,6 +32,9 @@ type Store struct {
 	hooks  atomic.Pointer[Hooks]
 	// replica serves the reads marked by AllowReplica (replica.go).
 	replica atomic.Pointer[Store]
+	// registered holds partitions this Store has registered (REG-4,
+	// partitions.go).
+	registered partitionSet
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and

@@ -385,6 +385,8 @@ func classify(ctx context.Context, e *attemptErr, what string) error {
 	switch {
 	case strings.Contains(e.msg, d1sql.ConflictConstraint):
 		return driver.Wrap(driver.CodeWriteConflict, e, "%s: another transaction of the partition committed first; nothing was written (TX-9)", what)
+	case strings.Contains(e.msg, d1sql.BindConstraint):
+		return driver.Wrap(driver.CodeClientActorMismatch, e, "%s: the client id is bound to another actor; nothing was written (CR-7)", what)
 	case strings.Contains(e.msg, d1sql.GuardConstraint):
 		return driver.Wrap(driver.CodeWriteConflict, e, "%s: a guarded write's guard did not hold; nothing was written (GW-2)", what)
 	case strings.Contains(e.msg, d1sql.PushResultsKeyCollision):

@@ -41,8 +41,10 @@ func sqlHeads(b []stmt) []string {
 // guarded writes (PUSH-9) a push of creates is ONE request once the Conn
 // has committed in the partition, as W1's commit (TestPushCommitStatements),
 // where the read-first push (BeginPush) took 2; and its batch has W1's 8
-// statements, the 10 rows ONE insert without ON CONFLICT (a row present
-// fails it on the key), the result one too. A push of updates at their
+// statements and the client binding's 2 after the stamp guard (CR-7), the
+// 10 rows ONE insert without ON CONFLICT (a row present fails it on the
+// key), the result one too. The Store's first push to the partition
+// touches the registry first (REG-4). A push of updates at their
 // base versions is one request too, its rows guarded by ONE statement
 // before their upsert. A stale update's guard fails (1 request, nothing
 // written), Push reads and rejects it (2 more), and the next push is
@@ -70,22 +72,23 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 		got := sp.since(before)
 		want := 1
 		if i == 0 {
-			want = 2 // Begin reads the partition's stamp and max seq
+			want = 3 // the registry touch (REG-4), and Begin reads the partition's stamp and max seq
 		}
 		if len(got) != want {
 			t.Fatalf("push %d took %d requests, want %d", i, len(got), want)
 		}
 		batch := got[len(got)-1]
-		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st("insert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
-			st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-		wantSQL[1] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
+		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(sqlitesql.BindClient), st(d1sql.D1BindGuard), st("insert"),
+			st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges), st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded),
+			st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
+		wantSQL[3] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 		if diff := cmp.Diff(wantSQL, sqlHeads(batch)); diff != "" {
 			t.Fatalf("push %d: the commit batch (-want +got):\n%s", i, diff)
 		}
-		if in := batch[1]; len(in.Params) != 1+len(resp.Ops) || strings.Contains(in.SQL, "ON CONFLICT") {
+		if in := batch[3]; len(in.Params) != 1+len(resp.Ops) || strings.Contains(in.SQL, "ON CONFLICT") {
 			t.Fatalf("push %d: the insert binds %d parameters (want 1 + %d rows) or has an ON CONFLICT clause", i, len(in.Params), len(resp.Ops))
 		}
-		if strings.Contains(batch[5].SQL, "ON CONFLICT") {
+		if strings.Contains(batch[7].SQL, "ON CONFLICT") {
 			t.Fatalf("push %d: the guarded result has an ON CONFLICT clause", i)
 		}
 	}
@@ -110,13 +113,14 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 		t.Fatalf("a push of updates took %d requests, want 1", len(got))
 	}
 	x := mustTable(t, c, conformance.BenchTable)
-	wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(d1sql.D1RowGuard(x)), st("upsert"), st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges),
-		st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded), st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-	wantSQL[2] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
+	wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(sqlitesql.BindClient), st(d1sql.D1BindGuard), st(d1sql.D1RowGuard(x)), st("upsert"),
+		st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges), st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded),
+		st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
+	wantSQL[4] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 	if diff := cmp.Diff(wantSQL, sqlHeads(got[0])); diff != "" {
 		t.Fatalf("updates: the commit batch (-want +got):\n%s", diff)
 	}
-	if g := got[0][1]; len(g.Params) != 2 || strings.Count(g.Params[1].(string), "[") != 1+len(ops) {
+	if g := got[0][3]; len(g.Params) != 2 || strings.Count(g.Params[1].(string), "[") != 1+len(ops) {
 		t.Fatalf("updates: the guard binds %v, want the partition and one entry per row", g.Params)
 	}
 

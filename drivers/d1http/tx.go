@@ -48,6 +48,10 @@ type Tx struct {
 	extra []stmt
 	// rxKeys are the reaction keys enqueued in the Tx (RX-1).
 	rxKeys map[string]bool
+	// bind is the client binding BindClient staged: its statements go
+	// right after the stamp guard of Commit's and CommitRejected's batch
+	// (CR-7).
+	bind []stmt
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -331,6 +335,20 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 	})
 }
 
+// BindClient stages the binding of clientID to actorID (CR-7): the
+// batch of Commit or CommitRejected stores the binding record unless the
+// client has one, then checks the record's actor (D1BindGuard), failing
+// the whole batch with CodeClientActorMismatch when it is another's. D1
+// applies a batch alone, so of two batches binding one client id to two
+// actors exactly one lands. Nothing is sent here.
+func (t *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
+	return t.opCtx(ctx, func() error {
+		t.bind = []stmt{st(sqlitesql.BindClient, t.partition, clientID, actorID, dec(atMs)),
+			st(d1sql.D1BindGuard, t.partition, clientID, actorID)}
+		return nil
+	})
+}
+
 // CommitRejected drops every buffered write and sends a batch holding
 // only the stamp guard, as Commit's (TX-9), and the rejected result
 // (first writer wins). The guard bumps the stamp, so every Tx of the
@@ -347,9 +365,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		if encErr != nil {
 			return nil
 		}
-		t.commits = 0 // the rejected Tx's commits are dropped
-		return []stmt{st(d1sql.D1StampGuard, t.partition, t.stamp),
-			st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text))}
+		t.commits = 0                                                                    // the rejected Tx's commits are dropped
+		batch := append([]stmt{st(d1sql.D1StampGuard, t.partition, t.stamp)}, t.bind...) // the binding stays (CR-7)
+		return append(batch, st(sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)))
 	}, encErr)
 }
 
@@ -368,11 +386,12 @@ func (t *Tx) Commit(ctx context.Context) error {
 	commits := t.commits
 	err := t.finish(ctx, func() []stmt {
 		commits = t.commits
-		if len(t.writes) == 0 && len(t.extra) == 0 {
+		if len(t.writes) == 0 && len(t.extra) == 0 && len(t.bind) == 0 {
 			return nil
 		}
-		batch := make([]stmt, 0, len(t.writes)+len(t.extra)+2)
+		batch := make([]stmt, 0, len(t.bind)+len(t.writes)+len(t.extra)+2)
 		batch = append(batch, st(d1sql.D1StampGuard, t.partition, t.stamp))
+		batch = append(batch, t.bind...)
 		batch = append(batch, t.writes...)
 		if t.commits > 0 {
 			batch = append(batch, st(sqlitesql.SetMaxSeq, t.partition, t.baseMax+t.commits))
@@ -467,7 +486,8 @@ func stampHeld(err error) bool {
 	if !errors.As(err, &e) || e.out != outRefused {
 		return false
 	}
-	return strings.Contains(e.msg, d1sql.GuardConstraint) || strings.Contains(e.msg, d1sql.PushResultsKeyCollision) ||
+	return strings.Contains(e.msg, d1sql.GuardConstraint) || strings.Contains(e.msg, d1sql.BindConstraint) ||
+		strings.Contains(e.msg, d1sql.PushResultsKeyCollision) ||
 		(strings.Contains(e.msg, "UNIQUE constraint failed") && !strings.Contains(e.msg, "_sync_commits."))
 }
 
@@ -478,6 +498,6 @@ func (t *Tx) Rollback(ctx context.Context) error {
 	defer t.state.Unlock()
 	t.leave(counters{t.stamp, t.baseMax}, true, false)
 	t.state.Finish()
-	t.writes, t.extra, t.rxKeys, t.run = nil, nil, nil, upsertRun{}
+	t.writes, t.extra, t.rxKeys, t.run, t.bind = nil, nil, nil, upsertRun{}, nil
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 // Server error numbers the driver classifies.
 const (
 	erDupEntry        = 1062 // ER_DUP_ENTRY: a unique key collision
+	erBadNull         = 1048 // ER_BAD_NULL_ERROR: bindClient's refusal (CR-7)
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement was rolled back
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: the whole transaction was rolled back
 	erDataTooLong     = 1406 // ER_DATA_TOO_LONG: a value longer than its column

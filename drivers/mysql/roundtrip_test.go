@@ -161,23 +161,24 @@ const pushRoundTrips = 8
 // commit (W7, docs/performance.md). A push of creates (base version 0 on
 // every op) is written by guarded writes (PUSH-9, guarded.go): its
 // statements are W1's — the creates one plain multi-row INSERT — so
-// nothing; it was one, BeginPush's read, before the driver was a
-// GuardedBeginner. A push whose ops carry no base version reads first:
+// nothing but the binding below; it was one, BeginPush's read, before
+// the driver was a GuardedBeginner. A push whose ops carry no base version reads first:
 // one statement, the push result and the ten rows (a LEFT JOIN,
-// pushread.go). The engine's other work (validation, the request digest,
-// versions) makes no round trip.
+// pushread.go). Every push binds its client id (CR-7): one statement,
+// bindClient, kept with the Tx's other writes. The engine's other work
+// (validation, the request digest, versions) makes no round trip.
 func TestEnginePushRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		base *int64
 		want int
 	}{
-		{"guarded, base version 0", syncstore.Version(0), pushRoundTrips},
-		{"read first, no base version", nil, pushRoundTrips + 1},
+		{"guarded, base version 0", syncstore.Version(0), pushRoundTrips + 1},
+		{"read first, no base version", nil, pushRoundTrips + 2},
 		// 10 updates: one guard over them all and one multi-row upsert
 		// where the creates' INSERT was (guardedRun), so what a push that
 		// reads first costs — never one UPDATE per row.
-		{"guarded, base version 1", syncstore.Version(1), pushRoundTrips + 1},
+		{"guarded, base version 1", syncstore.Version(1), pushRoundTrips + 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			per := enginePushRoundTrips(t, c.base)

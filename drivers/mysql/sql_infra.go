@@ -241,6 +241,15 @@ ON DUPLICATE KEY UPDATE actor_id = VALUES(actor_id), wire_version = VALUES(wire_
 	listClientCursors = `SELECT client_id, cursor_seq, updated_at_ms FROM _sync_clients
 WHERE p = ? AND client_id > ? ORDER BY client_id LIMIT ?`
 	deleteClients = `DELETE FROM _sync_clients WHERE p = ?`
+	// bindClient: p, client id, actor id, updated_at_ms; stores the
+	// record of a client bound by a push (wire version 0, cursor −1, no
+	// subscriptions) unless one exists, whose row it then locks until the
+	// Tx ends; a record of another actor fails it with erBadNull (strict
+	// sql_mode: actor_id set to NULL), nothing changed (CR-7). One
+	// statement, so one round trip; a racing insert of the key is waited
+	// for.
+	bindClient = `INSERT INTO _sync_clients (p, client_id, actor_id, wire_version, cursor_seq, updated_at_ms, subscriptions)
+VALUES (?, ?, ?, 0, -1, ?, '[]') ON DUPLICATE KEY UPDATE actor_id = IF(actor_id = VALUES(actor_id), actor_id, NULL)`
 )
 
 // Partition registry (REG).

@@ -112,6 +112,9 @@ const (
 	// (ClientFoundRows counts matched rows): fewer means a row is
 	// missing, at another version or in other scopes — CodeWriteConflict.
 	guardMatch
+	// guardBind: bindClient, whose erBadNull means the client id is
+	// bound to another actor — CodeClientActorMismatch (CR-7).
+	guardBind
 )
 
 // deferStmt keeps a write for later, after the staged upserts (which
@@ -233,6 +236,13 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 	var err error
 	for _, d := range t.deferred {
 		var res sql.Result
+		if d.guard == guardBind {
+			if err = t.execBind(ctx, d.args); err != nil {
+				t.guardErr = err // Commit reports it
+				break
+			}
+			continue
+		}
 		if res, err = t.exec(ctx, d.q, d.args...); err != nil {
 			if d.log && driver.CodeOf(err) == driver.CodeConstraintViolation {
 				// The seq this Tx reserved is taken: impossible on one
@@ -273,6 +283,12 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 		t.state.Abort()
 	}
 	return err
+}
+
+// errClientBound is the failure of a client binding (CR-7): the Tx is
+// aborted and writes nothing.
+func errClientBound() error {
+	return driver.Errorf(driver.CodeClientActorMismatch, "mysql: the client id is bound to another actor; nothing was written (CR-7)")
 }
 
 // errGuard is the error of a guarded write whose guard did not hold

@@ -64,6 +64,9 @@ type Tx struct {
 	// saved: the TX-8 savepoint is taken (savepointFirst); finishing:
 	// Commit or CommitRejected runs, and needs none.
 	saved, finishing bool
+	// bind: the client binding BindClient kept (bindClient's arguments),
+	// written again by CommitRejected (CR-7).
+	bind []any
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -343,6 +346,42 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 	})
 }
 
+// BindClient keeps the binding of clientID to actorID for later (CR-7):
+// bindClient stores the binding record unless the client has one, locks
+// the record until the Tx ends, and fails the Tx with
+// CodeClientActorMismatch when the record is another actor's. It is
+// written with the Tx's other kept writes (flushStaged), at the latest
+// at Commit; CommitRejected writes it again.
+func (t *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
+	return t.op(ctx, func() error {
+		t.bind = []any{t.partition, clientID, actorID, atMs}
+		t.deferGuarded(deferredStmt{q: bindClient, args: t.bind, guard: guardBind})
+		return nil
+	})
+}
+
+// execBind writes bindClient with args (CR-7).
+func (t *Tx) execBind(ctx context.Context, args []any) error {
+	if err := t.savepointFirst(ctx); err != nil {
+		return err
+	}
+	if _, err := t.c.exec(ctx, t.tx, bindClient, args...); err != nil {
+		if errNumber(err) == erBadNull {
+			return errClientBound()
+		}
+		return t.c.mapErr(ctx, err, "mysql: bind a client")
+	}
+	return nil
+}
+
+// writeBind writes the binding BindClient kept, at once (CommitRejected).
+func (t *Tx) writeBind(ctx context.Context) error {
+	if t.bind == nil {
+		return nil
+	}
+	return t.execBind(ctx, t.bind)
+}
+
 // CommitRejected drops the Tx's staged and deferred writes and, when a
 // write was sent ahead of it, rolls back to the savepoint taken before
 // that write (discarding every write of the Tx, also after a failed
@@ -363,6 +402,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 		}
 		t.seq = t.baseSeq
 		if _, err := t.exec(ctx, setMaxSeq, t.baseSeq, t.partition); err != nil {
+			return err
+		}
+		if err := t.writeBind(ctx); err != nil { // the binding stays (CR-7)
 			return err
 		}
 		_, err := t.exec(ctx, insertPushResult, t.partition, clientID, clientCommitID, text)

@@ -23,6 +23,7 @@ import (
 //	23505 on _sync_reactions_pkey             CodeDuplicateReactionKey (RX-1)
 //	23505 unique_violation                    CodeConstraintViolation (SCH-10, GW-2)
 //	22012 division by zero (a guard)          CodeWriteConflict (TX-9, GW-2)
+//	22P02 naming bindConstraint (a guard)     CodeClientActorMismatch (CR-7)
 //	40001, 40P01 serialization, deadlock      CodeUnavailable (retry)
 //	08xxx, 57P0x, 53xxx connection, shutdown  CodeUnavailable
 //	57014 query_canceled, 55P03 lock timeout  CodeUnavailable
@@ -41,6 +42,9 @@ func mapErr(ctx context.Context, err error, what string) error {
 		case pe.Code == "23505" && pe.ConstraintName == reactionsPK:
 			return &driver.Error{Code: driver.CodeDuplicateReactionKey, OpIndex: -1, Err: errors.New("duplicate reaction key"),
 				Message: what + ": a reaction key already exists in the partition", Rule: "RX-1"}
+		case pe.Code == "22P02" && strings.Contains(pe.Message, bindConstraint):
+			return driver.Wrap(driver.CodeClientActorMismatch, errors.New("the client id is bound"),
+				"%s: the client id is bound to another actor; nothing was written (CR-7)", what)
 		case pe.Code == "22012":
 			// Only a guard of this driver's divides (sqlGuardSeq, a
 			// guarded update): the state it assumed has moved.

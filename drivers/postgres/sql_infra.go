@@ -199,6 +199,9 @@ ON CONFLICT (partition, client_id, client_commit_id) DO NOTHING`
 VALUES ($1, $2, $3, $4::text, ($4::text::json ->> 'recordedAtMs')::bigint)`
 )
 
+// bindConstraint names the failure of sqlBindGuard (CR-7).
+const bindConstraint = "sync_client_bound"
+
 // Client records (CR).
 const (
 	sqlSelectClient = `SELECT actor_id, wire_version, cursor, updated_at_ms, subscriptions
@@ -213,6 +216,20 @@ ON CONFLICT (partition, client_id) DO UPDATE SET actor_id = EXCLUDED.actor_id,
 	sqlListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients
 WHERE partition = $1 AND client_id > $2 ORDER BY client_id LIMIT $3`
 	sqlDeleteClients = `DELETE FROM _sync_clients WHERE partition = $1`
+	// sqlBindClient: $1 partition, $2 client id, $3 actor id, $4
+	// updated_at_ms; stores the record of a client bound by a push (wire
+	// version 0, cursor −1, no subscriptions) unless one exists, waiting
+	// for a racing insert of the same key to end (CR-7).
+	sqlBindClient = `INSERT INTO _sync_clients (partition, client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions)
+VALUES ($1, $2, $3, 0, -1, $4, '[]') ON CONFLICT (partition, client_id) DO NOTHING`
+	// sqlBindGuard: $1 partition, $2 client id, $3 actor id. After
+	// sqlBindClient (READ COMMITTED: it sees the record a racing Tx
+	// committed), fails the transaction when the record is bound to
+	// another actor, casting the text bindConstraint to an integer (SQLSTATE
+	// 22P02, its message naming bindConstraint and nothing else). The cast
+	// reads a column, so it is never folded at planning time.
+	sqlBindGuard = `SELECT CASE WHEN actor_id = $3 THEN 0 ELSE ('` + bindConstraint + `' || left(actor_id, 0))::int END
+FROM _sync_clients WHERE partition = $1 AND client_id = $2`
 )
 
 // Partition registry (REG).

@@ -63,6 +63,9 @@ type Tx struct {
 	released bool // the Tx ended: pc (if any) was returned to the pool, the gate left
 	deferred bool // Begin's statements are not sent yet (no pc, no engine transaction)
 	pending  []stmt
+	// bind is the client binding BindClient buffered, sent again by
+	// CommitRejected after its rollback to the savepoint (CR-7).
+	bind []stmt
 	// baseSeq is the partition's committed max seq: read under the lock
 	// (locked), or while deferred the max the Conn knows.
 	baseSeq int64
@@ -598,6 +601,21 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 	})
 }
 
+// BindClient buffers the binding of clientID to actorID (CR-7): the
+// binding record's insert, which waits for a racing insert of the same
+// key to end, then a guard that fails the transaction
+// (CodeClientActorMismatch) when the record is another actor's. They go
+// out with the next round trip of the Tx, at the latest with Commit's
+// pipeline: no round trip of their own.
+func (t *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
+	return t.op(ctx, func() error {
+		t.bind = []stmt{{sqlBindClient, []any{t.partition, clientID, actorID, atMs}},
+			{sqlBindGuard, []any{t.partition, clientID, actorID}}}
+		t.pending = append(t.pending, t.bind...)
+		return nil
+	})
+}
+
 // CommitRejected drops the buffered writes, rolls back to the savepoint
 // opened at Begin (after the partition lock, so the partition is never
 // released), stores r as PutPushResult does and commits — one round trip
@@ -614,8 +632,9 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 				return err
 			}
 		}
-		return t.commitWith(ctx, t.baseSeq, []stmt{{sqlRollbackToTx, nil},
-			{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}}})
+		rejected := append([]stmt{{sqlRollbackToTx, nil}}, t.bind...) // the binding stays (CR-7)
+		return t.commitWith(ctx, t.baseSeq, append(rejected,
+			stmt{sqlInsertPushResult, []any{t.partition, clientID, clientCommitID, string(text)}}))
 	})
 }
 

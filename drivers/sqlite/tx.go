@@ -33,6 +33,9 @@ type Tx struct {
 	// unique collision, which SQLite rolls back alone) leave the Tx usable.
 	state   txstate.State
 	lastSeq int64 // the last seq AppendCommit allocated, 0 if none (announced by Commit, FAN-1)
+	// bind is the client binding BindClient staged, written again by
+	// CommitRejected after its rollback to the savepoint (CR-7).
+	bind []any
 
 	// Staged upserts (stage.go): rows of one table, not yet written,
 	// written as one multi-row statement before any other operation of
@@ -181,6 +184,38 @@ func (t *Tx) PutPushResult(ctx context.Context, clientID, clientCommitID string,
 	})
 }
 
+// BindClient binds clientID to actorID (CR-7): it reads the client's
+// actor and, when the partition holds no record of the client, stages the
+// binding record. The Tx holds the writer, so no other write of the
+// record can come between the read and the write. A record of another
+// actor → CodeClientActorMismatch; the Tx stays usable (the caller rolls
+// it back).
+func (t *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
+	return t.op(ctx, func() error {
+		var bound string
+		err := t.c.queryRow(ctx, t.st, sqlitesql.SelectClientActor, []any{t.partition, clientID}, &bound)
+		switch {
+		case err == sql.ErrNoRows:
+			args := []any{t.partition, clientID, actorID, atMs}
+			if err := t.st.exec(ctx, sqlitesql.BindClient, args...); err != nil {
+				return err
+			}
+			t.bind = args
+			return nil
+		case err != nil:
+			return err
+		case bound != actorID:
+			return errClientBound()
+		}
+		return nil
+	})
+}
+
+// errClientBound is BindClient's refusal (CR-7).
+func errClientBound() error {
+	return driver.Errorf(driver.CodeClientActorMismatch, "sqlite: the client id is bound to another actor; nothing was written (CR-7)")
+}
+
 // CommitRejected rolls back to the savepoint opened at Begin (discarding
 // every staged write, also after a failed statement), stores r as
 // PutPushResult does and commits — the write lock is never released in
@@ -196,6 +231,11 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 			return err
 		}
 		t.lastSeq = 0
+		if t.bind != nil { // the binding stays (CR-7)
+			if err := t.st.exec(ctx, sqlitesql.BindClient, t.bind...); err != nil {
+				return err
+			}
+		}
 		if err := t.st.exec(ctx, sqlitesql.InsertPushResult, t.partition, clientID, clientCommitID, string(text)); err != nil {
 			return err
 		}

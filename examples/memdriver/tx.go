@@ -19,9 +19,10 @@ type Tx struct {
 
 	mu       gosync.Mutex // guards the fields below: the Begin context can end the Tx from another goroutine
 	draft    *draft
-	unlock   func()      // releases the partition's write lock
-	stop     func() bool // stops watching the Begin context
-	finished error       // nil while open, then what every method returns
+	unlock   func()               // releases the partition's write lock
+	stop     func() bool          // stops watching the Begin context
+	finished error                // nil while open, then what every method returns
+	bind     *driver.ClientRecord // the binding BindClient staged, kept by CommitRejected (CR-7)
 }
 
 var (
@@ -222,6 +223,25 @@ func putResult(d *draft, clientID, clientCommitID string, r driver.PushResult) e
 	return nil
 }
 
+// BindClient binds clientID to actorID (CR-7): it stages the binding
+// record when the partition holds none; another actor's record →
+// CodeClientActorMismatch. The Tx holds the partition's lock, so nothing
+// binds the client between the check and the write.
+func (tx *Tx) BindClient(ctx context.Context, clientID, actorID string, atMs int64) error {
+	return tx.do(ctx, func(d *draft) error {
+		if rec, ok := d.p.clients[clientID]; ok {
+			if rec.ActorID != actorID {
+				return driver.Errorf(driver.CodeClientActorMismatch, "memory: the client id is bound to another actor (CR-7)")
+			}
+			return nil
+		}
+		rec := driver.ClientRecord{ClientID: clientID, ActorID: actorID, Cursor: -1, UpdatedAtMs: atMs}
+		d.clientsForWrite()[clientID] = rec
+		tx.bind = &rec
+		return nil
+	})
+}
+
 // CommitRejected drops every staged write, stores r (first writer wins)
 // and finishes the Tx, all while holding the partition's lock (TX-8).
 func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string, r driver.PushResult) error {
@@ -235,6 +255,11 @@ func (tx *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID strin
 		return tx.finished
 	}
 	d := newDraft(tx.s.current(tx.partition))
+	if tx.bind != nil { // the binding stays (CR-7)
+		if _, ok := d.p.clients[tx.bind.ClientID]; !ok {
+			d.clientsForWrite()[tx.bind.ClientID] = *tx.bind
+		}
+	}
 	if err := putResult(d, clientID, clientCommitID, r); err != nil {
 		return err
 	}

@@ -190,6 +190,14 @@ ON CONFLICT (partition, client_id) DO UPDATE SET actor_id = excluded.actor_id,
 	// stops at the limit.
 	ListClientCursors = `SELECT client_id, cursor, updated_at_ms FROM _sync_clients
 WHERE partition = ?1 AND client_id > ?2 ORDER BY client_id LIMIT ?3`
+	// SelectClientActor: ?1 partition, ?2 client_id → actor_id (CR-7).
+	SelectClientActor = `SELECT actor_id FROM _sync_clients WHERE partition = ?1 AND client_id = ?2`
+	// BindClient: ?1 partition, ?2 client_id, ?3 actor_id, ?4
+	// updated_at_ms; stores the record of a client bound by a push
+	// (wire version 0, cursor −1, no subscriptions) unless one exists
+	// (CR-7).
+	BindClient = `INSERT INTO _sync_clients (partition, client_id, actor_id, wire_version, cursor, updated_at_ms, subscriptions)
+VALUES (?1, ?2, ?3, 0, -1, ?4, '[]') ON CONFLICT (partition, client_id) DO NOTHING`
 	// DeleteClients: ?1 partition (REG-2).
 	DeleteClients = `DELETE FROM _sync_clients WHERE partition = ?1`
 )

@@ -32,6 +32,9 @@ const ConflictConstraint = "sync_write_conflict"
 //	_sync_d1_write_guard  one row whose CHECK (GuardConstraint) fails a
 //	                 batch whose guarded writes' conditions do not hold
 //	                 (D1RowGuard, GW-2)
+//	_sync_d1_bind_guard  one row whose CHECK (BindConstraint) fails a
+//	                 batch that binds a client id bound to another actor
+//	                 (D1BindGuard, CR-7)
 //	_sync_d1_tokens  one row per write batch (its idempotency token), so
 //	                 a batch whose outcome is unknown can be looked up, and
 //	                 fenced off for good when it did not land
@@ -51,6 +54,11 @@ var D1DDL = []string{
 	ok INTEGER NOT NULL,
 	CONSTRAINT ` + GuardConstraint + ` CHECK (ok = 1)
 )`,
+	`CREATE TABLE IF NOT EXISTS _sync_d1_bind_guard (
+	id INTEGER NOT NULL PRIMARY KEY,
+	ok INTEGER NOT NULL,
+	CONSTRAINT ` + BindConstraint + ` CHECK (ok = 1)
+)`,
 	`CREATE TABLE IF NOT EXISTS _sync_d1_tokens (
 	token TEXT NOT NULL PRIMARY KEY,
 	state TEXT NOT NULL,
@@ -60,8 +68,20 @@ var D1DDL = []string{
 	`CREATE INDEX IF NOT EXISTS _sync_d1_tokens_by_time ON _sync_d1_tokens (at_ms)`,
 }
 
+// BindConstraint is the name of the CHECK constraint whose failure means
+// "the client id is bound to another actor": a driver that sees it in an
+// engine error reports CodeClientActorMismatch (CR-7).
+const BindConstraint = "sync_client_bound"
+
 // D1 transaction statements.
 const (
+	// D1BindGuard: ?1 partition, ?2 client id, ?3 actor id. After
+	// sqlitesql.BindClient in the same batch, fails the batch on
+	// BindConstraint when the client's record is bound to another actor
+	// (CR-7).
+	D1BindGuard = `INSERT INTO _sync_d1_bind_guard (id, ok)
+VALUES (1, coalesce((SELECT actor_id FROM _sync_clients WHERE partition = ?1 AND client_id = ?2), ?3) = ?3)
+ON CONFLICT (id) DO UPDATE SET ok = excluded.ok`
 	// D1BeginRead: ?1 partition → the partition's stamp (0 when it has
 	// none) and max_seq (0 when it has no commits), read together at Begin.
 	D1BeginRead = `SELECT coalesce((SELECT stamp FROM _sync_d1_stamps WHERE partition = ?1), 0),
