@@ -8,7 +8,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/sqlite"
-	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 )
 
 // TestSuiteCatchesBrokenDrivers runs the whole suite against deliberately
@@ -111,7 +111,7 @@ func runBroken(t *testing.T, broken []brokenDriver) {
 	if testing.Short() {
 		t.Skip("runs the suite once per broken driver")
 	}
-	testdb.RequireFull(t, "the suite once per deliberately broken driver")
+	testlane.RequireFull(t, "the suite once per deliberately broken driver")
 	base, err := conformance.HarnessFor("sqlite", sqlite.Driver{}, t.TempDir(), nil, false)
 	if err != nil {
 		t.Fatal(err)

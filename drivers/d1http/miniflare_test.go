@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/conformance"
-	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 )
 
 // MiniflareEnv names the miniflare lane's endpoint, e.g.
@@ -57,7 +57,7 @@ func miniflareBase(t testing.TB) string {
 // lane: it runs under SYNCSTORE_TEST_FULL=1 (docs/testing.md); the
 // README's test command runs the suite on d1http once, over the double.
 func TestConformanceMiniflare(t *testing.T) {
-	testdb.RequireFull(t, "the suite again on the miniflare lane")
+	testlane.RequireFull(t, "the suite again on the miniflare lane")
 	base := miniflareBase(t)
 	h, err := conformance.HarnessFor("d1http", Driver{}, base, expectedCaps, false)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/faulttest"
-	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 )
 
 // Fault and load tests (docs/reliability.md): server-side connection kills
@@ -73,7 +73,7 @@ func TestMySQLKillDuringPush(t *testing.T) {
 // reaction was completed at most once, every reaction can still be
 // claimed and completed, and no transaction is left open.
 func TestMySQLKillStorm(t *testing.T) {
-	testdb.RequireFull(t, "a storm")
+	testlane.RequireFull(t, "a storm")
 	f := openFaultStore(t)
 	ctx := context.Background()
 	const pushes, writers, claimers = 240, 6, 3
@@ -199,7 +199,7 @@ func TestMySQLKillStorm(t *testing.T) {
 // is whole or absent, sequences are dense, and each partition takes the
 // next push (TX-6, SEQ-1, PR-4).
 func TestMySQLCancelStorm(t *testing.T) {
-	testdb.RequireFull(t, "a storm")
+	testlane.RequireFull(t, "a storm")
 	f := openFaultStore(t)
 	const pushes, workers = 1000, 8
 	seed := uint64(time.Now().UnixNano())

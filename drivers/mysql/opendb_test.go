@@ -17,6 +17,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
@@ -62,7 +63,7 @@ var hostDBCases = regexp.MustCompile(`^TestConformanceOverHostDB($|/(TX-(1|2|6|8
 // *sql.DB the host owns (OpenDB). A full lane: it runs under
 // SYNCSTORE_TEST_FULL=1 (docs/testing.md).
 func TestConformanceOverHostDB(t *testing.T) {
-	testdb.RequireFull(t, "the suite's connection-bound cases again over a host's *sql.DB")
+	testlane.RequireFull(t, "the suite's connection-bound cases again over a host's *sql.DB")
 	all := os.Getenv("SYNCSTORE_TEST_HOST_POOL_ALL") == "1"
 	base := testdb.MySQLServer(t)
 	var cfgs gosync.Map // *Conn → *mysql.Config

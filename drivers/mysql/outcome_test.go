@@ -11,6 +11,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/internal/faulttest"
 	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 )
 
 // Commit outcomes (TX-10, docs/reliability.md "Commit outcomes"): faults
@@ -99,7 +100,7 @@ func TestCommitFaults(t *testing.T) {
 // said "not written" is absent, every unknown outcome resolves by its
 // push result (TX-10).
 func TestOutcomeStorm(t *testing.T) {
-	testdb.RequireFull(t, "a storm")
+	testlane.RequireFull(t, "a storm")
 	pushes := 1600
 	if faulttest.RaceEnabled() {
 		pushes = 400

@@ -18,6 +18,7 @@ import (
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
@@ -56,7 +57,7 @@ var hostPoolCases = regexp.MustCompile(`^TestConformanceOverHostPool($|/(TX-(1|2
 // Close leaves the pool open (each case's cleanup closes it). A full lane:
 // it runs under SYNCSTORE_TEST_FULL=1 (docs/testing.md).
 func TestConformanceOverHostPool(t *testing.T) {
-	testdb.RequireFull(t, "the suite's connection-bound cases again over a host's pool")
+	testlane.RequireFull(t, "the suite's connection-bound cases again over a host's pool")
 	all := os.Getenv("SYNCSTORE_TEST_HOST_POOL_ALL") == "1"
 	base := testdb.PostgresServer(t)
 	var dsns gosync.Map // *Conn → dsn

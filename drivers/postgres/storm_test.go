@@ -15,6 +15,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/faulttest"
 	"github.com/syncstore/syncstore/internal/testdb"
+	"github.com/syncstore/syncstore/internal/testlane"
 )
 
 // Load and fault storms (docs/reliability.md), as for MySQL in
@@ -159,7 +160,7 @@ func stormPush(ctx context.Context, c *Conn, partition string, i int) (bool, err
 // is whole or absent, sequences are dense, and each partition takes the
 // next push (TX-6, SEQ-1, PR-4).
 func TestPostgresCancelStorm(t *testing.T) {
-	testdb.RequireFull(t, "a storm")
+	testlane.RequireFull(t, "a storm")
 	s := openStormStore(t)
 	const pushes, workers = 1000, 8
 	seed := uint64(time.Now().UnixNano())
@@ -238,7 +239,7 @@ func TestPostgresCancelStorm(t *testing.T) {
 // at most the one operation using that backend, so a push that failed
 // more often than there were terminations is a livelock, not bad luck.
 func TestPostgresTerminateStorm(t *testing.T) {
-	testdb.RequireFull(t, "a storm")
+	testlane.RequireFull(t, "a storm")
 	s := openStormStore(t)
 	ctx := context.Background()
 	const pushes, writers, claimers, stormLandedPerKill = 160, 6, 3, 4

@@ -1,4 +1,9 @@
-package testdb
+// Package testlane says which test lanes run: the README's test command
+// runs every conformance case on every reachable driver once; the full
+// lanes run under SYNCSTORE_TEST_FULL=1. It imports nothing beyond the
+// standard library, so the public suite's tests can use it without
+// pulling test engines into a third-party driver's module graph.
+package testlane
 
 import (
 	"os"
