@@ -19,6 +19,7 @@ func init() {
 		Case{Name: "CR-7/push-binds-the-client-id-refused-push-writes-nothing", Run: bindPush},
 		Case{Name: "CR-7/rejected-push-binds-too", Run: bindRejected},
 		Case{Name: "CR-7/first-calls-racing-one-actor-binds", Run: bindRace},
+		Case{Name: "CR-7/another-actors-replay-reveals-nothing", Run: bindReplay},
 	)
 }
 
@@ -243,4 +244,50 @@ func bindRace(t T, h Harness) {
 		expectEqual(t, "CR-7: "+mode.name+": calls that landed", bindRounds, wins)
 		expectEqual(t, "CR-7: "+mode.name+": calls refused", bindRounds, refused)
 	}
+}
+
+// Catches: a push under another actor's client id and one of its client
+// commit ids answered from the stored result — the owner's applied
+// result, or a rejection carrying a server row the other actor may not
+// read — or with idempotency_key_reused, which tells it the key exists;
+// anything written by such a push.
+func bindReplay(t T, h Harness) {
+	conn, s := pushStore(t, h)
+	ctx := t.Context()
+	k1 := pushReq("c1", "k1", pushTodo("t1", "p7", "o1", "secret", nil))
+	k2 := pushReq("c1", "k2", pushTodo("t1", "p7", "o1", "stale", syncstore.Version(7)))
+	applied, err := bindPushAs(t, s, "p1", "a1", k1)
+	must(t, "Push k1 by a1", err)
+	expectEqual(t, "CR-7: k1 by a1", driver.PushApplied, applied.Status)
+	rejected, err := bindPushAs(t, s, "p1", "a1", k2)
+	must(t, "Push k2 by a1", err)
+	expectEqual(t, "CR-7: k2 by a1 (a conflict carrying the row)", driver.PushRejected, rejected.Status)
+	before := pushStateOf(t, conn, "p1")
+
+	other := pushReq("c1", "k1", pushTodo("t9", "p7", "o1", "mine", nil))
+	for i, req := range []syncstore.PushRequest{k1, k2, other} {
+		resp, err := bindPushAs(t, s, "p1", "a2", req)
+		expectCode(t, fmt.Sprintf("CR-7: replay %d of c1's key %s by a2", i, req.ClientCommitID), err, driver.CodeClientActorMismatch)
+		if err == nil {
+			t.Errorf("CR-7: replay %d by a2 answered %s with %d op results: want no result", i, resp.Status, len(resp.Ops))
+		}
+		_, err = s.PushWith(ctx, "p1", withActor(req, "a2"), syncstore.PushOptions{Authorize: func(context.Context, *syncstore.Tx, syncstore.AuthorizeInput) error {
+			return nil
+		}})
+		expectCode(t, fmt.Sprintf("CR-7: replay %d by a2 (read first)", i), err, driver.CodeClientActorMismatch)
+	}
+	expectEqual(t, "CR-7: the partition after another actor's replays", before, pushStateOf(t, conn, "p1"))
+
+	// The owner's replays answer the stored results.
+	again, err := bindPushAs(t, s, "p1", "a1", k2)
+	must(t, "replay of k2 by a1", err)
+	expectEqual(t, "CR-7: a1's replay of k2", true, again.Replayed && again.Status == driver.PushRejected)
+	_, err = bindPushAs(t, s, "p1", "a1", other)
+	expectCode(t, "CR-7: a1's other request under k1", err, driver.CodeIdempotencyKeyReused)
+}
+
+// withActor is req pushed as actor.
+func withActor(req syncstore.PushRequest, actor string) syncstore.PushRequest {
+	req.ActorID = actor
+	return req
 }

@@ -26,7 +26,9 @@ import (
 //     nothing is written — also when two identical pushes race: one
 //     applies, both answer its result (PR-6). A stored result recorded
 //     for a different request under the same key → CodeIdempotencyKeyReused
-//     (PUSH-2), nothing written.
+//     (PUSH-2), nothing written — or CodeClientActorMismatch when the
+//     client id is bound to another actor than the request's (CR-7), so
+//     a push under someone else's client id learns nothing of its keys.
 //   - Binding (CR-7): otherwise the Tx binds ClientID to ActorID
 //     (Tx.BindClient; not for a command, PushCommand): a client id the
 //     partition has no record of gets a binding record (cursor −1, no
@@ -138,7 +140,12 @@ func (s *Store) PushCommand(ctx context.Context, partition string, req PushReque
 
 // pushCall is Push, PushWith and PushCommand (named op in errors) with the
 // options opts; command: req is a server command (PUSH-13).
-func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequest, opts PushOptions, command bool) (PushResponse, error) {
+func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequest, opts PushOptions, command bool) (resp PushResponse, err error) {
+	defer func() {
+		if !command && CodeOf(err) == CodeIdempotencyKeyReused {
+			err = s.keyOfAnotherActor(ctx, op, partition, req, err)
+		}
+	}()
 	if err := checkCtx(ctx, op); err != nil {
 		return PushResponse{}, err
 	}
@@ -210,6 +217,22 @@ func (s *Store) pushCall(ctx context.Context, op, partition string, req PushRequ
 		}
 		return p.settleDetached(ctx, s, err)
 	}
+}
+
+// keyOfAnotherActor is a push's answer when a result is stored under its
+// key for another request (reused, CodeIdempotencyKeyReused): when the
+// client id is bound to another actor, CodeClientActorMismatch instead
+// (CR-7), so a push under someone else's client id learns nothing of the
+// owner's keys or results. An identical request is the owner's (the
+// digest covers the actor), so replays never come here. reused stays the
+// answer when the record cannot be read: either way nothing was written.
+func (s *Store) keyOfAnotherActor(ctx context.Context, op, partition string, req PushRequest, reused error) error {
+	rec, found, err := s.conn.GetClientRecord(ctx, partition, req.ClientID)
+	if err != nil || !found || rec.ActorID == req.ActorID {
+		return reused
+	}
+	return driver.Errorf(CodeClientActorMismatch,
+		"%s: the client id is bound to another actor; a client id belongs to the actor that first pushed or pulled with it; nothing was written (CR-7)", op)
 }
 
 // unknownAfter is Push's answer when an attempt whose outcome was unknown
