@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 
 	"github.com/syncstore/syncstore/ssp2"
@@ -55,6 +56,8 @@ func (s *Server) resolve(ctx context.Context, id Identity, clientID string) (gra
 	g := grant{ok: true, vars: make(map[string]valueSet, len(allowed))}
 	for k, vals := range allowed {
 		if !s.declared[k] {
+			s.log.LogAttrs(ctx, slog.LevelError, "ssp2 server: ResolveScopes returned a scope variable no table's scope pattern declares (a host bug: the variable is the {name} of a pattern)",
+				slog.String("variable", k))
 			return grant{}, perr(ssp2.CodeInvalidSubscription, "the server's scope resolver returned a scope variable no table declares (§3.2)")
 		}
 		vs := valueSet{values: make(map[string]struct{}, len(vals))}

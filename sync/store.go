@@ -448,8 +448,9 @@ func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch st
 	return s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
 }
 
-// ListPartitionRegistry is a primitive (REG-3): [Store.Pull] registers
-// partitions; list them to walk every partition.
+// ListPartitionRegistry is a primitive (REG-3): [Store.Push] and
+// [Store.Pull] register partitions (REG-4, PULL-8); list them to walk
+// every partition.
 //
 // ListPartitionRegistry is driver.Conn's, after afterPartition "" or V-1
 // and limit 1…10,000 (V-5).
@@ -465,8 +466,8 @@ func (s *Store) ListPartitionRegistry(ctx context.Context, afterPartition string
 	return s.conn.ListPartitionRegistry(ctx, afterPartition, limit)
 }
 
-// ListPartitions is a primitive (REG-3): [Store.Pull] registers partitions;
-// list them to run [Store.Prune] or a [Worker] over every partition.
+// ListPartitions is a primitive (REG-3): [Store.Push] and [Store.Pull]
+// register partitions (REG-4, PULL-8); list them to run [Store.Prune] or a [Worker] over every partition.
 //
 // ListPartitions is driver.Conn's, after afterPartition "" or V-1 and
 // limit 1…10,000 (V-5).
