@@ -25,6 +25,13 @@ targets=(
 	"./drivers/d1http/internal/d1sql FuzzD1RewriteCost"
 	"./drivers/postgres FuzzRewriteCost"
 	"./drivers/mysql FuzzRewriteCost"
+	"./ssp2 FuzzDecodeRequest"
+	"./ssp2 FuzzDecodeResponse"
+	"./ssp2 FuzzDecodeSegment"
+	"./ssp2 FuzzRowDecode"
+	"./ssp2 FuzzParseControl"
+	"./ssp2 FuzzJSONValid"
+	"./server FuzzHandler"
 )
 
 # Every Fuzz function of the repository must be listed above: a new target
