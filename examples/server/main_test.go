@@ -131,18 +131,25 @@ func (c *client) sync() {
 // loopback — creates, a retried push, a bootstrap in pages, incremental
 // pulls, a version conflict resolved from the server row — and end with
 // identical replicas equal to the server's rows.
-func TestTwoClientsSync(t *testing.T) {
-	ctx := context.Background()
+// newServer serves newHandler over a fresh SQLite store with the schema;
+// both end with the test.
+func newServer(t *testing.T) (*sync.Store, *httptest.Server) {
+	t.Helper()
 	store, err := sync.Open("sqlite", filepath.Join(t.TempDir(), "server.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	if err := store.EnsureSchema(ctx, schema); err != nil {
+	t.Cleanup(func() { store.Close() })
+	if err := store.EnsureSchema(context.Background(), schema); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(newHandler(store))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return store, srv
+}
+
+func TestTwoClientsSync(t *testing.T) {
+	_, srv := newServer(t)
 	a, b := newClient(t, srv.URL, "a"), newClient(t, srv.URL, "b")
 
 	for i := range 5 {
@@ -188,16 +195,7 @@ func TestTwoClientsSync(t *testing.T) {
 // TestBadRequests: malformed, unknown-field, trailing and oversized bodies
 // are refused with a typed error and the right status, nothing written.
 func TestBadRequests(t *testing.T) {
-	store, err := sync.Open("sqlite", filepath.Join(t.TempDir(), "server.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.EnsureSchema(context.Background(), schema); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(newHandler(store))
-	defer srv.Close()
+	store, srv := newServer(t)
 	for _, c := range []struct {
 		name, body string
 		status     int
@@ -226,16 +224,7 @@ func TestBadRequests(t *testing.T) {
 // TestErrorShape: a refused push answers the JSON form of *sync.Error —
 // its code, a message for the caller, the rule apart, the op's index.
 func TestErrorShape(t *testing.T) {
-	store, err := sync.Open("sqlite", filepath.Join(t.TempDir(), "server.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.EnsureSchema(context.Background(), schema); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(newHandler(store))
-	defer srv.Close()
+	_, srv := newServer(t)
 	c := newClient(t, srv.URL, "a")
 	var e sync.Error
 	st := c.post("push", sync.PushRequest{ClientID: "a", ClientCommitID: "k1", Ops: []sync.PushOp{
