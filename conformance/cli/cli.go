@@ -131,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var run string
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.driver, "driver", "sqlite", "registered driver `name` to test")
+	fs.StringVar(&cfg.driver, "driver", "sqlite", "registered driver `name` to test: "+strings.Join(sync.Drivers(), ", ")+"; with -bench also \""+AllDrivers+"\" (every one reachable without a DSN)")
 	fs.StringVar(&cfg.dsn, "dsn", "", "base `DSN` handed to the driver's Provisioner (\"\" = the driver's default, e.g. a temporary directory)")
 	fs.StringVar(&run, "run", "", "run only the cases whose name matches `regex`")
 	fs.StringVar(&cfg.format, "format", "text", "report `format` on stdout: text, json, junit, jsonl (one JSON line per finished case, streamed); with -list: text, json, markdown")
