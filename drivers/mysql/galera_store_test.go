@@ -24,10 +24,12 @@ import (
 // each node — each to a node drawn uniformly at random (seeded; the seed
 // is logged, SYNCSTORE_GALERA_SEED replays one), nine writers at once,
 // three per partition, every push of a partition writing the
-// partition's hot row: pushes of one partition through different nodes
-// fail certification and the engine retries them while the context
-// lives. Node 3 is SIGKILLed (.ci/galera.sh kill) after a third of the
-// pushes are acknowledged and restarted after half. A push whose node
+// partition's hot row (and a users row, a table with a unique index,
+// that the pushes the partition's three writers make at the same time
+// share): pushes of one partition through different nodes fail
+// certification and the engine retries them while the context lives.
+// Node 3 is SIGKILLed (.ci/galera.sh kill) after a third of the pushes
+// are acknowledged and restarted after half. A push whose node
 // answers unavailable or commit_outcome_unknown is sent again, the same
 // request (same client commit id), to the next node, as a host behind a
 // load balancer does.
@@ -35,7 +37,8 @@ import (
 // It asserts: all 900 acknowledged, none answered write_conflict (the
 // default RetryPolicy sets no bound), none applied twice (each key once
 // in the log, at the seq its answer named), seqs 1…N dense on every node,
-// no lost update (the hot row's version is N), and no push answered
+// no lost update (the hot row's version is N, each users row's the
+// number of pushes that wrote it), none rejected, and no push answered
 // unavailable that had landed (a re-send replays only after an unknown
 // outcome). It logs the outcome table.
 func TestGaleraStorePushStorm(t *testing.T) {
@@ -50,10 +53,10 @@ func TestGaleraStorePushStorm(t *testing.T) {
 type storeStormStats struct {
 	// First Store.Push call of each push.
 	ackFirst, conflictFirst, downFirst, upUnavailFirst, unknownFirst atomic.Int64
-	// Pushes that needed another call, and the calls they took; those
-	// a re-send answered Replayed (an earlier, unknown, attempt had
-	// landed).
-	resent, resends, settledByReplay atomic.Int64
+	// Pushes that needed another call, and the calls they took; unknown
+	// outcomes a re-send answered Replayed (an earlier attempt had
+	// landed) or applied (it had not).
+	resent, resends, settledByReplay, settledByApply atomic.Int64
 	// Every call answered write_conflict (must be 0), unavailable by a
 	// live node, and re-sends that replayed a push no unknown outcome
 	// preceded (must be 0: an unavailable that had landed).
@@ -74,7 +77,8 @@ func (s *storeStormStats) table(total int) string {
 	row("first call commit_outcome_unknown (re-sent elsewhere)", s.unknownFirst.Load())
 	row("pushes sent more than once", s.resent.Load())
 	row("  calls after the first, in all", s.resends.Load())
-	row("unknown outcomes settled by a re-push (answered Replayed)", s.settledByReplay.Load())
+	row("unknown outcomes settled by a re-push: had landed (Replayed)", s.settledByReplay.Load())
+	row("unknown outcomes settled by a re-push: had not (applied now)", s.settledByApply.Load())
 	row("calls answered write_conflict (any call)", s.surfacedConflicts.Load())
 	row("calls answered unavailable by a live node", s.liveUnavail.Load())
 	row("answered unavailable but had landed", s.landedThoughUnavailable.Load())
@@ -88,8 +92,14 @@ type stormPush struct {
 	i         int
 	part, key string
 	client    string
-	node      int // the node it is first sent to
-	seq       int64
+	// user is the users row it writes too, shared with the two pushes of
+	// its partition that the other writers of the partition make at the
+	// same time: the first of them to land creates it, on a table with
+	// a unique index (UPDATE by primary key, INSERT when that matched
+	// nothing), the others update it.
+	user string
+	node int // the node it is first sent to
+	seq  int64
 }
 
 // runStoreStorm runs the storm of total pushes over Stores with policy
@@ -129,7 +139,7 @@ func runStoreStorm(t *testing.T, total int, pol sync.RetryPolicy) *storeStormSta
 	for i := range pushes {
 		w := i % writers
 		pushes[i] = &stormPush{i: i, part: parts[w%len(parts)], key: fmt.Sprintf("k%04d", i),
-			client: fmt.Sprintf("w%d", w), node: rng.IntN(len(stores))}
+			client: fmt.Sprintf("w%d", w), user: fmt.Sprintf("u%03d", i/writers), node: rng.IntN(len(stores))}
 	}
 
 	var nodeDown atomic.Bool // node 3 (index 2) is killed and not yet synced again
@@ -214,6 +224,7 @@ func storePushAnywhere(ctx context.Context, stores []*sync.Store, p *stormPush, 
 	req := sync.PushRequest{ClientID: p.client, ClientCommitID: p.key, ActorID: "a", Ops: []sync.PushOp{
 		{Table: "todos", RowID: "hot", Op: driver.OpUpsert, Values: stormValues("hot", int64(p.i))},
 		{Table: "todos", RowID: "r-" + p.key, Op: driver.OpUpsert, Values: stormValues("r-"+p.key, int64(p.i))},
+		{Table: "users", RowID: p.user, Op: driver.OpUpsert, Values: sync.Values{"id": p.user, "org": "o", "email": p.user + "@example.com"}},
 	}}
 	node := p.node
 	unknown := false
@@ -246,12 +257,13 @@ func storePushAnywhere(ctx context.Context, stores []*sync.Store, p *stormPush, 
 			if resp.Status != driver.PushApplied || resp.CommitSeq < 1 {
 				return fmt.Errorf("node %d answered %+v", node+1, resp.PushResult)
 			}
-			if resp.Replayed {
-				if unknown {
-					st.settledByReplay.Add(1)
-				} else {
-					st.landedThoughUnavailable.Add(1)
-				}
+			switch {
+			case resp.Replayed && unknown:
+				st.settledByReplay.Add(1)
+			case resp.Replayed:
+				st.landedThoughUnavailable.Add(1)
+			case unknown:
+				st.settledByApply.Add(1)
 			}
 			p.seq = resp.CommitSeq
 			return nil
@@ -334,5 +346,15 @@ func verifyStorePushes(t *testing.T, c driver.Conn, n int, p string, pushes []*s
 	hot, ok, err := tx.GetRow(ctx, "todos", "hot")
 	if err != nil || !ok || hot.ServerVersion != total {
 		t.Fatalf("node %d, %s: hot row version %d (found %v, %v); want %d: a lost update", n, p, hot.ServerVersion, ok, err, total)
+	}
+	users := map[string]int64{}
+	for _, sp := range want {
+		users[sp.user]++
+	}
+	for id, writes := range users {
+		u, ok, err := tx.GetRow(ctx, "users", id)
+		if err != nil || !ok || u.ServerVersion != writes {
+			t.Fatalf("node %d, %s: user %s at version %d (found %v, %v); want %d: a lost update", n, p, id, u.ServerVersion, ok, err, writes)
+		}
 	}
 }
