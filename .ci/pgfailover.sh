@@ -2,7 +2,7 @@
 # A PostgreSQL 15 primary and a standby under pg_auto_failover (a monitor
 # and two keeper-managed nodes) on loopback, for the failover lane
 # (docs/scaling.md). The monitor promotes the standby when the primary
-# dies; its health checks are tightened (1 s period, 2 s to unhealthy, 3 s
+# dies; its health checks are tightened (every 1 s, 2 s timeout, 3 s
 # demote wait) so a failover takes seconds, not the default ~40 s.
 #
 #   .ci/pgfailover.sh start         create (first time) and start the monitor
@@ -13,6 +13,9 @@
 #                                   a commit waits for its flush) or not
 #                                   (asynchronous streaming); waits until
 #                                   the primary applies it
+#   .ci/pgfailover.sh stall-replication  SIGSTOP the primary's walsenders:
+#                                   no more WAL reaches the standby (as
+#                                   when it lags); kill-primary ends them
 #   .ci/pgfailover.sh kill-primary  SIGKILL the primary's keeper, postmaster
 #                                   and backends; prints the node (1 or 2)
 #   .ci/pgfailover.sh heal          start any killed node again (it rejoins
@@ -38,8 +41,13 @@ monitor_uri="postgres://autoctl_node@127.0.0.1:$monitor_port/pg_auto_failover?ss
 
 say() { printf 'pgfailover: %s\n' "$*" >&2; }
 
+# as_pg NAME CMD… runs CMD as postgres with pg_autoctl's files under
+# $base and SYNCSTORE_PGFAILOVER_PART=$base/NAME in its environment, which
+# the processes it starts inherit (keepers, their supervisors, which
+# leave the process group, postmasters): lane_pids finds them.
 as_pg() {
-	local env=(XDG_CONFIG_HOME="$base/xdg/config" XDG_DATA_HOME="$base/xdg/data" XDG_RUNTIME_DIR="$base/xdg/run" PATH="$bin:$PATH")
+	local env=(SYNCSTORE_PGFAILOVER_PART="$base/$1" XDG_CONFIG_HOME="$base/xdg/config" XDG_DATA_HOME="$base/xdg/data" XDG_RUNTIME_DIR="$base/xdg/run" PATH="$bin:$PATH")
+	shift
 	if [ "$(id -un)" = postgres ]; then env "${env[@]}" "$@"; else runuser -u postgres -- env "${env[@]}" "$@"; fi
 }
 
@@ -64,11 +72,33 @@ ensure_packages() {
 	fi
 }
 
-# run_keeper DIR starts `pg_autoctl run` for DIR in a session of its own
-# (so kill-primary can SIGKILL its whole process group).
+# lane_pids NAME prints the pids of every process of part NAME (monitor,
+# node1, node2) of this lane.
+lane_pids() {
+	grep -lzx "SYNCSTORE_PGFAILOVER_PART=$base/$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+}
+
+# kill_part NAME SIGKILLs every process of part NAME: nothing exits
+# cleanly, nothing is left to restart the postmaster.
+kill_part() {
+	local pids pid
+	for _ in 1 2 3 4 5; do
+		pids="$(lane_pids "$1")"
+		[ -n "$pids" ] || break
+		# the postmaster's children (backends, walsenders) too: their
+		# environment is overwritten by their process titles
+		for pid in $pids; do pids="$pids $(pgrep -P "$pid" || true)"; done
+		# shellcheck disable=SC2086
+		kill -KILL $pids 2>/dev/null || true
+		sleep 0.1
+	done
+	rm -f "$base/$1.keeper"
+}
+
+# run_keeper NAME starts `pg_autoctl run` for part NAME.
 run_keeper() {
 	local name=$1
-	as_pg setsid pg_autoctl run --pgdata "$base/$name" >>"$base/$name.log" 2>&1 </dev/null &
+	as_pg "$name" pg_autoctl run --pgdata "$base/$name" >>"$base/$name.log" 2>&1 </dev/null &
 	echo $! >"$base/$name.keeper"
 }
 
@@ -108,7 +138,7 @@ wait_healthy() {
 
 create_node() {
 	local n=$1
-	as_pg pg_autoctl create postgres --pgdata "$base/node$n" --pgctl "$bin/pg_ctl" \
+	as_pg "node$n" pg_autoctl create postgres --pgdata "$base/node$n" --pgctl "$bin/pg_ctl" \
 		--pgport "${node_ports[$n]}" --hostname 127.0.0.1 --listen 127.0.0.1 --name "node$n" \
 		--auth trust --no-ssl --monitor "$monitor_uri" >>"$base/node$n.log" 2>&1 ||
 		{ tail -30 "$base/node$n.log" >&2; return 1; }
@@ -123,13 +153,12 @@ cmd_start() {
 	install -d -o postgres -g postgres -m 0700 "$base" "$base/xdg" "$base/xdg/config" "$base/xdg/data" "$base/xdg/run"
 	ensure_packages
 	if [ ! -f "$base/monitor/PG_VERSION" ]; then
-		as_pg pg_autoctl create monitor --pgdata "$base/monitor" --pgctl "$bin/pg_ctl" \
+		as_pg monitor pg_autoctl create monitor --pgdata "$base/monitor" --pgctl "$bin/pg_ctl" \
 			--pgport $monitor_port --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl >>"$base/monitor.log" 2>&1 ||
 			{ tail -30 "$base/monitor.log" >&2; return 1; }
 		cat >>"$base/monitor/postgresql.conf" <<EOF
-unix_socket_directories = '$base'
 pgautofailover.health_check_period = 1000
-pgautofailover.health_check_timeout = 1000
+pgautofailover.health_check_timeout = 2000
 pgautofailover.health_check_max_retries = 1
 pgautofailover.health_check_retry_delay = 500
 pgautofailover.node_considered_unhealthy_timeout = 2000
@@ -167,7 +196,7 @@ cmd_mode() {
 	local p s
 	p="$(primary)"
 	s=$((3 - p))
-	as_pg pg_autoctl set node replication-quorum "$quorum" --pgdata "$base/node$s" >>"$base/node$s.log" 2>&1 ||
+	as_pg "node$s" pg_autoctl set node replication-quorum "$quorum" --pgdata "$base/node$s" >>"$base/node$s.log" 2>&1 ||
 		{ tail -20 "$base/node$s.log" >&2; return 1; }
 	wait_healthy
 	# sync_state of an "ANY 1 (…)" standby is quorum
@@ -184,30 +213,31 @@ cmd_mode() {
 	return 1
 }
 
-kill_node() {
-	local n=$1 pid
-	if keeper_alive "node$n"; then
-		kill -KILL -- "-$(cat "$base/node$n.keeper")" 2>/dev/null || true
-	fi
-	if [ -f "$base/node$n/postmaster.pid" ]; then
-		pid="$(head -1 "$base/node$n/postmaster.pid")"
-		# the backends first, then the postmaster: none of them exits cleanly
-		for c in $(pgrep -P "$pid" || true); do kill -KILL "$c" 2>/dev/null || true; done
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	rm -f "$base/node$n.keeper"
-}
-
 cmd_kill_primary() {
 	local p
 	p="$(primary)"
 	[ -n "$p" ] || { say "no primary"; return 1; }
-	kill_node "$p"
+	kill_part "node$p"
 	say "killed node$p (port ${node_ports[$p]})"
 	echo "$p"
 }
 
+cmd_stall() {
+	local p pids
+	p="$(primary)"
+	pids="$(sqlq "${node_ports[$p]}" "SELECT pid FROM pg_stat_replication")"
+	[ -n "$pids" ] || { say "node$p has no walsender"; return 1; }
+	for pid in $pids; do kill -STOP "$pid"; done
+	say "stopped the walsender(s) $pids of node$p"
+}
+
 cmd_heal() {
+	local pids
+	for n in 1 2; do
+		# a stall-replication not followed by a kill ends here
+		pids="$(sqlq "${node_ports[$n]}" "SELECT pid FROM pg_stat_replication" 2>/dev/null || true)"
+		for pid in $pids; do kill -CONT "$pid" 2>/dev/null || true; done
+	done
 	for n in 1 2; do
 		keeper_alive "node$n" || run_keeper "node$n"
 	done
@@ -216,15 +246,14 @@ cmd_heal() {
 }
 
 cmd_stop() {
-	for n in 1 2; do kill_node "$n"; done
-	if keeper_alive monitor; then
-		kill -TERM -- "-$(cat "$base/monitor.keeper")" 2>/dev/null || true
-		for _ in $(seq 1 40); do keeper_alive monitor || break; sleep 0.25; done
-		kill -KILL -- "-$(cat "$base/monitor.keeper")" 2>/dev/null || true
-	fi
-	if [ -f "$base/monitor/postmaster.pid" ]; then
-		as_pg "$bin/pg_ctl" -D "$base/monitor" -m immediate -w stop >/dev/null 2>&1 || true
-	fi
+	for part in node1 node2 monitor; do
+		# the keeper first, so that nothing restarts the postmaster
+		[ -f "$base/$part.keeper" ] && kill -TERM "$(cat "$base/$part.keeper")" 2>/dev/null || true
+		if [ -f "$base/$part/postmaster.pid" ]; then
+			as_pg "$part" "$bin/pg_ctl" -D "$base/$part" -m immediate -w -t 10 stop >/dev/null 2>&1 || true
+		fi
+		kill_part "$part"
+	done
 	rm -rf "$base"
 	say "stopped"
 }
@@ -233,12 +262,13 @@ case "${1:-}" in
 start) cmd_start ;;
 mode) cmd_mode "${2:-}" ;;
 kill-primary) cmd_kill_primary ;;
+stall-replication) cmd_stall ;;
 heal) cmd_heal ;;
-state) as_pg pg_autoctl show state --pgdata "$base/monitor" ;;
+state) as_pg monitor pg_autoctl show state --pgdata "$base/monitor" ;;
 dsn) dsn ;;
 stop) cmd_stop ;;
 *)
-	echo "usage: $0 start|mode sync|async|kill-primary|heal|state|dsn|stop" >&2
+	echo "usage: $0 start|mode sync|async|stall-replication|kill-primary|heal|state|dsn|stop" >&2
 	exit 2
 	;;
 esac

@@ -74,7 +74,7 @@ func TestPGFailoverSync(t *testing.T) {
 }
 
 // TestPGFailoverAsync is the same storm with the standby asynchronous
-// (replication-quorum false: synchronous_standby_names = ''): a commit is
+// (replication-quorum false: synchronous_standby_names = ”): a commit is
 // acknowledged before the standby has it, so the failover may lose
 // acknowledged pushes. It is a measurement: it logs what was lost and
 // fails only on what no mode may do — a push applied twice, a hole in a
@@ -87,32 +87,38 @@ func TestPGFailoverAsync(t *testing.T) {
 }
 
 // Storm shape: failoverParts partitions, failoverWriters writers per
-// partition, failoverPer pushes per writer; the primary is killed after a
-// third of the pushes were acknowledged.
+// partition, failoverPer pushes per writer and more until
+// failoverAfterKill of the writer's pushes began after the kill;
+// replication is stalled after a third of failoverPer × writers were
+// acknowledged, the primary killed after failoverStalled more (or 500
+// polls: a synchronous standby lets none through).
 const (
-	failoverWriters = 3
-	failoverPer     = 40
+	failoverWriters   = 3
+	failoverPer       = 40
+	failoverStalled   = 40
+	failoverAfterKill = 5
 )
 
 var failoverParts = []string{"F0", "F1", "F2", "F3"}
 
 // failoverResult is what one failover run saw.
 type failoverResult struct {
-	total        int   // pushes sent (keys)
-	acknowledged int   // pushes answered with their result
-	present      int   // acknowledged pushes on the new primary, at their acknowledged seq
-	lost         int   // acknowledged pushes absent from the new primary
-	duplicates   int   // keys committed more than once
-	repushed     int   // pushes that failed at least once and were sent again with the same key
-	unknown      int   // of those, pushes answered commit_outcome_unknown at least once
-	replayed     int   // of those, pushes whose final answer was a replay: an earlier attempt had landed
+	total        int // pushes sent (keys), each re-pushed until answered
+	acknowledged int // pushes answered with their result
+	present      int // acknowledged pushes on the new primary, at their acknowledged seq
+	lost         int // acknowledged pushes absent from the new primary
+	duplicates   int // keys committed more than once
+	repushed     int // pushes that failed at least once and were sent again with the same key
+	unknown      int // of those, pushes answered commit_outcome_unknown at least once
+	replayed     int // of those, pushes whose final answer was a replay: an earlier attempt had landed
+	afterStall   int // pushes acknowledged while replication stalled, before the kill was sent
 	outage       time.Duration
 	wakesAfter   int // wakes received after the kill
 }
 
 func (r failoverResult) String() string {
-	return fmt.Sprintf("%d pushes: %d acknowledged, %d present, %d lost, %d duplicates; %d re-pushed (%d answered commit_outcome_unknown, %d settled as replays of an attempt that had landed); write outage %d ms; %d wakes after the kill",
-		r.total, r.acknowledged, r.present, r.lost, r.duplicates, r.repushed, r.unknown, r.replayed, r.outage.Milliseconds(), r.wakesAfter)
+	return fmt.Sprintf("%d pushes: %d acknowledged (%d while replication stalled), %d present, %d lost, %d duplicates; %d re-pushed (%d answered commit_outcome_unknown, %d settled as replays of an attempt that had landed); write outage %d ms; %d wakes after the kill",
+		r.total, r.acknowledged, r.afterStall, r.present, r.lost, r.duplicates, r.repushed, r.unknown, r.replayed, r.outage.Milliseconds(), r.wakesAfter)
 }
 
 // ack is one acknowledged push.
@@ -177,6 +183,7 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 	}()
 
 	total := len(failoverParts) * failoverWriters * failoverPer
+	var r failoverResult
 	var (
 		mu       gosync.Mutex
 		acks     = map[string]map[string]ack{} // partition → key → ack
@@ -186,8 +193,14 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 	for _, p := range failoverParts {
 		acks[p] = map[string]ack{}
 	}
-	// The controller: SIGKILL the primary after a third of the pushes.
+	// The controller: after a third of the pushes, stall replication (the
+	// primary's walsenders stopped: the standby lags, as over a slow
+	// link), let up to failoverStalled more pushes be acknowledged
+	// (polls bound the wait: a synchronous standby acknowledges none),
+	// then SIGKILL the primary.
 	killedAt := make(chan time.Time, 1)
+	var killed atomic.Bool
+	var stalledAt atomic.Int64
 	var ctl gosync.WaitGroup
 	ctl.Go(func() {
 		for landed.Load() < int64(total/3) && ctx.Err() == nil {
@@ -196,8 +209,18 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 		if ctx.Err() != nil {
 			return
 		}
+		pgfailover(t, "stall-replication")
+		stalledAt.Store(landed.Load())
+		for range 500 {
+			if landed.Load() >= stalledAt.Load()+failoverStalled || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		r.afterStall = int(landed.Load() - stalledAt.Load())
 		at := time.Now()
 		pgfailover(t, "kill-primary")
+		killed.Store(true)
 		killedAt <- at
 	})
 	var wg gosync.WaitGroup
@@ -205,7 +228,13 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 	for _, p := range failoverParts {
 		for w := range failoverWriters {
 			wg.Go(func() {
-				for i := range failoverPer {
+				// failoverPer pushes, and on until failoverAfterKill
+				// of them began after the kill.
+				after := 0
+				for i := 0; i < failoverPer || after < failoverAfterKill; i++ {
+					if killed.Load() {
+						after++
+					}
 					key := fmt.Sprintf("%s-w%d-%03d", p, w, i)
 					a, err := pushUntilAnswered(ctx, st, p, key, func(at time.Time) {
 						mu.Lock()
@@ -232,6 +261,9 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 		t.Fatal(err)
 	}
 	ctl.Wait()
+	for _, byKey := range acks {
+		r.total += len(byKey)
+	}
 	var kill time.Time
 	select {
 	case kill = <-killedAt:
@@ -239,7 +271,6 @@ func failoverRun(t *testing.T, mode string) failoverResult {
 		t.Fatal("the primary was not killed")
 	}
 
-	r := failoverResult{total: total}
 	var firstFail time.Time
 	for _, f := range failures {
 		if firstFail.IsZero() || f.Before(firstFail) {
