@@ -41,8 +41,9 @@ cmd_start() {
 	# one transaction. The store's pool must then prepare no named
 	# statements (PgBouncer 1.18 cannot keep them: QueryExecModeExec) and
 	# SubscribeCommits must LISTEN on a direct connection (ListenerDSN).
-	# default_pool_size = 8 per database, the tests' pool size, so a case's
-	# transactions never queue behind each other inside PgBouncer.
+	# default_pool_size = 10 per database, above the tests' pool size (8),
+	# so a case's transactions never queue inside PgBouncer and a lost
+	# answer's settling always finds a server connection.
 	cat >"$base/pgbouncer.ini" <<EOF2
 [databases]
 * = host=$server_host port=$server_port
@@ -54,7 +55,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = $base/userlist.txt
 pool_mode = transaction
-default_pool_size = 8
+default_pool_size = 10
 max_client_conn = 1000
 server_reset_query =
 server_idle_timeout = 10
