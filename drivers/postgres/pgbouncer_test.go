@@ -104,6 +104,10 @@ func TestPgBouncerConformance(t *testing.T) {
 		ParallelCases:      true,
 		HostTable:          pgHostTable,
 	}
+	h.Unreachable = func(ct conformance.T) driver.Conn {
+		ct.Helper()
+		return blackholed(ct, h.Open(ct).(*Conn))
+	}
 	conformance.Run(t, h)
 }
 

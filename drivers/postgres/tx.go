@@ -668,16 +668,20 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // Commit asks the server on a connection of its own, outside the pool and
 // within outcomeLookupTimeout, for the transaction's status
 // (pg_xact_status of the id read at Begin, or in Commit's own pipeline);
-// a transaction still in progress has its backend ended
+// a transaction still in progress has its backend — the one the server
+// reported with the id, on the same server incarnation — ended
 // (pg_terminate_backend: a commit already in its critical section still
-// completes) and is asked about again. A deferred Tx whose answer was
-// lost before its id arrived is settled by ending its backend and then
+// completes) and is asked about again; after a server restart the Tx's
+// first commit in the log decides (settleCommit). A deferred Tx whose
+// answer was lost before its id arrived is settled by ending its
+// connection's backend, when that can be identified for sure, and then
 // looking for its first commit in the log by the random token that commit
 // carries (settleByCommit: never another store's commit at the same seq,
-// whatever its client key). Then nil if it
-// committed, CodeUnavailable if it was rolled back (nothing written),
-// CodeCommitOutcomeUnknown if the look-up failed. Every other error means
-// nothing was written. The Tx is finished afterwards.
+// whatever its client key); behind a pooler it cannot be, and the answer
+// is CodeCommitOutcomeUnknown. Then nil if it committed, CodeUnavailable
+// if it was rolled back (nothing written), CodeCommitOutcomeUnknown if
+// the look-up failed. Every other error means nothing was written. The Tx
+// is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		n := len(t.seqs)
