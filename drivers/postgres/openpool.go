@@ -29,7 +29,9 @@ type Options struct {
 //
 // The Conn borrows pool: Close rolls back the Conn's open Txs and leaves
 // the pool open; the host closes it, after the Conn. Nothing is changed on
-// the pool or its config. The driver needs nothing of a connection beyond
+// the pool or its config; each connection's PgConn.CustomData gets one
+// entry, "syncstore/postgres.backend" (the server backend last reported on
+// it, for settling a lost COMMIT answer, TX-10). The driver needs nothing of a connection beyond
 // what pgx gives by default — no AfterConnect hook, no runtime parameter,
 // no registered type — so any pool works; each Tx holds one of the pool's
 // connections from Begin to its end (size the pool for the pushes that

@@ -123,10 +123,10 @@ const (
 	sqlEnsurePartition = `INSERT INTO _sync_partitions (partition, max_seq, horizon_seq) VALUES ($1, 0, 0) ON CONFLICT (partition) DO NOTHING`
 	// sqlLockPartition takes the partition's row lock for the rest of the
 	// transaction and reads its committed max seq (TX-1, SEQ-1) and the
-	// transaction's id, which settles a commit whose answer was lost
-	// (TX-10; the row lock has assigned the id already, so reading it
-	// costs nothing).
-	sqlLockPartition     = `SELECT max_seq, pg_current_xact_id()::text::bigint FROM _sync_partitions WHERE partition = $1 FOR UPDATE`
+	// transaction's id, its backend's pid and the server's incarnation
+	// (backend), which settle a commit whose answer was lost (TX-10; the
+	// row lock has assigned the id already, so reading them costs nothing).
+	sqlLockPartition     = `SELECT max_seq, pg_current_xact_id()::text::bigint, pg_backend_pid(), ` + sqlIncarnation + ` FROM _sync_partitions WHERE partition = $1 FOR UPDATE`
 	sqlSetMaxSeq         = `UPDATE _sync_partitions SET max_seq = $2 WHERE partition = $1`
 	sqlSelectSeqs        = `SELECT max_seq, horizon_seq FROM _sync_partitions WHERE partition = $1`
 	sqlSetHorizon        = `UPDATE _sync_partitions SET horizon_seq = $2 WHERE partition = $1`
@@ -145,12 +145,13 @@ const (
 	// $1 partition, $2 the max seq its seqs were allocated from, $3 its
 	// last seq. It takes the partition's row lock (waiting for another
 	// Conn's Tx, then re-reading the row: READ COMMITTED) and moves the max
-	// seq from $2 to $3, returning the transaction's id (TX-10) and 1;
+	// seq from $2 to $3, returning the transaction's id, its backend's pid
+	// and the server's incarnation (backend, TX-10) and 1;
 	// when the max is no longer $2 (another Conn committed) or the row is
 	// gone, it updates nothing and divides by zero (SQLSTATE 22012), which
 	// aborts the pipeline before any write: a write conflict (TX-9).
 	sqlGuardSeq = `WITH g AS (UPDATE _sync_partitions SET max_seq = $3 WHERE partition = $1 AND max_seq = $2 RETURNING 1)
-SELECT pg_current_xact_id()::text::bigint, 1 / (SELECT count(*)::int FROM g)`
+SELECT pg_current_xact_id()::text::bigint, pg_backend_pid(), ` + sqlIncarnation + `, 1 / (SELECT count(*)::int FROM g)`
 )
 
 // Commit log statements.

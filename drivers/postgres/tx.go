@@ -82,10 +82,11 @@ type Tx struct {
 	endSeq   int64
 	ended    bool
 	conflict bool // the max seq the Tx was deferred on had moved (TX-9)
-	// xid (pg_current_xact_id) and pid (its backend) identify the engine
-	// transaction when the answer to its COMMIT is lost (TX-10).
+	// xid (pg_current_xact_id) and be (its backend, as the server
+	// reported it) identify the engine transaction when the answer to its
+	// COMMIT is lost (TX-10).
 	xid int64
-	pid uint32
+	be  backend
 }
 
 var _ driver.Tx = (*Tx)(nil)
@@ -179,16 +180,16 @@ func queueBegin(b *pgx.Batch, partition string) {
 }
 
 // readBegin reads the results of queueBegin's statements: the locked max
-// seq and the transaction's id.
-func readBegin(br pgx.BatchResults) (maxSeq, xid int64, err error) {
+// seq, the transaction's id and its backend.
+func readBegin(br pgx.BatchResults) (maxSeq, xid int64, be backend, err error) {
 	if _, err = br.Exec(); err == nil {
 		if _, err = br.Exec(); err == nil {
-			if err = br.QueryRow().Scan(&maxSeq, &xid); err == nil {
+			if err = br.QueryRow().Scan(&maxSeq, &xid, &be.pid, &be.start); err == nil {
 				_, err = br.Exec()
 			}
 		}
 	}
-	return maxSeq, xid, err
+	return maxSeq, xid, be, err
 }
 
 // begin is one attempt of Begin. retry reports that it failed on a
@@ -200,14 +201,17 @@ func (c *Conn) begin(ctx context.Context, partition string, queue func(b *pgx.Ba
 	if err != nil {
 		return nil, false, c.mapErr(ctx, err, "postgres: begin: acquire a connection")
 	}
-	t := &Tx{c: c, partition: partition, beginCtx: ctx, pc: pc, pid: pc.Conn().PgConn().PID()}
+	t := &Tx{c: c, partition: partition, beginCtx: ctx, pc: pc}
 	b := &pgx.Batch{}
 	queueBegin(b, partition)
 	if queue != nil {
 		queue(b)
 	}
 	br := pc.SendBatch(ctx, b)
-	t.baseSeq, t.xid, err = readBegin(br)
+	t.baseSeq, t.xid, t.be, err = readBegin(br)
+	if err == nil {
+		rememberBackend(pc.Conn().PgConn(), t.be)
+	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -381,7 +385,7 @@ func (t *Tx) acquire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.pc, t.pid = pc, pc.Conn().PgConn().PID()
+	t.pc = pc
 	return nil
 }
 
@@ -391,17 +395,27 @@ func (t *Tx) acquire(ctx context.Context) error {
 // Tx is rolled back: CodeWriteConflict (TX-9), nothing written.
 func (t *Tx) open(br pgx.BatchResults) error {
 	t.deferred = false
-	maxSeq, xid, err := readBegin(br)
+	maxSeq, xid, be, err := readBegin(br)
 	if err != nil {
 		return err
 	}
+	rememberBackend(t.pc.Conn().PgConn(), be)
 	known := t.baseSeq
-	t.baseSeq, t.xid, t.locked = maxSeq, xid, true
+	t.baseSeq, t.xid, t.be, t.locked = maxSeq, xid, be, true
 	if len(t.seqs) > 0 && maxSeq != known {
 		t.conflict = true
 		return errSeqConflict()
 	}
 	return nil
+}
+
+// firstCommit is the Tx's first commit in the log, nil when it appended
+// none (or CommitRejected dropped them).
+func (t *Tx) firstCommit() *commitMark {
+	if len(t.seqs) == 0 {
+		return nil
+	}
+	return &commitMark{partition: t.partition, seq: t.seqs[0], token: t.token}
 }
 
 // errSeqConflict: a deferred Tx allocated seqs from a max seq that another
@@ -654,16 +668,20 @@ func (t *Tx) CommitRejected(ctx context.Context, clientID, clientCommitID string
 // Commit asks the server on a connection of its own, outside the pool and
 // within outcomeLookupTimeout, for the transaction's status
 // (pg_xact_status of the id read at Begin, or in Commit's own pipeline);
-// a transaction still in progress has its backend ended
+// a transaction still in progress has its backend — the one the server
+// reported with the id, on the same server incarnation — ended
 // (pg_terminate_backend: a commit already in its critical section still
-// completes) and is asked about again. A deferred Tx whose answer was
-// lost before its id arrived is settled by ending its backend and then
+// completes) and is asked about again; after a server restart the Tx's
+// first commit in the log decides (settleCommit). A deferred Tx whose
+// answer was lost before its id arrived is settled by ending its
+// connection's backend, when that can be identified for sure, and then
 // looking for its first commit in the log by the random token that commit
 // carries (settleByCommit: never another store's commit at the same seq,
-// whatever its client key). Then nil if it
-// committed, CodeUnavailable if it was rolled back (nothing written),
-// CodeCommitOutcomeUnknown if the look-up failed. Every other error means
-// nothing was written. The Tx is finished afterwards.
+// whatever its client key); behind a pooler it cannot be, and the answer
+// is CodeCommitOutcomeUnknown. Then nil if it committed, CodeUnavailable
+// if it was rolled back (nothing written), CodeCommitOutcomeUnknown if
+// the look-up failed. Every other error means nothing was written. The Tx
+// is finished afterwards.
 func (t *Tx) Commit(ctx context.Context) error {
 	return t.finish(ctx, func() error {
 		n := len(t.seqs)
@@ -719,7 +737,7 @@ func (t *Tx) commitWith(ctx context.Context, last int64, extra []stmt) error {
 			// signal, so it is settled like a lost answer.
 			return err
 		}
-		if err := t.c.settleCommit(ctx, t.xid, t.pid, err); err != nil {
+		if err := t.c.settleCommit(ctx, t.xid, t.be, t.firstCommit(), err); err != nil {
 			return err
 		}
 		t.endSeq, t.ended = last, true
@@ -769,6 +787,9 @@ func (t *Tx) sendDeferred(ctx context.Context, last int64, stmts []stmt) (again 
 	if err := t.acquire(ctx); err != nil {
 		return false, err
 	}
+	// The connection's backend, if the server reported it before and it
+	// is fixed for the connection's life (settleByCommit).
+	connBackend, direct := directBackend(t.pc.Conn().PgConn())
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(sqlGuardSeq, t.partition, t.baseSeq, last)
@@ -783,8 +804,9 @@ func (t *Tx) sendDeferred(ctx context.Context, last int64, stmts []stmt) (again 
 	answered := err == nil
 	if err == nil {
 		var one int
-		if err = br.QueryRow().Scan(&t.xid, &one); err == nil {
+		if err = br.QueryRow().Scan(&t.xid, &t.be.pid, &t.be.start, &one); err == nil {
 			gotXid = true
+			rememberBackend(t.pc.Conn().PgConn(), t.be)
 		} else {
 			var pe *pgconn.PgError
 			guardFailed = errors.As(err, &pe) && pe.Code == "22012"
@@ -818,10 +840,9 @@ func (t *Tx) sendDeferred(ctx context.Context, last int64, stmts []stmt) (again 
 		return deadBefore && pgconn.SafeToRetry(err), err // see commitWith
 	}
 	if gotXid {
-		err = t.c.settleCommit(ctx, t.xid, t.pid, err)
+		err = t.c.settleCommit(ctx, t.xid, t.be, t.firstCommit(), err)
 	} else {
-		first := t.seqs[0]
-		err = t.c.settleByCommit(ctx, t.pid, t.partition, first, t.token, err)
+		err = t.c.settleByCommit(ctx, t.pc.Conn().PgConn(), connBackend, direct, *t.firstCommit(), err)
 	}
 	if err != nil {
 		// CodeUnavailable from settleByCommit: the backend is gone and
