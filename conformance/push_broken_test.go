@@ -278,4 +278,6 @@ func (c *forgetsTombstones) Begin(ctx context.Context, p string) (driver.Tx, err
 
 type forgetsTombstonesTx struct{ txWrap }
 
-func (forgetsTombstonesTx) RowTombstone(context.Context, string, string) (int64, error) { return 0, nil }
+func (forgetsTombstonesTx) RowTombstone(context.Context, string, string) (int64, error) {
+	return 0, nil
+}

@@ -120,7 +120,7 @@ type table struct {
 	// tombstone reads the row's version while it exists, else its
 	// tombstone, else 0 (ROW-5): $1 partition, $2 id, $3 table name.
 	tombstone string
-	unique                 bool           // the table has a unique declared index (SCH-10)
+	unique    bool // the table has a unique declared index (SCH-10)
 
 	scopeCol map[string]string    // scope variable → column
 	others   map[string][]string  // driving variable → other variables, in parameter order
