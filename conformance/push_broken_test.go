@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"regexp"
 	"testing"
@@ -106,7 +107,7 @@ func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}} }},
 		// A row guard that checks nothing: creates over rows, stale
 		// updates and scope moves land as if the rows were as assumed.
-		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: push,
+		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: append(push, "PUSH-18"),
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, skipRow: true} }},
 		// A row guard that checks the row as stored, not as the Tx left
 		// it: a guard over a row the Tx wrote fails, and a stale second
@@ -157,6 +158,11 @@ func (t *readGuardedTx) UpsertRowGuarded(ctx context.Context, table string, row 
 	}
 	if !t.c.skipRow && (cur.ServerVersion != base || (found && !maps.Equal(cur.Scopes, row.Scopes))) {
 		return driver.Errorf(driver.CodeWriteConflict, "broken: the row is not as guarded")
+	}
+	if !t.c.skipRow && base == 0 { // GW-1: base 0 is no row and no tombstone (ROW-5)
+		if v, err := t.RowTombstone(ctx, table, row.ID); err != nil || v != 0 {
+			return errors.Join(err, driver.Errorf(driver.CodeWriteConflict, "broken: the row id has a tombstone"))
+		}
 	}
 	return t.UpsertRow(ctx, table, row)
 }
