@@ -138,6 +138,13 @@ func (t *bwLazyTx) DeleteRow(ctx context.Context, table, id string) error {
 	}
 	return tx.DeleteRow(ctx, table, id)
 }
+func (t *bwLazyTx) RowTombstone(ctx context.Context, table, id string) (int64, error) {
+	tx, err := t.real()
+	if err != nil {
+		return 0, err
+	}
+	return tx.RowTombstone(ctx, table, id)
+}
 func (t *bwLazyTx) AppendCommit(ctx context.Context, c driver.CommitInput) (int64, error) {
 	tx, err := t.real()
 	if err != nil {

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"regexp"
 	"testing"
@@ -26,7 +27,7 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		// A Tx whose GetRow reports an older server version than stored
 		// (ROW-2): base checks and version bumps go wrong.
 		{name: "tx-row-version-off-by-one", match: match, want: []string{"PUSH-3", "PUSH-4"},
-			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-17"},
+			also: []string{"PUSH-1", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-10", "PUSH-11", "PUSH-12", "PUSH-13", "PUSH-17", "PUSH-18"},
 			wrap: func(c driver.Conn) driver.Conn { return &staleVersions{connWrap{c}} }},
 		// CommitRejected that commits what the Tx staged (TX-8): a commit
 		// rejected after some of its ops were written is half applied.
@@ -45,6 +46,10 @@ func TestPushCasesCatchBrokenDrivers(t *testing.T) {
 		{name: "push-beginner-rows-shifted", match: match, want: []string{"PUSH-3"}, caps: []driver.Capability{},
 			also: []string{"PUSH-1", "PUSH-2", "PUSH-4", "PUSH-5", "PUSH-6", "PUSH-7", "PUSH-9", "PUSH-11", "PUSH-12", "PUSH-17"},
 			wrap: func(c driver.Conn) driver.Conn { return &shiftedPushReads{connWrap{c}} }},
+		// A driver that forgets its tombstones (ROW-5): a re-created row
+		// is numbered from 1 again, and a stale update lands on it.
+		{name: "tombstone-forgotten", match: match, want: []string{"PUSH-18"}, also: []string{"PUSH-4", "PUSH-10"},
+			wrap: func(c driver.Conn) driver.Conn { return &forgetsTombstones{connWrap{c}} }},
 		// An engine that caps one bound value at 2,000,000 bytes, under a
 		// driver that binds a commit's change log as one value and a row
 		// over the cap as it is: a push within 4 MiB fails as internal.
@@ -102,7 +107,7 @@ func TestGuardedCasesCatchBrokenDrivers(t *testing.T) {
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}} }},
 		// A row guard that checks nothing: creates over rows, stale
 		// updates and scope moves land as if the rows were as assumed.
-		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: push,
+		{name: "guard-ignores-the-row", match: match, caps: []driver.Capability{}, want: []string{"GW-2", "PUSH-9"}, also: append(push, "PUSH-18"),
 			wrap: func(c driver.Conn) driver.Conn { return &readGuarded{connWrap: connWrap{c}, skipRow: true} }},
 		// A row guard that checks the row as stored, not as the Tx left
 		// it: a guard over a row the Tx wrote fails, and a stale second
@@ -153,6 +158,11 @@ func (t *readGuardedTx) UpsertRowGuarded(ctx context.Context, table string, row 
 	}
 	if !t.c.skipRow && (cur.ServerVersion != base || (found && !maps.Equal(cur.Scopes, row.Scopes))) {
 		return driver.Errorf(driver.CodeWriteConflict, "broken: the row is not as guarded")
+	}
+	if !t.c.skipRow && base == 0 { // GW-1: base 0 is no row and no tombstone (ROW-5)
+		if v, err := t.RowTombstone(ctx, table, row.ID); err != nil || v != 0 {
+			return errors.Join(err, driver.Errorf(driver.CodeWriteConflict, "broken: the row id has a tombstone"))
+		}
 	}
 	return t.UpsertRow(ctx, table, row)
 }
@@ -258,4 +268,22 @@ func (t committedReadsTx) GetRow(ctx context.Context, table, id string) (driver.
 
 func (t committedReadsTx) ScanRows(ctx context.Context, q driver.ScanQuery) ([]driver.Row, error) {
 	return t.conn.ScanRows(ctx, t.Partition(), q)
+}
+
+// forgetsTombstones is a driver whose Tx reads every row id as never
+// deleted (RowTombstone 0): as if DeleteRow kept no tombstone.
+type forgetsTombstones struct{ connWrap }
+
+func (c *forgetsTombstones) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	tx, err := c.Conn.Begin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return forgetsTombstonesTx{txWrap{tx}}, nil
+}
+
+type forgetsTombstonesTx struct{ txWrap }
+
+func (forgetsTombstonesTx) RowTombstone(context.Context, string, string) (int64, error) {
+	return 0, nil
 }

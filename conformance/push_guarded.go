@@ -18,7 +18,7 @@ func init() {
 // Catches: a guarded push (PUSH-9) that answers or writes otherwise than
 // a push that reads first: a create over a row applied, a stale update
 // applied, a scope move logged without its delete, a replay applied again
-// over rows deleted since, a unique collision reported as an error rather
+// over rows deleted since or over row ids never written, a unique collision reported as an error rather
 // than an op error, versions or changes that differ.
 func pushGuardedAnswers(t T, h Harness) {
 	conn, s := pushStore(t, h)
@@ -70,6 +70,20 @@ func pushGuardedAnswers(t T, h Harness) {
 	expectEqual(t, "PUSH-9: a replay over deleted rows, replayed", true, r.Replayed)
 	expectEqual(t, "PUSH-9: a replay over deleted rows, its result", stored, r.PushResult)
 	expectEqual(t, "PUSH-9: the partition after a replay over deleted rows", before, pushStateOf(t, conn, "p1"))
+
+	// A result stored by other means (PUSH-2) under the key of a push
+	// that creates a row id never written: every row guard holds (no
+	// row, no tombstone: PUSH-18), only the result's guard fails; the
+	// push replays the result, nothing written.
+	direct := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 5, Ops: []driver.OpResult{{Status: driver.OpError, Code: "app.x"}}}
+	tx := begin(t, conn, "p1")
+	must(t, "PutPushResult", tx.PutPushResult(t.Context(), "c1", "k-direct", direct))
+	commit(t, tx)
+	before = pushStateOf(t, conn, "p1")
+	r = pushDo(t, s, "p1", pushReq("c1", "k-direct", pushTodo("t8", "p7", "o1", "never", v(0))))
+	expectEqual(t, "PUSH-9: a push under a stored key over a row id never written, replayed", true, r.Replayed)
+	expectEqual(t, "PUSH-9: a push under a stored key over a row id never written, its result", direct, r.PushResult)
+	expectEqual(t, "PUSH-9: the partition after a push under a stored key", before, pushStateOf(t, conn, "p1"))
 
 	// A create that collides on a unique index: an op error.
 	u := func(id, email string) syncstore.PushOp {

@@ -58,7 +58,8 @@ func pushExpectStored(t T, conn driver.Conn, s *syncstore.Store, p, what string,
 // Catches: a commit that writes a row more than once refused (PUSH-8
 // used to), or applied with every op checked and versioned against the
 // stored row (a create then an update ending at version 1, a re-create
-// after a delete of the same commit conflicting), changes coalesced or
+// after a delete of the same commit conflicting or numbered from 1 —
+// PUSH-18: it continues after the deleted row's version), changes coalesced or
 // out of op order, a move inside the commit logged without its delete, a
 // puller that ends with another row than the one stored. The second and
 // third pushes are all upserts with base versions: guarded (PUSH-9)
@@ -78,28 +79,28 @@ func pushRowThrice(t T, h Harness) {
 	expectEqual(t, "PUSH-10: create, update, delete, re-create: result", driver.PushResult{Status: driver.PushApplied, CommitSeq: 1,
 		RecordedAtMs: r.RecordedAtMs, CacheIdentity: r.CacheIdentity, Ops: []driver.OpResult{
 			{Status: driver.OpApplied, ServerVersion: 1}, {Status: driver.OpApplied, ServerVersion: 2},
-			{Status: driver.OpApplied}, {Status: driver.OpApplied, ServerVersion: 1}}}, r.PushResult)
+			{Status: driver.OpApplied}, {Status: driver.OpApplied, ServerVersion: 3}}}, r.PushResult)
 	r1 := r.PushResult
 	first := []driver.Change{upsertChange(tTodos, rowOf(one, 1)), upsertChange(tTodos, rowOf(two, 2)),
-		deleteChange(tTodos, rowOf(two, 2)), upsertChange(tTodos, rowOf(three, 1))}
+		deleteChange(tTodos, rowOf(two, 2)), upsertChange(tTodos, rowOf(three, 3))}
 	expectEqual(t, "PUSH-10: one change per op, in op order", first, r.Changes)
-	want := rowOf(three, 1)
+	want := rowOf(three, 3)
 	pushExpectRow(t, conn, "p1", "PUSH-10", "t1", &want)
 
 	// Two updates within the scopes, then a move and an update after it.
-	four, five := pushTodo("t1", "p7", "o1", "four", v(1)), pushTodo("t1", "p7", "o1", "five", v(2))
+	four, five := pushTodo("t1", "p7", "o1", "four", v(3)), pushTodo("t1", "p7", "o1", "five", v(4))
 	r = pushDo(t, s, "p1", pushReq("w1", "k2", four, five))
-	expectEqual(t, "PUSH-10: two updates of one row: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 2},
-		{Status: driver.OpApplied, ServerVersion: 3}}, r.Ops)
-	second := []driver.Change{upsertChange(tTodos, rowOf(four, 2)), upsertChange(tTodos, rowOf(five, 3))}
-	expectEqual(t, "PUSH-10: two updates of one row: changes", second, r.Changes)
-	six, seven := pushTodo("t1", "p8", "o1", "six", v(3)), pushTodo("t1", "p8", "o1", "seven", v(4))
-	r = pushDo(t, s, "p1", pushReq("w1", "k3", six, seven))
-	expectEqual(t, "PUSH-10: a move, then an update: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 4},
+	expectEqual(t, "PUSH-10: two updates of one row: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 4},
 		{Status: driver.OpApplied, ServerVersion: 5}}, r.Ops)
-	third := []driver.Change{deleteChange(tTodos, rowOf(five, 3)), upsertChange(tTodos, rowOf(six, 4)), upsertChange(tTodos, rowOf(seven, 5))}
+	second := []driver.Change{upsertChange(tTodos, rowOf(four, 4)), upsertChange(tTodos, rowOf(five, 5))}
+	expectEqual(t, "PUSH-10: two updates of one row: changes", second, r.Changes)
+	six, seven := pushTodo("t1", "p8", "o1", "six", v(5)), pushTodo("t1", "p8", "o1", "seven", v(6))
+	r = pushDo(t, s, "p1", pushReq("w1", "k3", six, seven))
+	expectEqual(t, "PUSH-10: a move, then an update: results", []driver.OpResult{{Status: driver.OpApplied, ServerVersion: 6},
+		{Status: driver.OpApplied, ServerVersion: 7}}, r.Ops)
+	third := []driver.Change{deleteChange(tTodos, rowOf(five, 5)), upsertChange(tTodos, rowOf(six, 6)), upsertChange(tTodos, rowOf(seven, 7))}
 	expectEqual(t, "PUSH-10: a move, then an update: changes", third, r.Changes)
-	want = rowOf(seven, 5)
+	want = rowOf(seven, 7)
 	pushExpectRow(t, conn, "p1", "PUSH-10", "t1", &want)
 
 	// The log by scope, and what pullers of each scope end with.

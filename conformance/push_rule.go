@@ -315,9 +315,10 @@ func pushDelete(t T, h Harness) {
 	if len(log) == 2 {
 		expectEqual(t, "PUSH-4: the delete in the log", []driver.Change{del}, log[1].Changes)
 	}
-	// Re-creating the row starts again at version 1.
+	// Re-creating the row continues after the deleted row's version
+	// (PUSH-18).
 	r = pushDo(t, s, "p1", pushReq("c1", "k3", pushTodo("ta", "p7", "o1", "again", syncstore.Version(0))))
-	expectEqual(t, "PUSH-4: a re-created row's version", int64(1), r.Ops[0].ServerVersion)
+	expectEqual(t, "PUSH-18: a re-created row's version", int64(2), r.Ops[0].ServerVersion)
 }
 
 func pushMove(t T, h Harness) {
@@ -553,6 +554,16 @@ func pushBeginnerMatches(t T, h Harness) {
 	push(t, conn, "p1", tTodos, todo("t1", "p7", "o1"), todo("t2", "p7", "o1"), todo("t5", "p1", "o2"))
 	push(t, conn, "p1", tUsers, user("u1", "o1", "a@x"))
 	push(t, conn, "p2", tTodos, todo("t3", "p7", "o1"))
+	// A row deleted at version 1 and one deleted at version 3: their
+	// tombstones (ROW-5) are read with the rows.
+	tx0 := begin(t, conn, "p1")
+	gone := todo("t-gone", "p7", "o1")
+	gone.ServerVersion = 3
+	must(t, "UpsertRow", tx0.UpsertRow(ctx, tTodos, todo("m005", "p7", "o1")))
+	must(t, "UpsertRow", tx0.UpsertRow(ctx, tTodos, gone))
+	must(t, "DeleteRow", tx0.DeleteRow(ctx, tTodos, "m005"))
+	must(t, "DeleteRow", tx0.DeleteRow(ctx, tTodos, "t-gone"))
+	commit(t, tx0)
 	stored := driver.PushResult{Status: driver.PushRejected, RecordedAtMs: 5, Ops: []driver.OpResult{{Status: driver.OpError, Code: "app.x"}}}
 	tx := begin(t, conn, "p1")
 	must(t, "PutPushResult", tx.PutPushResult(ctx, "c1", "stored", stored))
@@ -562,7 +573,7 @@ func pushBeginnerMatches(t T, h Harness) {
 	for i := range 700 { // past any batch bound of the driver's
 		keys = append(keys, driver.RowKey{Table: tTodos, ID: fmt.Sprintf("m%03d", i)})
 	}
-	keys = append(keys, driver.RowKey{Table: tTodos, ID: "t5"})
+	keys = append(keys, driver.RowKey{Table: tTodos, ID: "t5"}, driver.RowKey{Table: tTodos, ID: "t-gone"})
 	for _, key := range []string{"none", "stored"} {
 		tx, got, err := pb.BeginPush(ctx, "p1", "c1", key, keys)
 		must(t, "BeginPush", err)
@@ -570,15 +581,15 @@ func pushBeginnerMatches(t T, h Harness) {
 		want.Result, want.HasResult, err = tx.GetPushResult(ctx, "c1", key)
 		must(t, "GetPushResult", err)
 		if want.HasResult {
-			got.Rows, got.Found = nil, nil
+			got.Rows, got.Found, got.Tombstones = nil, nil, nil
 		} else {
-			want.Rows, want.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-			for i, k := range keys {
-				want.Rows[i], want.Found[i], err = tx.GetRow(ctx, k.Table, k.ID)
-				must(t, "GetRow", err)
-			}
+			res, has := want.Result, want.HasResult
+			want = pushReadOf(t, tx, keys)
+			want.Result, want.HasResult = res, has
+			expectEqual(t, "ROW-5: tombstones of rows deleted at versions 1 and 3", []int64{1, 3},
+				[]int64{got.Tombstones[6+5], got.Tombstones[len(keys)-1]})
 		}
-		expectEqual(t, "PUSH-3: BeginPush's reads against GetPushResult and GetRow of key "+key, want, got)
+		expectEqual(t, "PUSH-3: BeginPush's reads against GetPushResult, GetRow and RowTombstone of key "+key, want, got)
 		// The Tx is Begin's: it writes and commits.
 		must(t, "UpsertRow", tx.UpsertRow(ctx, tTodos, todo("t-"+key, "p7", "o1")))
 		commit(t, tx)
@@ -638,12 +649,25 @@ func pushAliasNamedTables(t T, h Harness) {
 	tx, got, err := pb.BeginPush(ctx, "p1", "c3", "none", keys)
 	must(t, "BeginPush over tables named like aliases", err)
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	want := driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
+	expectEqual(t, "PUSH-3: BeginPush's reads of tables named like aliases against GetRow", pushReadOf(t, tx, keys), got)
+}
+
+// pushReadOf is the driver.PushRead of keys by GetRow and, for a missing
+// row, RowTombstone in tx (no result).
+func pushReadOf(t T, tx driver.Tx, keys []driver.RowKey) driver.PushRead {
+	t.Helper()
+	ctx := t.Context()
+	want := driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys)), Tombstones: make([]int64, len(keys))}
+	var err error
 	for i, k := range keys {
 		want.Rows[i], want.Found[i], err = tx.GetRow(ctx, k.Table, k.ID)
 		must(t, "GetRow", err)
+		if !want.Found[i] {
+			want.Tombstones[i], err = tx.RowTombstone(ctx, k.Table, k.ID)
+			must(t, "RowTombstone", err)
+		}
 	}
-	expectEqual(t, "PUSH-3: BeginPush's reads of tables named like aliases against GetRow", want, got)
+	return want
 }
 
 // keywordTableNames are table names SCH-2 allows that SQL gives a meaning

@@ -230,8 +230,19 @@ type Tx interface {
 	// usable.
 	UpsertRow(ctx context.Context, table string, row Row) error
 	// DeleteRow removes the row and its scope-index entries; deleting a
-	// missing row is a no-op (ROW-3). Errors: CodeUnknownTable.
+	// missing row is a no-op (ROW-3). It keeps the row id's tombstone:
+	// the server version the removed row had, replacing an earlier
+	// tombstone of the id, staged with the Tx like the delete (ROW-5).
+	// Errors: CodeUnknownTable.
 	DeleteRow(ctx context.Context, table, id string) error
+	// RowTombstone returns the tombstone of the row id in the Tx's
+	// partition (ROW-5): the server version the row had when DeleteRow
+	// last removed it, seeing the Tx's own staged deletes (TX-3); 0 when
+	// the id was never deleted. Only its value for a missing row is
+	// used: while the row exists it may be any earlier tombstone. A
+	// tombstone is kept as long as the partition's rows are (sync never
+	// asks a driver to drop one). Errors: CodeUnknownTable.
+	RowTombstone(ctx context.Context, table, id string) (int64, error)
 
 	// AppendCommit records a commit and returns its commitSeq: the
 	// partition's max + 1; two commits in one Tx get consecutive numbers
@@ -298,13 +309,16 @@ type RowKey struct {
 // PushRead is the reads a push starts with (PushBeginner.BeginPush): the
 // push result of its key and whether one is stored, and the current rows
 // of the keys asked for — Rows[i] and Found[i] for keys[i], Rows[i] the
-// zero Row when Found[i] is false. When HasResult is true, Rows and Found
+// zero Row when Found[i] is false — and Tombstones[i], the row id's
+// tombstone (Tx.RowTombstone, ROW-5) when Found[i] is false (0 when
+// Found[i] is true). When HasResult is true, Rows, Found and Tombstones
 // may be nil (a replay reads no rows).
 type PushRead struct {
-	Result    PushResult
-	HasResult bool
-	Rows      []Row
-	Found     []bool
+	Result     PushResult
+	HasResult  bool
+	Rows       []Row
+	Found      []bool
+	Tombstones []int64
 }
 
 // PushBeginner is implemented by a Conn that can begin a push's Tx and make
@@ -317,8 +331,9 @@ type PushRead struct {
 // on D1).
 //
 // BeginPush returns exactly what Begin(ctx, partition) returns, and what
-// GetPushResult(clientID, clientCommitID) and GetRow(key.Table, key.ID)
-// for each key would return first thing in that Tx. Input is valid: V-1,
+// GetPushResult(clientID, clientCommitID), GetRow(key.Table, key.ID) and,
+// for a missing row, RowTombstone(key.Table, key.ID) for each key would
+// return first thing in that Tx. Input is valid: V-1,
 // V-2 and V-7, known tables, distinct keys, at most 1,000 of them. Errors:
 // those of Begin, GetPushResult and GetRow (CodeIdempotencyCacheMiss for a
 // result that cannot be decoded, PR-5); on an error no Tx is left open.

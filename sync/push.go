@@ -45,8 +45,10 @@ import (
 //     (0: no row), PushOptions.ValidateOp (if set) validates and may
 //     replace the values, and the op is written. A refusal or a
 //     mismatch rejects the commit.
-//   - Apply (PUSH-4, PUSH-12): an upsert writes the row with server
-//     version current + 1 (1 for a new row) and scopes computed from
+//   - Apply (PUSH-4, PUSH-12, PUSH-18): an upsert writes the row with
+//     server version current + 1 — for a missing row, its tombstone + 1
+//     (ROW-5: the version it had when last deleted; 1 for a row id
+//     never written), so a row's version never repeats — and scopes computed from
 //     the values written by the table's declared scopes; a delete
 //     removes the row (a missing row: nothing to do, nothing logged).
 //     PushOptions.ValidateCommit (if set) sees the whole candidate
@@ -313,9 +315,9 @@ func (p *pushPlan) begin(ctx context.Context, s *Store) (*Tx, driver.PushRead, e
 			return nil, read, err
 		}
 		tx := s.newTx(dtx)
-		if !read.HasResult && (len(read.Rows) != len(keys) || len(read.Found) != len(keys)) {
+		if !read.HasResult && (len(read.Rows) != len(keys) || len(read.Found) != len(keys) || len(read.Tombstones) != len(keys)) {
 			_ = tx.rollback(context.WithoutCancel(ctx))
-			return nil, read, driver.Errorf(CodeInternal, "Push: the driver's BeginPush answered %d rows for %d keys", len(read.Rows), len(keys))
+			return nil, read, driver.Errorf(CodeInternal, "Push: the driver's BeginPush answered %d rows and %d tombstones for %d keys", len(read.Rows), len(read.Tombstones), len(keys))
 		}
 		return tx, p.spread(read), nil
 	}
@@ -339,10 +341,15 @@ func readForPush(ctx context.Context, dtx driver.Tx, req *PushRequest, keys []dr
 	if err != nil || read.HasResult {
 		return read, err
 	}
-	read.Rows, read.Found = make([]Row, len(keys)), make([]bool, len(keys))
+	read.Rows, read.Found, read.Tombstones = make([]Row, len(keys)), make([]bool, len(keys)), make([]int64, len(keys))
 	for i, k := range keys {
 		if read.Rows[i], read.Found[i], err = dtx.GetRow(ctx, k.Table, k.ID); err != nil {
 			return read, err
+		}
+		if !read.Found[i] {
+			if read.Tombstones[i], err = dtx.RowTombstone(ctx, k.Table, k.ID); err != nil {
+				return read, err
+			}
 		}
 	}
 	return read, nil
@@ -368,15 +375,15 @@ func (p *pushPlan) spread(read driver.PushRead) driver.PushRead {
 		return read
 	}
 	n := len(p.req.Ops)
-	rows, found := make([]Row, n), make([]bool, n)
+	rows, found, tombs := make([]Row, n), make([]bool, n), make([]int64, n)
 	k := 0
 	for i := range n {
 		if p.prev[i] < 0 {
-			rows[i], found[i] = read.Rows[k], read.Found[k]
+			rows[i], found[i], tombs[i] = read.Rows[k], read.Found[k], read.Tombstones[k]
 			k++
 		}
 	}
-	read.Rows, read.Found = rows, found
+	read.Rows, read.Found, read.Tombstones = rows, found, tombs
 	return read
 }
 

@@ -27,7 +27,7 @@ func (p *pushPlan) apply(ctx context.Context, tx *Tx, read driver.PushRead, resp
 	}
 	n := len(p.req.Ops)
 	r := &pushRun{p: p, tx: tx, resp: resp, nowMs: nowMs, size: p.size,
-		cur: read.Rows, exists: read.Found, written: make([]Row, n),
+		cur: read.Rows, exists: read.Found, tomb: read.Tombstones, written: make([]Row, n),
 		results: make([]OpResult, 0, n), changes: make([]Change, 0, n), pending: make([]int, 0, n)}
 	err := r.run(ctx)
 	if err == errPushAnswered {
@@ -55,8 +55,12 @@ type pushRun struct {
 	// cur[i] and exists[i] are op i's row before it: what begin read
 	// for a row's first op, the row the previous op on it left for the
 	// others. written[i] is the row upsert i writes.
-	cur     []Row
-	exists  []bool
+	cur    []Row
+	exists []bool
+	// tomb[i] is op i's row's tombstone when it is missing (ROW-5): the
+	// version it had when last deleted — by an earlier op of the push,
+	// or as begin read it — 0 when never.
+	tomb    []int64
 	written []Row
 	results []OpResult
 	changes []Change
@@ -72,6 +76,7 @@ func (r *pushRun) run(ctx context.Context) error {
 		if p.prev != nil && p.prev[i] >= 0 {
 			j := p.prev[i]
 			r.cur[i], r.exists[i] = r.written[j], req.Ops[j].Op == OpUpsert
+			r.tomb[i] = r.last(j) // a delete's row leaves its version as the tombstone
 		}
 		if err := r.decide(ctx, i); err != nil {
 			return err
@@ -176,13 +181,25 @@ func (r *pushRun) decide(ctx context.Context, i int) error {
 		}
 	}
 	if o.Op == OpUpsert {
-		r.written[i] = Row{ID: o.RowID, ServerVersion: version + 1, Scopes: ScopesOf(p.tables[i].Table, values), Values: values}
-		r.results = append(r.results, OpResult{Status: OpApplied, ServerVersion: version + 1})
+		next := r.last(i) + 1 // PUSH-4, PUSH-18
+		r.written[i] = Row{ID: o.RowID, ServerVersion: next, Scopes: ScopesOf(p.tables[i].Table, values), Values: values}
+		r.results = append(r.results, OpResult{Status: OpApplied, ServerVersion: next})
 	} else {
 		r.results = append(r.results, OpResult{Status: OpApplied})
 	}
 	r.pending = append(r.pending, i)
 	return nil
+}
+
+// last is the last version op i's row had before op i: its server
+// version when it exists, else its tombstone (0: never written). An
+// upsert writes last + 1, so a row's version never repeats, across a
+// delete and a re-create too (PUSH-18).
+func (r *pushRun) last(i int) int64 {
+	if r.exists[i] {
+		return r.cur[i].ServerVersion
+	}
+	return r.tomb[i]
 }
 
 // validateOp calls ValidateOp for op i (PUSH-11) and returns the values

@@ -152,6 +152,19 @@ func (c *Conn) GetRow(ctx context.Context, partition, table, id string) (driver.
 	return rows[0], true, nil
 }
 
+// tombstone reads x.Tombstone of the id (ROW-5): its committed row's
+// version, else its tombstone, else 0.
+func (c *Conn) tombstone(ctx context.Context, x *sqlitesql.Table, partition, id string) (int64, error) {
+	res, err := c.cl.read(ctx, "d1http: read a tombstone", st(x.Tombstone, partition, id, x.Def.Name))
+	if err != nil {
+		return 0, err
+	}
+	if len(res) != 1 || len(res[0].Results.Rows) != 1 || len(res[0].Results.Rows[0]) != 1 {
+		return 0, driver.Errorf(driver.CodeInternal, "d1http: read a tombstone: not one value")
+	}
+	return rawInt(res[0].Results.Rows[0][0])
+}
+
 // ScanRows returns committed rows selected by q (SCAN-1…SCAN-5), from the
 // scope index of the filter key with the fewest values.
 func (c *Conn) ScanRows(ctx context.Context, partition string, q driver.ScanQuery) ([]driver.Row, error) {

@@ -2,6 +2,7 @@ package d1http
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/syncstore/syncstore/driver"
@@ -61,6 +62,7 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 			if slices.Contains(t.run.ids, row.ID) || !t.extendRun(x, u, args, row.ID, true) {
 				t.newRun(x, u, args, row.ID, true)
 			}
+			t.guardNoTombstone(x, row.ID)
 		} else {
 			entry, err := d1sql.D1RowGuardEntry(x, row, base)
 			if err != nil {
@@ -109,4 +111,21 @@ func (t *Tx) PutPushResultGuarded(ctx context.Context, clientID, clientCommitID 
 		t.ov.results[key] = r
 		return nil
 	})
+}
+
+// guardNoTombstone adds id to the guard of the create run it was just
+// staged in (GW-1: base 0 is a row id with no row and no tombstone,
+// ROW-5): one statement before the run, d1sql.D1GuardNoTombstones, whose
+// JSON array of ids grows with the run.
+func (t *Tx) guardNoTombstone(x *sqlitesql.Table, id string) {
+	r := &t.run
+	q, _ := json.Marshal(id)
+	if r.guard == nil {
+		t.writes = slices.Insert(t.writes, r.at, st(d1sql.D1GuardNoTombstones, t.partition, x.Def.Name, ""))
+		r.at++
+		r.guard = append(append(make([]byte, 0, 256), '['), q...)
+	} else {
+		r.guard = append(append(r.guard, ','), q...)
+	}
+	t.writes[r.at-1].Params[2] = string(r.guard) + "]"
 }

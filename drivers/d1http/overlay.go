@@ -15,6 +15,11 @@ import (
 type staged struct {
 	row     driver.Row
 	deleted bool
+	// tomb is a deleted row's tombstone (ROW-5) when known: the version
+	// of the row the Tx itself had staged; else the delete removed a
+	// committed row (or none), whose version D1 still holds.
+	tomb      int64
+	tombKnown bool
 }
 
 // copyRow returns a deep copy of the staged row (the caller may mutate it).
@@ -61,7 +66,16 @@ func (o *overlay) del(table, id string) {
 	if o.rows[table] == nil {
 		o.rows[table] = map[string]*staged{}
 	}
-	o.rows[table][id] = &staged{deleted: true}
+	next := &staged{deleted: true}
+	if prev, ok := o.rows[table][id]; ok {
+		switch {
+		case !prev.deleted:
+			next.tomb, next.tombKnown = prev.row.ServerVersion, true
+		default:
+			next.tomb, next.tombKnown = prev.tomb, prev.tombKnown
+		}
+	}
+	o.rows[table][id] = next
 }
 
 // merge lays the staged rows of q.Table over a committed page read with

@@ -273,8 +273,8 @@ func testPushUpsertRunsKeepOrder(t *testing.T, openSpy spyOpener) {
 			kinds = append(kinds, 0)
 		}
 	}
-	// guard | a,d,a | delete b, clear refs | b,e | t1 | c | delete c, clear refs | token, (expiry)
-	want := []int{0, 3, 0, 0, 2, 1, 1, 0, 0, 0}
+	// guard | a,d,a | tombstone b, delete b, clear refs | b,e | t1 | c | tombstone c, delete c, clear refs | token, (expiry)
+	want := []int{0, 3, 0, 0, 0, 2, 1, 1, 0, 0, 0, 0}
 	if diff := cmp.Diff(want, kinds[:len(want)]); diff != "" {
 		t.Fatalf("rows per statement (-want +got):\n%s", diff)
 	}

@@ -43,7 +43,8 @@ func sqlHeads(b []stmt) []string {
 // where the read-first push (BeginPush) took 2; and its batch has W1's 8
 // statements and the client binding's 2 after the stamp guard (CR-7), the
 // 10 rows ONE insert without ON CONFLICT (a row present fails it on the
-// key), the result one too. The Store's first push to the partition
+// key) after ONE guard that none of them has a tombstone (ROW-5), the
+// result one too. The Store's first push to the partition
 // touches the registry first (REG-4). A push of updates at their
 // base versions is one request too, its rows guarded by ONE statement
 // before their upsert. A stale update's guard fails (1 request, nothing
@@ -78,17 +79,17 @@ func testGuardedPushRequests(t *testing.T, openSpy spyOpener) {
 			t.Fatalf("push %d took %d requests, want %d", i, len(got), want)
 		}
 		batch := got[len(got)-1]
-		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(sqlitesql.BindClient), st(d1sql.D1BindGuard), st("insert"),
+		wantSQL := sqlHeads([]stmt{st(d1sql.D1StampGuard), st(sqlitesql.BindClient), st(d1sql.D1BindGuard), st(d1sql.D1GuardNoTombstones), st("insert"),
 			st(sqlitesql.InsertCommit), st(sqlitesql.InsertChanges), st(sqlitesql.InsertChangeScopes), st(d1sql.D1InsertPushResultGuarded),
 			st(sqlitesql.SetMaxSeq), st(d1sql.D1TokenApplied)})
-		wantSQL[3] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
+		wantSQL[4] = `INSERT INTO "` + conformance.BenchTable + `" AS ` + sqlitesql.UpsertAlias + ` `
 		if diff := cmp.Diff(wantSQL, sqlHeads(batch)); diff != "" {
 			t.Fatalf("push %d: the commit batch (-want +got):\n%s", i, diff)
 		}
-		if in := batch[3]; len(in.Params) != 1+len(resp.Ops) || strings.Contains(in.SQL, "ON CONFLICT") {
+		if in := batch[4]; len(in.Params) != 1+len(resp.Ops) || strings.Contains(in.SQL, "ON CONFLICT") {
 			t.Fatalf("push %d: the insert binds %d parameters (want 1 + %d rows) or has an ON CONFLICT clause", i, len(in.Params), len(resp.Ops))
 		}
-		if strings.Contains(batch[7].SQL, "ON CONFLICT") {
+		if strings.Contains(batch[8].SQL, "ON CONFLICT") {
 			t.Fatalf("push %d: the guarded result has an ON CONFLICT clause", i)
 		}
 	}
@@ -193,6 +194,8 @@ func testGuardedWriteErrors(t *testing.T, openSpy spyOpener) {
 	var kinds []string
 	for _, s := range batch[1 : len(batch)-1] {
 		switch {
+		case s.SQL == d1sql.D1GuardNoTombstones:
+			kinds = append(kinds, fmt.Sprintf("no tombstone %d", strings.Count(s.Params[2].(string), ",")+1))
 		case strings.HasPrefix(s.SQL, "INSERT INTO _sync_d1_write_guard"):
 			kinds = append(kinds, fmt.Sprintf("guard %d", strings.Count(s.Params[1].(string), "[")-1))
 		case strings.Contains(s.SQL, "ON CONFLICT"):
@@ -201,7 +204,7 @@ func testGuardedWriteErrors(t *testing.T, openSpy spyOpener) {
 			kinds = append(kinds, fmt.Sprintf("insert %d", len(s.Params)-1))
 		}
 	}
-	if diff := cmp.Diff([]string{"insert 2", "guard 2", "upsert 2", "guard 1", "upsert 1"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"no tombstone 2", "insert 2", "guard 2", "upsert 2", "guard 1", "upsert 1"}, kinds); diff != "" {
 		t.Fatalf("the statements of rows a@0, b@0, a@1, b@1, a@2 (-want +got):\n%s", diff)
 	}
 	for id, v := range map[string]int64{"a": 3, "b": 2} {

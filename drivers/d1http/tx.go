@@ -287,11 +287,37 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 		if err != nil {
 			return err
 		}
-		t.writes = append(t.writes, st(x.Delete, t.partition, id))
+		t.writes = append(t.writes, st(x.KeepTombstone, t.partition, id, table), st(x.Delete, t.partition, id)) // ROW-5
 		t.ov.del(table, id)
 		t.afterRowWrite(x, id, true)
 		return nil
 	})
+}
+
+// RowTombstone returns the id's tombstone as the Tx sees it (ROW-5,
+// TX-3): the version of a row the Tx staged and then deleted, without a
+// request; else D1's answer (x.Tombstone) — for a committed row the Tx
+// deleted, its version, since the delete is not sent yet.
+func (t *Tx) RowTombstone(ctx context.Context, table, id string) (v int64, err error) {
+	err = t.op(func() error {
+		x, err := t.c.state.Table(table)
+		if err != nil {
+			return err
+		}
+		if s, ok := t.ov.row(table, id); ok {
+			switch {
+			case !s.deleted:
+				v = s.row.ServerVersion
+				return nil
+			case s.tombKnown:
+				v = s.tomb
+				return nil
+			}
+		}
+		v, err = t.c.tombstone(ctx, x, t.partition, id)
+		return err
+	})
+	return v, err
 }
 
 // afterRowWrite lets capabilities add statements after a row write.

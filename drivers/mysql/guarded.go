@@ -59,7 +59,11 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 		}
 		if !x.nullInRequired(args) {
 			if base == 0 {
-				return t.stage(ctx, x, args, size, true)
+				if err := t.stage(ctx, x, args, size, true); err != nil {
+					return err
+				}
+				t.stageIDs = append(t.stageIDs, row.ID) // guarded against a tombstone too (deferStaged)
+				return nil
 			}
 			if err := t.live(ctx, "mysql: upsert row"); err != nil {
 				return err
@@ -75,6 +79,9 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 		// Sent at once, after the kept writes: the engine refuses the
 		// NULL, and the error belongs to this call.
 		d := deferredStmt{q: x.insert, args: args}
+		if base == 0 {
+			t.deferGuarded(deferredStmt{q: guardNoTombstonesSQL(1), args: []any{t.partition, table, row.ID}, guard: guardMatch}) // ROW-5
+		}
 		if base > 0 {
 			d = deferredStmt{q: x.guardedUpdate, args: x.guardedUpdateArgs(args, base), guard: guardMatch, want: 1}
 		} else if !x.unique {

@@ -23,7 +23,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	begin := func() (driver.Tx, error) { return c.Begin(ctx, partition) }
 	return rowkeys.BeginPush(ctx, begin, func(t *Tx, out *driver.PushRead) error {
 		return t.op(ctx, func() error {
-			out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
+			out.Rows, out.Found, out.Tombstones = make([]driver.Row, len(keys)), make([]bool, len(keys)), make([]int64, len(keys))
 			groups := rowkeys.Groups(keys, pushReadChunk)
 			if len(groups) == 0 {
 				var err error
@@ -44,9 +44,43 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 					return err
 				}
 			}
+			for _, g := range groups {
+				if err := t.readTombstonesIn(ctx, g, keys, out); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 	})
+}
+
+// readTombstonesIn reads the tombstones of g's keys whose rows are
+// missing into out (ROW-5): one statement, only for a group with a
+// missing row (a push of updates reads none).
+func (t *Tx) readTombstonesIn(ctx context.Context, g rowkeys.Group, keys []driver.RowKey, out *driver.PushRead) error {
+	args := []any{t.partition, g.Table}
+	for _, i := range g.Index {
+		if !out.Found[i] {
+			args = append(args, keys[i].ID)
+		}
+	}
+	if len(args) == 2 {
+		return nil
+	}
+	rows, err := t.c.query(ctx, t.tx, tombstonesInSQL(len(args)-2), args, "mysql: read tombstones for a push")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id []byte
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return t.c.mapErr(ctx, err, "mysql: read tombstones for a push")
+		}
+		g.PlaceTombstone(out, string(id), v)
+	}
+	return t.c.mapErr(ctx, rows.Err(), "mysql: read tombstones for a push")
 }
 
 // pushReadRowsSQL reads the rows of x among n ids of a partition: ?1

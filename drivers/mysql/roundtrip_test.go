@@ -166,15 +166,18 @@ const pushRoundTrips = 8
 // one statement, the push result and the ten rows (a LEFT JOIN,
 // pushread.go). Every push binds its client id (CR-7): one statement,
 // bindClient, kept with the Tx's other writes. The engine's other work
-// (validation, the request digest, versions) makes no round trip.
+// (validation, the request digest, versions) makes no round trip. A push
+// that creates rows makes one more: guarded, the guard that none of the
+// ids has a tombstone (guardNoTombstonesSQL); read first, the read of
+// the missing rows' tombstones (readTombstonesIn) — ROW-5, PUSH-18.
 func TestEnginePushRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		base *int64
 		want int
 	}{
-		{"guarded, base version 0", syncstore.Version(0), pushRoundTrips + 1},
-		{"read first, no base version", nil, pushRoundTrips + 2},
+		{"guarded, base version 0", syncstore.Version(0), pushRoundTrips + 2},
+		{"read first, no base version", nil, pushRoundTrips + 3},
 		// 10 updates: one guard over them all and one multi-row upsert
 		// where the creates' INSERT was (guardedRun), so what a push that
 		// reads first costs — never one UPDATE per row.

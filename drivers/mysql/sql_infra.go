@@ -107,6 +107,16 @@ var infraDDL = []string{
 	KEY _sync_clients_by_time (p, updated_at_ms, client_id),
 	KEY _sync_clients_by_cursor (p, cursor_seq, updated_at_ms)
 )` + tableOpts,
+	// The tombstones of deleted rows (ROW-5): the version a row id had
+	// when last deleted. Created by every open, so a store of an earlier
+	// release gets it on its first open by this one.
+	`CREATE TABLE IF NOT EXISTS _sync_tombstones (
+	p VARBINARY(255) NOT NULL,
+	tbl VARBINARY(255) NOT NULL,
+	row_id VARBINARY(255) NOT NULL,
+	version BIGINT NOT NULL,
+	PRIMARY KEY (p, tbl, row_id)
+)` + tableOpts,
 	`CREATE TABLE IF NOT EXISTS _sync_registry (
 	p VARBINARY(255) NOT NULL PRIMARY KEY,
 	epoch LONGBLOB NOT NULL,
@@ -272,3 +282,36 @@ const (
 // selectCommitHeads: after partition, limit → committed heads, a range
 // read of _sync_partitions' primary key (fanout polling, FAN-1).
 const selectCommitHeads = `SELECT p, max_seq FROM _sync_partitions WHERE p > ? AND max_seq > 0 ORDER BY p LIMIT ?`
+
+// keepTombstoneSQL records the row's version as its id's tombstone,
+// replacing an earlier one, before DeleteRow removes it (ROW-5): the
+// partition, the table name, the partition again, the id. A missing row
+// records nothing.
+func keepTombstoneSQL(x *table) string {
+	return "INSERT INTO _sync_tombstones (p, tbl, row_id, version) SELECT ?, ?, " + quoteIdent(x.def.PrimaryKey) + ", " +
+		quoteIdent(versionColumn) + " FROM " + quoteIdent(x.def.Name) + " FORCE INDEX (PRIMARY) WHERE " + quoteIdent(partitionColumn) +
+		" = ? AND " + quoteIdent(x.def.PrimaryKey) + " = ? ON DUPLICATE KEY UPDATE version = VALUES(version)"
+}
+
+// tombstoneSQL reads the id's row version while it exists, else its
+// tombstone, else 0 (ROW-5): the partition, the id, the partition, the
+// table name, the id.
+func tombstoneSQL(x *table) string {
+	return "SELECT COALESCE((SELECT " + quoteIdent(versionColumn) + " FROM " + quoteIdent(x.def.Name) + " WHERE " +
+		quoteIdent(partitionColumn) + " = ? AND " + quoteIdent(x.def.PrimaryKey) + " = ?)," +
+		" (SELECT version FROM _sync_tombstones WHERE p = ? AND tbl = ? AND row_id = ?), 0)"
+}
+
+// tombstonesInSQL reads the tombstones among n ids of one table (ROW-5):
+// the partition, the table name, then the ids → row_id, version.
+func tombstonesInSQL(n int) string {
+	return "SELECT row_id, version FROM _sync_tombstones WHERE p = ? AND tbl = ? AND row_id IN (" + qmarks(n) + ")"
+}
+
+// guardNoTombstonesSQL is the guard of guarded creates (GW-1: base 0 is
+// a row id with no row and no tombstone): an UPDATE that changes nothing
+// and must match no row (guardMatch, want 0) — the partition, the table
+// name, then the n ids.
+func guardNoTombstonesSQL(n int) string {
+	return "UPDATE _sync_tombstones SET version = version WHERE p = ? AND tbl = ? AND row_id IN (" + qmarks(n) + ")"
+}

@@ -205,6 +205,12 @@ func (t *Tx) deferStaged() {
 	x := t.stageTable
 	// The statement takes the staged arguments over (no copy on the push
 	// path): the next row staged starts a new slice.
+	if t.stageGuarded && len(t.stageIDs) > 0 {
+		// GW-1, ROW-5: base 0 is a row id with no tombstone either; the
+		// guard matches no tombstone of the creates' ids.
+		args := append([]any{t.partition, x.def.Name}, t.stageIDs...)
+		t.deferred = append(t.deferred, deferredStmt{q: guardNoTombstonesSQL(len(t.stageIDs)), args: args, guard: guardMatch, want: 0})
+	}
 	d := deferredStmt{args: t.stageArgs}
 	t.stageArgs = nil
 	switch {
@@ -309,6 +315,7 @@ func (t *Tx) dropStaged() {
 // dropUpserts forgets the staged upserts.
 func (t *Tx) dropUpserts() {
 	t.stageTable, t.stageGuarded, t.stageRows, t.stageBytes = nil, false, 0, 0
+	t.stageIDs = t.stageIDs[:0]
 	clear(t.stageArgs) // no references kept to the rows' values
 	t.stageArgs = t.stageArgs[:0]
 }

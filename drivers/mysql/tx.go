@@ -49,6 +49,7 @@ type Tx struct {
 	// by a plain INSERT (stage).
 	stageGuarded bool
 	stageArgs    []any // x.insertArgs of each row
+	stageIDs     []any // the row ids of staged guarded creates (guardNoTombstonesSQL)
 	stageRows    int
 	stageBytes   int // argBytes of stageArgs
 	// grun: guarded updates gathered (stage.go), open only while no
@@ -251,6 +252,9 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 	return t.op(ctx, func() error {
 		x, err := t.c.state.Table(table)
 		if err != nil {
+			return err
+		}
+		if _, err = t.exec(ctx, keepTombstoneSQL(x), t.partition, table, t.partition, id); err != nil { // ROW-5
 			return err
 		}
 		if _, err = t.exec(ctx, x.del, t.partition, id); err != nil {
@@ -550,4 +554,28 @@ func (t *Tx) Rollback(ctx context.Context) error {
 		return t.c.mapErr(ctx, err, "mysql: rollback")
 	}
 	return nil
+}
+
+// RowTombstone reads the id's tombstone, seeing the Tx's own writes
+// (ROW-5, TX-3): the row's version while it exists, else the version it
+// had when last deleted, else 0.
+func (t *Tx) RowTombstone(ctx context.Context, table, id string) (v int64, err error) {
+	err = t.op(ctx, func() error {
+		x, err := t.c.state.Table(table)
+		if err != nil {
+			return err
+		}
+		rows, err := t.c.query(ctx, t.tx, tombstoneSQL(x), []any{t.partition, id, t.partition, table, id}, "mysql: read a tombstone")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if rows.Next() {
+			if err := rows.Scan(&v); err != nil {
+				return t.c.mapErr(ctx, err, "mysql: read a tombstone")
+			}
+		}
+		return t.c.mapErr(ctx, rows.Err(), "mysql: read a tombstone")
+	})
+	return v, err
 }

@@ -32,6 +32,7 @@ func (t *Tx) UpsertRowGuarded(ctx context.Context, table string, row driver.Row,
 			return err
 		}
 		if base == 0 {
+			t.guardNoTombstone(x, row.ID)
 			t.stageUpsert(x, row.ID, args, true)
 			return nil
 		}
@@ -48,4 +49,26 @@ func (t *Tx) PutPushResultGuarded(ctx context.Context, clientID, clientCommitID 
 		t.pending = append(t.pending, stmt{sqlInsertPushResultGuarded, []any{t.partition, clientID, clientCommitID, string(text)}})
 		return nil
 	})
+}
+
+// guardNoTombstone buffers the guard that id has no tombstone (GW-1,
+// ROW-5), before the create it guards: the ids of adjacent creates of one
+// table share one statement, so a guarded push of creates stays a few
+// statements whatever its size.
+func (t *Tx) guardNoTombstone(x *table, id string) {
+	g := &t.tombGuard
+	if g.x == x && g.at >= 0 && g.at < len(t.pending) && t.pending[g.at].sql == sqlGuardNoTombstones &&
+		t.run.x == x && t.run.insert && t.run.at == len(t.pending)-1 && g.at == t.run.at-1 {
+		p := &t.pending[g.at]
+		p.args[2] = append(p.args[2].([]string), id)
+		return
+	}
+	t.pending = append(t.pending, stmt{sqlGuardNoTombstones, []any{t.partition, x.def.Name, []string{id}}})
+	*g = tombGuard{x: x, at: len(t.pending) - 1}
+}
+
+// tombGuard is the guard statement of the creates of the run after it.
+type tombGuard struct {
+	x  *table
+	at int // index in pending
 }

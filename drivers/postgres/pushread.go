@@ -17,7 +17,8 @@ var _ driver.PushBeginner = (*Conn)(nil)
 // BeginPush begins a push's Tx and reads its stored result and the
 // current rows of keys (driver.PushBeginner) in Begin's own pipeline: ONE
 // round trip (BEGIN, the partition's lock, the savepoint, the result's
-// SELECT and one SELECT per table and 500 ids, table.getIn), instead of
+// SELECT and two SELECTs per table and 500 ids, table.getIn and the ids'
+// tombstones, sqlTombstonesIn), instead of
 // Begin's and then one per read. The reads run after the partition's
 // lock, in the Tx, so they see what GetPushResult and GetRow would first
 // thing in it. Retried as Begin is; never deferred (it reads), so a push
@@ -36,7 +37,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 	}
 	var out driver.PushRead
 	queue := func(b *pgx.Batch) {
-		out = driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys))}
+		out = driver.PushRead{Rows: make([]driver.Row, len(keys)), Found: make([]bool, len(keys)), Tombstones: make([]int64, len(keys))}
 		b.Queue(sqlSelectPushResult, partition, clientID, clientCommitID).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var text string
@@ -64,6 +65,19 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 						return err
 					}
 					g.Place(&out, row)
+				}
+				return rows.Err()
+			})
+			// The ids' tombstones (ROW-5), after the rows: kept for the
+			// missing ones only.
+			b.Queue(sqlTombstonesIn, partition, g.Table, ids).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id string
+					var v int64
+					if err := rows.Scan(&id, &v); err != nil {
+						return err
+					}
+					g.PlaceTombstone(&out, id, v)
 				}
 				return rows.Err()
 			})

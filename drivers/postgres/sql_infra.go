@@ -91,6 +91,15 @@ var infraDDL = []string{
 	updated_at_ms bigint NOT NULL,
 	subscriptions text NOT NULL,
 	PRIMARY KEY (partition, client_id))`,
+	// The tombstones of deleted rows (ROW-5): the version a row id had
+	// when last deleted. Created by every open, so a store of an earlier
+	// release gets it on its first open by this one.
+	`CREATE TABLE IF NOT EXISTS _sync_tombstones (
+	partition ` + textC + ` NOT NULL,
+	tbl ` + textC + ` NOT NULL,
+	row_id ` + textC + ` NOT NULL,
+	version bigint NOT NULL,
+	PRIMARY KEY (partition, tbl, row_id))`,
 	`CREATE TABLE IF NOT EXISTS _sync_registry (
 	partition ` + textC + ` PRIMARY KEY,
 	epoch text NOT NULL,
@@ -244,4 +253,16 @@ RETURNING partition, epoch, epoch_required, updated_at_ms`
 	sqlListRegistry = `SELECT partition, epoch, epoch_required, updated_at_ms FROM _sync_registry
 WHERE partition > $1 ORDER BY partition LIMIT $2`
 	sqlListPartitions = `SELECT partition FROM _sync_registry WHERE partition > $1 ORDER BY partition LIMIT $2`
+)
+
+// Tombstone statements (ROW-5).
+const (
+	// sqlTombstonesIn: $1 partition, $2 table, $3 ids (text[]) → row_id,
+	// version of the ids that have a tombstone.
+	sqlTombstonesIn = `SELECT row_id, version FROM _sync_tombstones WHERE partition = $1 AND tbl = $2 AND row_id = ANY($3::text[])`
+	// sqlGuardNoTombstones is the guard of guarded creates (GW-1: base 0
+	// is a row id with no row and no tombstone): $1 partition, $2 table,
+	// $3 ids (text[]); it divides by zero (SQLSTATE 22012:
+	// CodeWriteConflict) when one of the ids has a tombstone.
+	sqlGuardNoTombstones = `SELECT 1 / (1 - (EXISTS (SELECT 1 FROM _sync_tombstones WHERE partition = $1 AND tbl = $2 AND row_id = ANY($3::text[])))::int)`
 )

@@ -114,8 +114,13 @@ type table struct {
 	multiMu                gosync.Mutex
 	multi                  map[int]string // upsertN by n, insertN by -n
 	guardedUpdate          string         // upsertArgs, then $n base version
-	delete                 string         // $1 partition, $2 id
-	unique                 bool           // the table has a unique declared index (SCH-10)
+	// delete removes the row and keeps its version as the id's tombstone
+	// (ROW-5), one statement: $1 partition, $2 id, $3 table name.
+	delete string
+	// tombstone reads the row's version while it exists, else its
+	// tombstone, else 0 (ROW-5): $1 partition, $2 id, $3 table name.
+	tombstone string
+	unique    bool // the table has a unique declared index (SCH-10)
 
 	scopeCol map[string]string    // scope variable → column
 	others   map[string][]string  // driving variable → other variables, in parameter order
@@ -133,7 +138,11 @@ func newTable(t driver.Table) *table {
 	x.get = sel + " FROM " + tq + key
 	x.getIn = "SELECT _sync_r.* FROM unnest($2::text[]) AS _sync_k(_sync_id) CROSS JOIN LATERAL (" + sel + " FROM " + tq +
 		" WHERE " + part + " = $1 AND " + pk + " = _sync_k._sync_id OFFSET 0) AS _sync_r"
-	x.delete = "DELETE FROM " + tq + key
+	x.delete = "WITH _sync_d AS (DELETE FROM " + tq + key + " RETURNING " + quote(versionColumn) + " AS _sync_v)" +
+		" INSERT INTO _sync_tombstones (partition, tbl, row_id, version) SELECT $1::text, $3::text, $2::text, _sync_v FROM _sync_d" +
+		" ON CONFLICT (partition, tbl, row_id) DO UPDATE SET version = EXCLUDED.version"
+	x.tombstone = "SELECT COALESCE((SELECT " + quote(versionColumn) + " FROM " + tq + key +
+		"), (SELECT version FROM _sync_tombstones WHERE partition = $1 AND tbl = $3::text AND row_id = $2), 0)"
 	names := []string{part, quote(versionColumn)}
 	params := []string{"$1", "$2"}
 	sets := []string{quote(versionColumn) + " = EXCLUDED." + quote(versionColumn)}

@@ -74,6 +74,8 @@ type Tx struct {
 	// run is the multi-row upsert at the end of pending that the next
 	// upsert of the same table extends (stageUpsert).
 	run upsertRun
+	// tombGuard is the guard of the guarded creates of run (guarded.go).
+	tombGuard tombGuard
 	// token is the random mark the Tx's first commit carries (tx_token):
 	// with its seq, what settleByCommit looks for.
 	token int64
@@ -574,10 +576,26 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 		if err != nil {
 			return err
 		}
-		t.pending = append(t.pending, stmt{x.delete, []any{t.partition, id}},
+		t.pending = append(t.pending, stmt{x.delete, []any{t.partition, id, table}}, // ROW-5: keeps the tombstone
 			stmt{sqlBlobRefsClearRow, []any{t.partition, table, id}}) // BLOB-1
 		return nil
 	})
+}
+
+// RowTombstone reads the id's tombstone, seeing the Tx's own writes
+// (ROW-5, TX-3): the row's version while it exists, else the version it
+// had when last deleted, else 0.
+func (t *Tx) RowTombstone(ctx context.Context, table, id string) (v int64, err error) {
+	err = t.op(ctx, func() error {
+		x, err := t.c.state.Table(table)
+		if err != nil {
+			return err
+		}
+		return t.read(ctx, "postgres: read a tombstone", x.tombstone, []any{t.partition, id, table}, func(r pgx.Rows) error {
+			return r.Scan(&v)
+		})
+	})
+	return v, err
 }
 
 // AppendCommit allocates the next seq of the partition — the committed max

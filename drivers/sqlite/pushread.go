@@ -24,8 +24,8 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 			if err != nil || out.HasResult {
 				return err
 			}
-			out.Rows, out.Found = make([]driver.Row, len(keys)), make([]bool, len(keys))
-			for _, g := range rowkeys.Groups(keys, sqlitesql.MaxGetIn) {
+			out.Rows, out.Found, out.Tombstones = make([]driver.Row, len(keys)), make([]bool, len(keys)), make([]int64, len(keys))
+			for _, g := range rowkeys.Groups(keys, sqlitesql.MaxTombstonesIn) {
 				x, err := c.state.Table(g.Table)
 				if err != nil {
 					return err
@@ -37,8 +37,39 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 				for _, row := range rows {
 					g.Place(out, row)
 				}
+				if len(rows) < len(g.Index) {
+					if err := c.readTombstones(ctx, t, g, keys, out); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
 	})
+}
+
+// readTombstones reads the tombstones of g's keys whose rows are missing
+// into out (driver.PushRead.Tombstones, ROW-5): one statement, only for a
+// group with a missing row.
+func (c *Conn) readTombstones(ctx context.Context, t *Tx, g rowkeys.Group, keys []driver.RowKey, out *driver.PushRead) error {
+	args := []any{t.partition, g.Table}
+	for _, i := range g.Index {
+		if !out.Found[i] {
+			args = append(args, keys[i].ID)
+		}
+	}
+	rows, err := c.query(ctx, t.st, sqlitesql.TombstonesIn(len(args)-2), args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return c.mapErr(ctx, err, "sqlite: read tombstones")
+		}
+		g.PlaceTombstone(out, id, v)
+	}
+	return c.mapErr(ctx, rows.Err(), "sqlite: read tombstones")
 }

@@ -105,7 +105,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 func (c *Conn) install(ctx context.Context, schema driver.Schema, layout string) error {
 	st := schemaplan.NewEnsured(schema, layout, sqlitesql.NewTable, struct{}{})
 	for _, x := range st.Tables {
-		qs := append([]string{x.Get, x.Upsert, x.Delete}, x.ScanStatements()...)
+		qs := append([]string{x.Get, x.Upsert, x.Delete, x.KeepTombstone, x.Tombstone}, x.ScanStatements()...)
 		for _, q := range qs {
 			if _, err := c.wr.Get(ctx, q); err != nil {
 				return c.mapErr(ctx, err, "sqlite: prepare table statements")

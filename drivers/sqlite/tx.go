@@ -139,10 +139,27 @@ func (t *Tx) DeleteRow(ctx context.Context, table, id string) error {
 		if err != nil {
 			return err
 		}
+		if err := t.st.exec(ctx, x.KeepTombstone, t.partition, id, table); err != nil { // ROW-5
+			return err
+		}
 		if err := t.st.exec(ctx, x.Delete, t.partition, id); err != nil {
 			return err
 		}
 		return t.clearBlobRefs(ctx, table, id) // BLOB-1 (blobrefs.go)
+	})
+}
+
+// RowTombstone reads the id's tombstone in the Tx (ROW-5): the row's
+// version while it exists, else the version it had when last deleted,
+// else 0.
+func (t *Tx) RowTombstone(ctx context.Context, table, id string) (int64, error) {
+	return txstate.Value(ctx, t.op, func() (v int64, err error) {
+		x, err := t.c.state.Table(table)
+		if err != nil {
+			return 0, err
+		}
+		err = t.c.queryRow(ctx, t.st, x.Tombstone, []any{t.partition, id, table}, &v)
+		return v, err
 	})
 }
 

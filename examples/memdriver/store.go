@@ -34,6 +34,9 @@ type partition struct {
 	horizon int64
 	results map[resultKey][]byte // push results, driver.EncodePushResult
 	clients map[string]driver.ClientRecord
+	// tombs are the tombstones of deleted rows (ROW-5): table → row id →
+	// the version the row had when last deleted.
+	tombs map[string]map[string]int64
 }
 
 // resultKey identifies a push result inside a partition (PR-3).
@@ -158,6 +161,13 @@ func (d *draft) rowsForWrite(table string) map[string]driver.Row {
 	d.ownRows()
 	d.own("rows/"+table, func() { d.p.rows[table] = cloneOrNew(d.p.rows[table]) })
 	return d.p.rows[table]
+}
+
+// tombsForWrite returns the draft's own tombstone map of table.
+func (d *draft) tombsForWrite(table string) map[string]int64 {
+	d.own("tombs", func() { d.p.tombs = cloneOrNew(d.p.tombs) })
+	d.own("tombs/"+table, func() { d.p.tombs[table] = cloneOrNew(d.p.tombs[table]) })
+	return d.p.tombs[table]
 }
 
 func (d *draft) resultsForWrite() map[resultKey][]byte {

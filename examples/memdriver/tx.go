@@ -183,11 +183,25 @@ func (tx *Tx) DeleteRow(ctx context.Context, table, id string) error {
 		if _, err := tx.s.table(table); err != nil {
 			return err
 		}
-		if _, ok := d.p.rows[table][id]; ok {
+		if row, ok := d.p.rows[table][id]; ok {
+			d.tombsForWrite(table)[id] = row.ServerVersion // ROW-5
 			delete(d.rowsForWrite(table), id)
 		}
 		return nil
 	})
+}
+
+// RowTombstone returns the version the row had when last deleted, 0 when
+// never (ROW-5), as the Tx sees it (TX-3).
+func (tx *Tx) RowTombstone(ctx context.Context, table, id string) (v int64, err error) {
+	err = tx.do(ctx, func(d *draft) error {
+		if _, err := tx.s.table(table); err != nil {
+			return err
+		}
+		v = d.p.tombs[table][id]
+		return nil
+	})
+	return v, err
 }
 
 // AppendCommit stages a commit numbered max + 1 (SEQ-1, SEQ-3); the

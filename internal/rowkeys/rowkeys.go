@@ -55,6 +55,19 @@ func (g Group) Place(read *driver.PushRead, row driver.Row) bool {
 	return ok
 }
 
+// PlaceTombstone stores version as the tombstone of id's key in read
+// (driver.PushRead.Tombstones, ROW-5) when id is one of g's keys and its
+// row was not found, and reports whether it did. Call it after the rows
+// of g are placed.
+func (g Group) PlaceTombstone(read *driver.PushRead, id string, version int64) bool {
+	i, ok := g.at[id]
+	if !ok || read.Found[i] {
+		return false
+	}
+	read.Tombstones[i] = version
+	return true
+}
+
 // BeginPush is driver.PushBeginner.BeginPush for a driver that reads in
 // its own Tx: begin starts the Tx (a T), read fills out inside it. When
 // read fails, the Tx is rolled back (on ctx without its cancellation, so

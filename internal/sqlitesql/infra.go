@@ -81,6 +81,16 @@ var InfraDDL = []string{
 	subscriptions TEXT NOT NULL,
 	PRIMARY KEY (partition, client_id)
 ) WITHOUT ROWID`,
+	// The tombstones of deleted rows (ROW-5): the version a row id had
+	// when last deleted. Created by every open, so a store of an earlier
+	// release gets it on its first open by this one.
+	`CREATE TABLE IF NOT EXISTS _sync_tombstones (
+	partition TEXT NOT NULL,
+	tbl TEXT NOT NULL,
+	row_id TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	PRIMARY KEY (partition, tbl, row_id)
+) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS _sync_registry (
 	partition TEXT NOT NULL PRIMARY KEY,
 	epoch TEXT NOT NULL,

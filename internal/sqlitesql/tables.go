@@ -22,6 +22,14 @@ type Table struct {
 	Upsert string
 	// Delete removes a row: ?1 partition, ?2 id (ROW-3).
 	Delete string
+	// KeepTombstone records the row's version as its id's tombstone,
+	// replacing an earlier one; run just before Delete (ROW-5): ?1
+	// partition, ?2 id, ?3 table name. A missing row records nothing.
+	KeepTombstone string
+	// Tombstone reads the id's tombstone (ROW-5): ?1 partition, ?2 id,
+	// ?3 table name → the row's version while it exists, else its
+	// tombstone, else 0. One row.
+	Tombstone string
 
 	scopeCol map[string]string            // scope variable → column
 	others   map[string][]string          // driving variable → other variables, in parameter order
@@ -65,6 +73,28 @@ func (x *Table) GetIn(n int) string {
 	return b.String()
 }
 
+// MaxTombstonesIn bounds the ids of one TombstonesIn statement, and of
+// the GetIn beside it in a push's read: with the partition and the table
+// name that is D1's 100 bound parameters per statement.
+const MaxTombstonesIn = MaxGetIn - 1
+
+// TombstonesIn returns the statement that reads the tombstones (ROW-5)
+// among n ids of one table (1 ≤ n ≤ MaxTombstonesIn), in no particular
+// order: ?1 partition, ?2 table name, ?3 … ?(n+2) the ids → row_id,
+// version. Served by the primary key of _sync_tombstones.
+func TombstonesIn(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT row_id, version FROM _sync_tombstones WHERE partition = ?1 AND tbl = ?2 AND row_id IN (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?" + strconv.Itoa(i+3))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // NewTable builds the SQL of t. t has been compiled by sync (SCH-1, SCH-2).
 func NewTable(t driver.Table) *Table {
 	x := &Table{Def: t, scopeCol: map[string]string{}, others: map[string][]string{}, scans: map[string][scanKinds]string{}}
@@ -78,6 +108,10 @@ func NewTable(t driver.Table) *Table {
 	key := " WHERE " + Quote(PartitionColumn) + " = ?1 AND " + pk + " = ?2"
 	x.Get = sel + " FROM " + tq + key
 	x.Delete = "DELETE FROM " + tq + key
+	x.KeepTombstone = "INSERT INTO _sync_tombstones (partition, tbl, row_id, version) SELECT ?1, ?3, ?2, " + Quote(VersionColumn) +
+		" FROM " + tq + key + " ON CONFLICT (partition, tbl, row_id) DO UPDATE SET version = excluded.version"
+	x.Tombstone = "SELECT COALESCE((SELECT " + Quote(VersionColumn) + " FROM " + tq + key +
+		"), (SELECT version FROM _sync_tombstones WHERE partition = ?1 AND tbl = ?3 AND row_id = ?2), 0)"
 
 	names := []string{Quote(PartitionColumn), Quote(VersionColumn)}
 	params := []string{"?1", "?2"}

@@ -86,3 +86,12 @@ var D1InsertPushResultGuarded = strings.TrimSuffix(sqlitesql.InsertPushResult,
 // PushResultsKeyCollision is the text of an engine error that names the
 // push results' primary key: the failure of D1InsertPushResultGuarded.
 const PushResultsKeyCollision = "_sync_push_results.partition"
+
+// D1GuardNoTombstones is the guard of guarded creates (GW-1: base 0 is a
+// row id with no row and no tombstone, ROW-5): ?1 partition, ?2 table
+// name, ?3 a JSON array of the ids of one create run. It fails the batch
+// on GuardConstraint when one of them has a tombstone; the INSERT of the
+// run after it fails on the primary key when one has a row.
+const D1GuardNoTombstones = `INSERT INTO _sync_d1_write_guard (id, ok) VALUES (1, NOT EXISTS (SELECT 1 FROM json_each(?3) AS _sync_g` +
+	` JOIN _sync_tombstones AS _sync_t ON _sync_t.partition = ?1 AND _sync_t.tbl = ?2 AND _sync_t.row_id = _sync_g.value))
+ON CONFLICT (id) DO UPDATE SET ok = excluded.ok`
