@@ -35,7 +35,7 @@ func TestPullCasesCatchBrokenDrivers(t *testing.T) {
 		// Client records that are never stored by PutClientRecord: no
 		// record of a pull's subscriptions and cursor. (The actor binding
 		// is a Tx's BindClient, CR-7, so PULL-9 still holds.)
-		{name: "client-records-not-stored", want: []string{"PULL-3", "PULL-8", "PULL-10", "PULL-11", "PULL-12"},
+		{name: "client-records-not-stored", want: []string{"PULL-3", "PULL-8", "PULL-10", "PULL-11", "PULL-12", "PULL-13"},
 			wrap: func(c driver.Conn) driver.Conn { return &pullRecordsLost{connWrap{c}} }},
 	}
 	for i := range broken {

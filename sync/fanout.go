@@ -16,10 +16,11 @@ import (
 // after any gap (a lost connection, a failed poll) a catch-up wake names
 // every partition that moved, never silence.
 //
-// Every bundled driver declares it: postgres by LISTEN/NOTIFY (a
-// dedicated connection per subscription), mysql and d1http by polling the
-// partitions' heads (every 100 ms and 1 s by default), sqlite by an
-// in-process hub plus polling for other processes. Latency per driver:
+// Every bundled driver declares it: postgres by LISTEN/NOTIFY (one
+// connection per Conn, shared by its subscriptions), mysql and d1http by
+// polling the partitions' heads (every 100 ms and 1 s by default, one
+// poll per Conn for all its subscriptions), sqlite by an in-process hub
+// plus polling for other processes. Latency per driver:
 // docs/scaling.md. Without the capability → CodeUnsupported (ERR-2); a
 // closed Store → CodeClosed; CodeUnavailable when the engine cannot be
 // reached to start the subscription.

@@ -79,6 +79,20 @@ var DefaultRetentionPolicy = RetentionPolicy{
 	Limit:                 1000,
 }
 
+// RecordRefresh returns the record refresh age (Store.SetRecordRefresh,
+// PULL-13) that keeps RET-1 for a host pruning with p: one thousandth
+// of the ActiveWindow p resolves to, in whole milliseconds (20 min 9.6 s
+// for the default 14 days), so a client that pulled within 99.9 % of
+// the window before a Prune is active in it. 0 (every pull writes) when
+// that window is zero or p is invalid (RET-7).
+func (p RetentionPolicy) RecordRefresh() time.Duration {
+	r, err := p.resolve("RecordRefresh")
+	if err != nil {
+		return 0
+	}
+	return (r.ActiveWindow / 1000).Truncate(time.Millisecond)
+}
+
 // PruneReport says what one Prune call decided and did (RET-4).
 type PruneReport struct {
 	// NowMs is the time the rule was evaluated at (epoch ms).

@@ -70,10 +70,19 @@ import (
 // or a pull and a push — exactly one lands, the other gets
 // CodeClientActorMismatch having written nothing.
 //
+// Quiet pulls write nothing (PULL-13): the record is written only when
+// the pull found none, when it changes in actor, wire version, cursor or
+// subscriptions, or when the stored one is the Store's record refresh
+// age (SetRecordRefresh) or more older than AtMs; the partition is
+// touched only when the record was not found or this Store's last touch
+// of it is PullTouchInterval or more of request time before AtMs (or
+// after it), else the response carries that touch's epoch.
+//
 // A pull costs 4 + N round trips for N subscriptions (client record, head,
 // one read per subscription, record write, registry touch), plus one
 // horizon read when a bootstrap is resumed; a subscription already at the
-// head reads nothing, so a caught-up client costs 4; a client id's first
+// head reads nothing, and a quiet pull skips the two writes, so a
+// caught-up client of a quiet partition costs 2; a client id's first
 // pull adds the binding's Tx. The client record,
 // head and horizon are read at once, then the subscriptions, four at a
 // time, so a pull's latency is about three round trips plus ⌈N/4⌉.
@@ -165,6 +174,7 @@ func (s *Store) pull(ctx context.Context, op, partition string, req PullRequest,
 		return PullResponse{}, driver.Errorf(CodeClientActorMismatch,
 			"%s: the client id is bound to another actor; a client id belongs to the actor that first pulled with it (PULL-9)", op)
 	}
+	stored := rec
 	resp := PullResponse{MaxCommitSeq: head, Subscriptions: make([]PullResult, len(plans))}
 	served := pullServer{s: s, op: op, partition: partition, head: head, horizon: horizon, restart: req.RestartBootstraps}
 	if err := served.stream(ctx, plans, sink, resp.Subscriptions); err != nil {
@@ -194,15 +204,46 @@ func (s *Store) pull(ctx context.Context, op, partition string, req PullRequest,
 			return PullResponse{}, err
 		}
 	}
-	if err := s.conn.PutClientRecord(ctx, partition, rec); err != nil {
-		return PullResponse{}, err
+	if !found || !s.recordQuiet(stored, rec) {
+		if err := s.conn.PutClientRecord(ctx, partition, rec); err != nil {
+			return PullResponse{}, err
+		}
 	}
-	entry, err := s.conn.TouchPartition(ctx, partition, at, newLogEpoch())
+	entry, err := s.touchForPull(ctx, partition, at, found)
 	if err != nil {
 		return PullResponse{}, err
 	}
 	resp.Epoch = entry.Epoch
 	return resp, nil
+}
+
+// recordQuiet reports whether a pull may leave stored, the client's
+// record as the pull read it, unwritten instead of writing rec (PULL-13):
+// the two agree in actor, wire version, cursor and subscriptions (ids,
+// tables, recorded scopes, in order), and stored was updated less than
+// the Store's record refresh age before rec.
+func (s *Store) recordQuiet(stored, rec ClientRecord) bool {
+	refresh := s.recordRefresh.Load()
+	if refresh <= 0 || rec.UpdatedAtMs-stored.UpdatedAtMs >= refresh {
+		return false
+	}
+	if stored.ActorID != rec.ActorID || stored.WireVersion != rec.WireVersion || stored.Cursor != rec.Cursor ||
+		len(stored.Subscriptions) != len(rec.Subscriptions) {
+		return false
+	}
+	for i, a := range stored.Subscriptions {
+		b := rec.Subscriptions[i]
+		if a.ID != b.ID || a.Table != b.Table || len(a.Scopes) != len(b.Scopes) {
+			return false
+		}
+		for k, av := range a.Scopes {
+			bv, ok := b.Scopes[k]
+			if !ok || !slices.Equal(av, bv) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // pullCollector is Pull's sink: it keeps each subscription's result

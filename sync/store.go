@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 )
@@ -32,9 +33,11 @@ type Store struct {
 	hooks  atomic.Pointer[Hooks]
 	// replica serves the reads marked by AllowReplica (replica.go).
 	replica atomic.Pointer[Store]
-	// registered holds partitions this Store has registered (REG-4,
-	// partitions.go).
+	// registered holds partitions this Store has registered, with its
+	// last touch of each (REG-4, PULL-13, partitions.go).
 	registered partitionSet
+	// recordRefresh is Pull's record refresh age in ms (PULL-13).
+	recordRefresh atomic.Int64
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and
@@ -44,7 +47,22 @@ func OpenConn(conn driver.Conn) *Store {
 	if conn == nil {
 		panic("sync: OpenConn called with a nil driver.Conn")
 	}
-	return &Store{conn: conn}
+	s := &Store{conn: conn}
+	s.recordRefresh.Store(DefaultRetentionPolicy.RecordRefresh().Milliseconds())
+	return s
+}
+
+// SetRecordRefresh sets how long Pull may leave an unchanged client
+// record as it is (PULL-13): a pull whose record would change in nothing
+// but its time writes it only when the stored updatedAtMs is d or more
+// older than the pull's time. A client's stored updatedAtMs is then never
+// more than d behind its last pull, so it is active for a Prune whose
+// ActiveWindow exceeds d by the time since that pull (RET-1): set d to
+// pol.RecordRefresh() for the policy pol you prune with. Whole
+// milliseconds; 0 or negative: every pull writes its record. Default:
+// DefaultRetentionPolicy.RecordRefresh(). Safe for concurrent use.
+func (s *Store) SetRecordRefresh(d time.Duration) {
+	s.recordRefresh.Store(max(d.Milliseconds(), 0))
 }
 
 // Conn returns the driver.Conn under the Store. Calls made on it directly
@@ -445,7 +463,12 @@ func (s *Store) RotatePartitionLogEpoch(ctx context.Context, partition, epoch st
 	if err := firstErr(idPartition.check(op, partition), idEpoch.check(op, epoch)); err != nil {
 		return PartitionEntry{}, err
 	}
-	return s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
+	e, err := s.conn.RotatePartitionLogEpoch(ctx, partition, epoch, atMs)
+	if err != nil {
+		return PartitionEntry{}, err
+	}
+	s.registered.add(partition, e, atMs) // this Store's pulls answer the new epoch (PULL-13)
+	return e, nil
 }
 
 // ListPartitionRegistry is a primitive (REG-3): [Store.Push] and

@@ -43,6 +43,9 @@ type Conn struct {
 	// listen, if set, is the connection config of SubscribeCommits'
 	// listener connections (Options.ListenerDSN); else cfg's.
 	listen *pgx.ConnConfig
+	// fanout is SubscribeCommits' one listener, shared by every
+	// subscription (fanout.go).
+	fanout fanHub
 }
 
 var (
@@ -161,6 +164,7 @@ func (c *Conn) Close() error {
 	for _, t := range c.txs.Close() {
 		_ = t.Rollback(context.Background())
 	}
+	c.fanout.close()
 	if !c.hostPool {
 		c.pool.Close()
 	}

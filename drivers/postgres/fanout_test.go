@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -93,4 +94,96 @@ func TestFanoutCatchUpAfterListenerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitWake(t, ch, "b", live)
+}
+
+// TestFanoutOneListenerForManySubscriptions (FAN-1): 10,000
+// subscriptions of one Conn share one LISTEN connection — the database
+// shows one listener backend, as for one subscription, where a
+// connection per subscription failed with "too many clients" near the
+// 100th — and every one of them is woken by a commit. A subscriber that
+// never reads holds up nobody; the listener closes with the last
+// subscription, reopens with the next, and Close ends every channel.
+//
+// Under the race detector (at most 8,128 goroutines, and each
+// subscription has one) it subscribes 1,000 times.
+func TestFanoutOneListenerForManySubscriptions(t *testing.T) {
+	n := 10_000
+	if raceOn {
+		n = 1_000
+	}
+	sub, dsn := openTest(t)
+	writer := openDSN(t, dsn)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	chans := make([]<-chan driver.CommitWake, n)
+	for i := range chans {
+		ch, err := sub.SubscribeCommits(ctx)
+		if err != nil {
+			t.Fatalf("subscription %d: %v", i+1, err)
+		}
+		chans[i] = ch
+	}
+	if pids := listenerPIDs(t, dsn); len(pids) != 1 {
+		t.Fatalf("%d listener backends for %d subscriptions, want 1", len(pids), n)
+	}
+	seq, err := pushTodos(t.Context(), writer, "a", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chans {
+		if i == 0 {
+			continue // the slow subscriber: never read below
+		}
+		awaitWake(t, ch, "a", seq)
+	}
+
+	// 100 commits, more than a channel holds: the subscriber that never
+	// reads delays nobody else.
+	var last int64
+	for i := range 100 {
+		if last, err = pushTodos(t.Context(), writer, "b", 100+i, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ch := range chans[1:] {
+		awaitWake(t, ch, "b", last)
+	}
+
+	// The last subscription gone, the listener goes; the next one opens
+	// it again.
+	cancel()
+	for _, ch := range chans {
+		for range ch { // drained, then closed
+		}
+	}
+	awaitListeners(t, dsn, 0)
+	ch, err := sub.SubscribeCommits(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitListeners(t, dsn, 1)
+	if seq, err = pushTodos(t.Context(), writer, "a", 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	awaitWake(t, ch, "a", seq)
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range ch {
+	}
+	awaitListeners(t, dsn, 0)
+}
+
+// awaitListeners waits (up to 200 looks, 50 ms apart) until the database
+// shows want fanout listener backends.
+func awaitListeners(t *testing.T, dsn string, want int) {
+	t.Helper()
+	var got []uint32
+	for range 200 {
+		if got = listenerPIDs(t, dsn); len(got) == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%d listener backends, want %d", len(got), want)
 }
