@@ -162,6 +162,7 @@ func (s *Store) Prune(ctx context.Context, partition string, policy RetentionPol
 	if err != nil {
 		return PruneReport{}, err
 	}
+	s.lowerRecordRefresh(policy)
 	rep := PruneReport{NowMs: pol.Now().UnixMilli()}
 	if err := s.pruneCommits(ctx, partition, pol, &rep); err != nil {
 		return rep, err

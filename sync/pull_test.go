@@ -322,3 +322,44 @@ func BenchmarkPull(b *testing.B) {
 		})
 	}
 }
+
+// TestPruneLowersRecordRefresh: a Prune with a short ActiveWindow lowers
+// the Store's record refresh age to its policy's (PULL-13), so a client
+// pulling unchanged after more than that age gets its record written and
+// stays active for that window (RET-1); a longer policy never raises it.
+func TestPruneLowersRecordRefresh(t *testing.T) {
+	s, _ := pullNotes(t)
+	pull := func(at int64) int64 {
+		t.Helper()
+		if _, err := s.Pull(t.Context(), "p", sync.PullRequest{ClientID: "c", ActorID: "a", AtMs: at,
+			Subscriptions: []sync.PullSubscription{notesSub("s", 0)}}); err != nil {
+			t.Fatal(err)
+		}
+		rec, _, err := s.GetClientRecord(t.Context(), "p", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.UpdatedAtMs
+	}
+	const t0 = 1_700_000_000_000
+	pull(t0)
+	if got := pull(t0 + 10_000); got != t0 {
+		t.Fatalf("default refresh: a quiet pull 10 s later wrote the record (updatedAtMs %d)", got)
+	}
+	prune := func(window time.Duration) {
+		t.Helper()
+		pol := sync.DefaultRetentionPolicy
+		pol.ActiveWindow, pol.Now = window, func() time.Time { return time.UnixMilli(t0 + 20_000) }
+		if _, err := s.Prune(t.Context(), "p", pol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune(time.Hour) // refresh age 3.6 s
+	if got := pull(t0 + 20_000); got != t0+20_000 {
+		t.Fatalf("after a Prune with a 1 h window, a pull 20 s after the record's time left it at %d", got)
+	}
+	prune(30 * 24 * time.Hour) // would be 43.2 min: not raised
+	if got := pull(t0 + 25_000); got != t0+25_000 {
+		t.Fatalf("a Prune with a longer window raised the refresh age: updatedAtMs %d", got)
+	}
+}

@@ -58,11 +58,27 @@ func OpenConn(conn driver.Conn) *Store {
 // older than the pull's time. A client's stored updatedAtMs is then never
 // more than d behind its last pull, so it is active for a Prune whose
 // ActiveWindow exceeds d by the time since that pull (RET-1): set d to
-// pol.RecordRefresh() for the policy pol you prune with. Whole
+// pol.RecordRefresh() for the policy pol you prune with (each Prune
+// lowers it to its policy's by itself; a Store that never prunes, or
+// pulls ahead of another process's Prune, needs the call). Whole
 // milliseconds; 0 or negative: every pull writes its record. Default:
 // DefaultRetentionPolicy.RecordRefresh(). Safe for concurrent use.
 func (s *Store) SetRecordRefresh(d time.Duration) {
 	s.recordRefresh.Store(max(d.Milliseconds(), 0))
+}
+
+// lowerRecordRefresh lowers the Store's record refresh age to pol's
+// (PULL-13) when that is shorter, so that the pulls after a Prune keep
+// RET-1 for the window that Prune used without the host calling
+// SetRecordRefresh. It never raises it.
+func (s *Store) lowerRecordRefresh(pol RetentionPolicy) {
+	r := pol.RecordRefresh().Milliseconds()
+	for {
+		cur := s.recordRefresh.Load()
+		if cur <= r || s.recordRefresh.CompareAndSwap(cur, r) {
+			return
+		}
+	}
 }
 
 // Conn returns the driver.Conn under the Store. Calls made on it directly
