@@ -58,9 +58,9 @@ func OpenConn(conn driver.Conn) *Store {
 // older than the pull's time. A client's stored updatedAtMs is then never
 // more than d behind its last pull, so it is active for a Prune whose
 // ActiveWindow exceeds d by the time since that pull (RET-1): set d to
-// pol.RecordRefresh() for the policy pol you prune with (each Prune
-// lowers it to its policy's by itself; a Store that never prunes, or
-// pulls ahead of another process's Prune, needs the call). Whole
+// pol.RecordRefresh() for the policy pol you prune with, right after
+// Open (each Prune also lowers it to its policy's, but records written
+// before that lag by up to the age they were written under). Whole
 // milliseconds; 0 or negative: every pull writes its record. Default:
 // DefaultRetentionPolicy.RecordRefresh(). Safe for concurrent use.
 func (s *Store) SetRecordRefresh(d time.Duration) {
