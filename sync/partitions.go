@@ -71,12 +71,8 @@ func (s *Store) registerPartition(ctx context.Context, partition string, atMs in
 	if s.registered.has(partition) {
 		return nil
 	}
-	e, err := s.conn.TouchPartition(ctx, partition, atMs, newLogEpoch())
-	if err != nil {
-		return err
-	}
-	s.registered.add(partition, e, atMs)
-	return nil
+	_, err := s.touch(ctx, partition, atMs)
+	return err
 }
 
 // touchForPull returns partition's registry entry for a pull at atMs
@@ -89,6 +85,12 @@ func (s *Store) touchForPull(ctx context.Context, partition string, atMs int64, 
 			return e, nil
 		}
 	}
+	return s.touch(ctx, partition, atMs)
+}
+
+// touch touches partition in the registry at atMs (REG-1) and remembers
+// the entry as this Store's last touch of it (REG-4, PULL-13).
+func (s *Store) touch(ctx context.Context, partition string, atMs int64) (PartitionEntry, error) {
 	e, err := s.conn.TouchPartition(ctx, partition, atMs, newLogEpoch())
 	if err != nil {
 		return PartitionEntry{}, err
