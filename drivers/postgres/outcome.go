@@ -124,7 +124,8 @@ func (c *Conn) settleByCommit(ctx context.Context, conn *pgconn.PgConn, be backe
 	defer cancel()
 	var landed bool
 	err := c.onSideConn(ctx, func(side *pgx.Conn) error {
-		var alive, end func() (int, error)
+		var alive func() (int, error)
+		var end func() error
 		if known {
 			alive = func() (int, error) {
 				var n int
@@ -135,7 +136,7 @@ func (c *Conn) settleByCommit(ctx context.Context, conn *pgconn.PgConn, be backe
 				}
 				return n, err
 			}
-			end = func() (int, error) { _, err := side.Exec(ctx, sqlEndBackend, be.pid, be.start); return 0, err }
+			end = func() error { _, err := side.Exec(ctx, sqlEndBackend, be.pid, be.start); return err }
 		} else {
 			port, ok := tcpPort(conn)
 			if ok {
@@ -155,12 +156,12 @@ func (c *Conn) settleByCommit(ctx context.Context, conn *pgconn.PgConn, be backe
 				var n int
 				return n, side.QueryRow(ctx, sqlPortBackendAlive, pid, port).Scan(&n)
 			}
-			end = func() (int, error) { _, err := side.Exec(ctx, sqlEndPortBackend, pid, port); return 0, err }
+			end = func() error { _, err := side.Exec(ctx, sqlEndPortBackend, pid, port); return err }
 		}
 		if err := endAndWait(ctx, func() (bool, error) {
 			n, err := alive()
 			return n == 0, err
-		}, func() error { _, err := end(); return err }); err != nil {
+		}, end); err != nil {
 			return err
 		}
 		var err error
