@@ -143,33 +143,8 @@ func runStoreStorm(t *testing.T, total int, pol sync.RetryPolicy) *storeStormSta
 	}
 
 	var nodeDown atomic.Bool // node 3 (index 2) is killed and not yet synced again
-	killed, restarted := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() {
-		select {
-		case <-killed:
-			select {
-			case <-restarted:
-			default:
-				galera(t, "restart", "3") // leave the cluster whole
-			}
-		default:
-		}
-	})
-	var ctl gosync.WaitGroup
-	ctl.Go(func() {
-		for st.acked.Load() < int64(total/3) && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		nodeDown.Store(true)
-		galera(t, "kill", "3")
-		close(killed)
-		for st.acked.Load() < int64(total/2) && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		galera(t, "restart", "3")
-		nodeDown.Store(false)
-		close(restarted)
-	})
+	ctl := killAndRestartNode3(ctx, t, func() int64 { return st.acked.Load() }, int64(total/3), int64(total/2),
+		func() { nodeDown.Store(true) }, func() { nodeDown.Store(false) })
 
 	start := time.Now()
 	var wg gosync.WaitGroup

@@ -112,32 +112,7 @@ func TestGaleraStormAcrossNodes(t *testing.T) {
 	const per = 25 // pushes per writer; one writer per node and partition
 	total := int64(per * len(conns) * len(galeraParts))
 	var st stormStats
-	killed, restarted := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() {
-		select {
-		case <-killed:
-			select {
-			case <-restarted:
-			default:
-				galera(t, "restart", "3") // leave the cluster whole
-			}
-		default:
-		}
-	})
-	// The controller: kill node 3 after a third, restart it after half.
-	var ctl gosync.WaitGroup
-	ctl.Go(func() {
-		for st.landed.Load() < total/3 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		galera(t, "kill", "3")
-		close(killed)
-		for st.landed.Load() < total/2 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		galera(t, "restart", "3")
-		close(restarted)
-	})
+	ctl := killAndRestartNode3(ctx, t, func() int64 { return st.landed.Load() }, total/3, total/2, nil, nil)
 	err := pushStorm(ctx, conns, per, &st)
 	if err != nil {
 		cancel() // the controller stops waiting for pushes that will not come
@@ -339,4 +314,46 @@ func BenchmarkGaleraW6a(b *testing.B) {
 			}
 		})
 	}
+}
+
+// killAndRestartNode3 runs a storm's controller: it SIGKILLs node 3 once
+// progress() reaches killAt and starts it again once it reaches
+// restartAt (or ctx ends first), calling down before the kill and up
+// after the restart (either may be nil). A test that ends in between
+// restarts the node in its cleanup, so the cluster is left whole. Wait
+// on the returned group before checking the nodes.
+func killAndRestartNode3(ctx context.Context, t *testing.T, progress func() int64, killAt, restartAt int64, down, up func()) *gosync.WaitGroup {
+	t.Helper()
+	killed, restarted := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-killed:
+			select {
+			case <-restarted:
+			default:
+				galera(t, "restart", "3") // leave the cluster whole
+			}
+		default:
+		}
+	})
+	ctl := new(gosync.WaitGroup)
+	ctl.Go(func() {
+		for progress() < killAt && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if down != nil {
+			down()
+		}
+		galera(t, "kill", "3")
+		close(killed)
+		for progress() < restartAt && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		galera(t, "restart", "3")
+		if up != nil {
+			up()
+		}
+		close(restarted)
+	})
+	return ctl
 }
