@@ -55,6 +55,29 @@ type Config struct {
 	// sync.invalid_subscription (a host bug, §3.2).
 	ResolveScopes func(ctx context.Context, id Identity, clientID string) (map[string][]string, error)
 
+	// Validate, if set, is the write validator of SPEC §6.7: called for
+	// each operation of a push after the row codec and the §3.4 scope
+	// authorization passed, inside the push's transaction, right before
+	// the row is written — for every upsert and for the delete of a row
+	// that exists (a delete of an absent row writes nothing and is not
+	// validated). v.Row is the row that will persist, v.Stored the row
+	// before. nil accepts; a *Rejection rejects the commit with the
+	// host's code (stored and replayed, never re-validated); a storage
+	// error (*sync.Error) fails the push; any other error rejects it with
+	// sync.constraint_violation. It dispatches on v.Table itself. nil: no
+	// validation.
+	Validate func(ctx context.Context, id Identity, v OpValidation) error
+
+	// ValidateCommit, if set, is the whole-commit validator of SPEC §6.8:
+	// called once per commit whose every operation passed (Validate
+	// included), after all of them are staged in the push's transaction
+	// and before the commit is appended, with every operation — a delete
+	// of an absent row too — and a reader of the candidate state (the
+	// staged writes visible). Its errors are Validate's; a *Rejection's
+	// OpIndex names the operation the rejection reports (0 unless set).
+	// It is never called for a replay or a commit an operation rejected.
+	ValidateCommit func(ctx context.Context, r CandidateReader, c CommitValidation) error
+
 	// Segments stores external bootstrap segments (SPEC §5): rows
 	// segments too large to inline and SQLite images. nil → an in-memory
 	// store bounded by Limits.MemorySegmentBytes, which is private to
