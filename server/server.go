@@ -441,12 +441,16 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 }
 
 // Capabilities lists the optional SSP2 server capabilities this server
-// serves, by upstream's names (signed-urls, blobs, blob-presign, crdt,
+// serves, by upstream's names (of signed-urls, blobs, blob-presign, crdt,
 // validators, commit-validators, leases, backup-restore,
-// idempotency-fault). None yet: the sync protocol's required parts are
-// served, the optional ones are not (docs/syncular.md says what a client
-// meets instead).
-func (s *Server) Capabilities() []string { return []string{} }
+// idempotency-fault): validators and commit-validators (Config.Validate,
+// Config.ValidateCommit) and idempotency-fault (a storage's unreadable
+// push result answered as §6.3's retryable sync.idempotency_cache_miss,
+// nothing applied). docs/syncular.md says what a client meets for the
+// others.
+func (s *Server) Capabilities() []string {
+	return []string{"validators", "commit-validators", "idempotency-fault"}
+}
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
 
