@@ -11,7 +11,8 @@
 # double the host starts — and `bun test` of internal/ssp2conf/ts's
 # catalog test in a workspace made by shared/syncular/setup.sh (Bun comes
 # from npm). Prints pass / skip / FAIL per scenario and a summary; exits 1
-# when a scenario no optional capability gates fails on any driver, or a
+# when a scenario that ran (no capability gates it, or the driver declares
+# its capability) fails on any driver, or a
 # host does not shut down cleanly (every store dropped).
 #
 # Environment:

@@ -29,6 +29,8 @@ type engine interface {
 type pushHooks struct {
 	authorize  func(ctx context.Context, in sync.AuthorizeInput) error
 	validateOp func(ctx context.Context, in sync.OpInput) (sync.Values, error)
+	// validateCommit is §6.8's whole-commit validator (nil: none).
+	validateCommit func(ctx context.Context, tx *sync.Tx, c sync.CandidateCommit) error
 }
 
 // pullRequest is a pull with the requested scopes the client record keeps
@@ -67,6 +69,9 @@ func (e storeEngine) push(ctx context.Context, partition string, req sync.PushRe
 		o.ValidateOp = func(ctx context.Context, _ *sync.Tx, in sync.OpInput) (sync.Values, error) {
 			return h.validateOp(ctx, in)
 		}
+	}
+	if h.validateCommit != nil {
+		o.ValidateCommit = h.validateCommit
 	}
 	return e.s.PushWith(ctx, partition, req, o)
 }

@@ -35,7 +35,11 @@ func (r *round) pushCommit(ctx context.Context, i int, c *ssp2.PushCommit) error
 		}
 		req.Ops[j] = po
 	}
-	resp, err := r.s.eng.push(ctx, r.id.Partition, req, pushHooks{authorize: r.authorize, validateOp: r.validateOp})
+	h := pushHooks{authorize: r.authorize, validateOp: r.validateOp}
+	if r.s.cfg.ValidateCommit != nil {
+		h.validateCommit = r.validateCommit
+	}
+	resp, err := r.s.eng.push(ctx, r.id.Partition, req, h)
 	if err != nil {
 		return r.pushFailed(ctx, c, req, err)
 	}
@@ -206,7 +210,17 @@ func forbidden() error {
 // with the result, as upstream does; and §3.4 rule 5: an upsert of an
 // existing row keeps the stored values of the table's scope columns (a
 // client cannot move a row across scopes).
-func (r *round) validateOp(_ context.Context, in sync.OpInput) (sync.Values, error) {
+func (r *round) validateOp(ctx context.Context, in sync.OpInput) (sync.Values, error) {
+	vals, err := r.restoreScopes(in)
+	if err != nil || r.s.cfg.Validate == nil {
+		return vals, err
+	}
+	return vals, r.hostValidate(ctx, in, vals)
+}
+
+// restoreScopes is validateOp's protocol part: the crdt and blob
+// refusals and §3.4 rule 5.
+func (r *round) restoreScopes(in sync.OpInput) (sync.Values, error) {
 	if in.Op.Op != sync.OpUpsert {
 		return nil, nil
 	}

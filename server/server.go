@@ -55,6 +55,29 @@ type Config struct {
 	// sync.invalid_subscription (a host bug, §3.2).
 	ResolveScopes func(ctx context.Context, id Identity, clientID string) (map[string][]string, error)
 
+	// Validate, if set, is the write validator of SPEC §6.7: called for
+	// each operation of a push after the row codec and the §3.4 scope
+	// authorization passed, inside the push's transaction, right before
+	// the row is written — for every upsert and for the delete of a row
+	// that exists (a delete of an absent row writes nothing and is not
+	// validated). v.Row is the row that will persist, v.Stored the row
+	// before. nil accepts; a *Rejection rejects the commit with the
+	// host's code (stored and replayed, never re-validated); a storage
+	// error (*sync.Error) fails the push; any other error rejects it with
+	// sync.constraint_violation. It dispatches on v.Table itself. nil: no
+	// validation.
+	Validate func(ctx context.Context, id Identity, v OpValidation) error
+
+	// ValidateCommit, if set, is the whole-commit validator of SPEC §6.8:
+	// called once per commit whose every operation passed (Validate
+	// included), after all of them are staged in the push's transaction
+	// and before the commit is appended, with every operation — a delete
+	// of an absent row too — and a reader of the candidate state (the
+	// staged writes visible). Its errors are Validate's; a *Rejection's
+	// OpIndex names the operation the rejection reports (0 unless set).
+	// It is never called for a replay or a commit an operation rejected.
+	ValidateCommit func(ctx context.Context, r CandidateReader, c CommitValidation) error
+
 	// Segments stores external bootstrap segments (SPEC §5): rows
 	// segments too large to inline and SQLite images. nil → an in-memory
 	// store bounded by Limits.MemorySegmentBytes, which is private to
@@ -418,12 +441,16 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 }
 
 // Capabilities lists the optional SSP2 server capabilities this server
-// serves, by upstream's names (signed-urls, blobs, blob-presign, crdt,
+// serves, by upstream's names (of signed-urls, blobs, blob-presign, crdt,
 // validators, commit-validators, leases, backup-restore,
-// idempotency-fault). None yet: the sync protocol's required parts are
-// served, the optional ones are not (docs/syncular.md says what a client
-// meets instead).
-func (s *Server) Capabilities() []string { return []string{} }
+// idempotency-fault): validators and commit-validators (Config.Validate,
+// Config.ValidateCommit) and idempotency-fault (a storage's unreadable
+// push result answered as §6.3's retryable sync.idempotency_cache_miss,
+// nothing applied). docs/syncular.md says what a client meets for the
+// others.
+func (s *Server) Capabilities() []string {
+	return []string{"validators", "commit-validators", "idempotency-fault"}
+}
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
 

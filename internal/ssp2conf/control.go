@@ -5,10 +5,13 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/server"
+	"github.com/syncstore/syncstore/ssp2"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -23,6 +26,9 @@ import (
 //	getMaxCommitSeq    {}                                       → {seq}
 //	getHorizonSeq      {}                                       → {seq}
 //	readRows           {table}                                  → {rows: [ServerRowState]}
+//	failNextIdempotencyLookup {}                                → {}
+//	installValidators  {specs: [ValidatorInstallSpec]}          → {}
+//	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -93,6 +99,52 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 			return nil, err
 		}
 		return map[string]int64{"seq": seq}, nil
+	case "failNextIdempotencyLookup":
+		if err := decodeBody(r, &struct{}{}); err != nil {
+			return nil, err
+		}
+		in.idemFault.Store(true)
+		return struct{}{}, nil
+	case "installValidators":
+		var req struct {
+			Specs []validatorSpec `json:"specs"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		rules := make(map[string]opRule, len(req.Specs))
+		for _, spec := range req.Specs {
+			if !slices.ContainsFunc(in.schema.Tables, func(t ssp2.Table) bool { return t.Name == spec.Table }) {
+				return nil, badRequest("installValidators: unknown table %q", spec.Table)
+			}
+			rule, err := compileRule(spec)
+			if err != nil {
+				return nil, err
+			}
+			rules[spec.Table] = rule
+		}
+		in.mu.Lock()
+		in.validators = rules
+		in.mu.Unlock()
+		return struct{}{}, nil
+	case "installCommitValidator":
+		var req struct {
+			Spec *commitValidatorSpec `json:"spec"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		var rule func(server.CommitValidation) error
+		if req.Spec != nil {
+			var err error
+			if rule, err = compileCommitRule(*req.Spec); err != nil {
+				return nil, err
+			}
+		}
+		in.mu.Lock()
+		in.commitRule = rule
+		in.mu.Unlock()
+		return struct{}{}, nil
 	case "readRows":
 		var req struct {
 			Table string `json:"table"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -175,6 +176,57 @@ func TestHostControls(t *testing.T) {
 	if st := ctl("prune", map[string]any{"retention": map[string]int{"activeWindowMs": 0, "ageForceMs": 0, "minRetainedCommits": 0}}, &pruned); st != 200 || pruned.HorizonSeq != 1 {
 		t.Fatalf("prune → %d, horizon %d; want 200, 1", st, pruned.HorizonSeq)
 	}
+	// failNextIdempotencyLookup: the next push's first read fails with
+	// the cache miss, nothing written; the identical retry applies.
+	ctl("failNextIdempotencyLookup", nil, nil)
+	k2 := sync.PushRequest{ClientID: "c1", ClientCommitID: "k2", ActorID: "a", Ops: []sync.PushOp{
+		{Table: "tasks", RowID: "t3", Op: sync.OpUpsert, Values: sync.Values{"id": "t3", "project_id": "p1", "title": "three", "done": false,
+			"n": nil, "w": nil, "meta": nil, "data": nil}}}}
+	if _, err := in.store.Push(t.Context(), "part-1", k2); sync.CodeOf(err) != sync.CodeIdempotencyCacheMiss {
+		t.Fatalf("the armed push: %v, want %s", err, sync.CodeIdempotencyCacheMiss)
+	}
+	if seq, _ := in.store.MaxCommitSeq(t.Context(), "part-1"); seq != 1 {
+		t.Fatalf("the failed lookup wrote commit %d", seq)
+	}
+	if r, err := in.store.Push(t.Context(), "part-1", k2); err != nil || r.Status != sync.PushApplied || r.CommitSeq != 2 {
+		t.Fatalf("the retry: %+v, %v; want applied at seq 2", r, err)
+	}
+
+	// Validators compile into the server's callbacks; a bad spec is 400.
+	if st := ctl("installValidators", map[string]any{"specs": []any{map[string]any{"table": "tasks",
+		"rule": map[string]any{"kind": "maxLength", "column": "title", "max": 3, "code": "app.long"}}}}, nil); st != 200 {
+		t.Fatalf("installValidators: %d", st)
+	}
+	var rj *server.Rejection
+	if err := in.validate(t.Context(), identity("a"), server.OpValidation{Table: "tasks", Row: sync.Values{"title": "four"}}); !errors.As(err, &rj) || rj.Code != "app.long" {
+		t.Fatalf("the maxLength rule: %v", err)
+	}
+	for _, spec := range []any{
+		map[string]any{"table": "nope", "rule": map[string]any{"kind": "maxLength", "column": "title", "max": 3, "code": "app.x"}},
+		map[string]any{"table": "tasks", "rule": map[string]any{"kind": "regex", "column": "title", "code": "app.x"}},
+	} {
+		if st := ctl("installValidators", map[string]any{"specs": []any{spec}}, nil); st != 400 {
+			t.Fatalf("installValidators %v: %d, want 400", spec, st)
+		}
+	}
+	ctl("installValidators", map[string]any{"specs": []any{}}, nil)
+	if err := in.validate(t.Context(), identity("a"), server.OpValidation{Table: "tasks", Row: sync.Values{"title": "four"}}); err != nil {
+		t.Fatalf("no validator installed: %v", err)
+	}
+	if st := ctl("installCommitValidator", map[string]any{"spec": map[string]any{"kind": "requireSiblingWhen", "table": "tasks",
+		"column": "done", "equals": true, "siblingRowIdSuffix": "-audit", "code": "app.audit"}}, nil); st != 200 {
+		t.Fatalf("installCommitValidator: %d", st)
+	}
+	c := server.CommitValidation{Ops: []server.OpValidation{{OpIndex: 0, Table: "tasks", RowID: "t1", Row: sync.Values{"done": false}},
+		{OpIndex: 1, Table: "tasks", RowID: "t2", Row: sync.Values{"done": true}}}}
+	if err := in.validateCommit(t.Context(), nil, c); !errors.As(err, &rj) || rj.Code != "app.audit" || rj.OpIndex != 1 {
+		t.Fatalf("the sibling rule: %v", err)
+	}
+	c.Ops = append(c.Ops, server.OpValidation{OpIndex: 2, Table: "tasks", RowID: "t2-audit"})
+	if err := in.validateCommit(t.Context(), nil, c); err != nil {
+		t.Fatalf("the sibling rule with its sibling: %v", err)
+	}
+
 	if st := ctl("nope", nil, nil); st != 404 {
 		t.Fatalf("an unknown control: %d, want 404", st)
 	}

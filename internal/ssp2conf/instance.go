@@ -48,15 +48,24 @@ type instance struct {
 	partition string
 	schema    *ssp2.Schema
 	engine    driver.Schema // schema's engine form
-	store     *sync.Store
+	owner     *sync.Store   // the provisioned store: owns the Conn
+	store     *sync.Store   // the served one: owner's Conn through faultConn
 	drop      func(context.Context) error
 	srv       *server.Server
+
+	// idemFault arms faultConn's one idempotency lookup failure
+	// (failNextIdempotencyLookup).
+	idemFault atomic.Bool
 
 	nowMs atomic.Int64
 
 	mu      gosync.Mutex
 	grants  map[string]map[string][]string // actor → allowed scopes
 	failing bool
+	// validators and commitRule: the installed §6.7 and §6.8 rules
+	// (validators.go); none accepts everything.
+	validators map[string]opRule
+	commitRule func(server.CommitValidation) error
 
 	closeOnce gosync.Once
 	closeErr  error
@@ -92,22 +101,29 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	if err != nil {
 		return nil, err
 	}
-	in.host, in.store, in.drop = h, fs.store, fs.drop
+	in.host, in.owner, in.drop = h, fs.store, fs.drop
 	defer func() {
 		if err != nil {
 			_ = in.close()
 		}
 	}()
+	fc, err := newFaultConn(in.owner.Conn(), &in.idemFault)
+	if err != nil {
+		return nil, err
+	}
+	in.store = sync.OpenConn(fc)
 	if err = in.store.EnsureSchema(ctx, engine); err != nil {
 		return nil, fmt.Errorf("ensure the schema: %w", err)
 	}
 	in.srv, err = server.New(in.store, server.Config{
-		Schema:        *schema,
-		Authenticate:  in.authenticate,
-		ResolveScopes: in.resolveScopes,
-		Limits:        limits,
-		Now:           in.now,
-		Logger:        h.log.With("instance", id),
+		Schema:         *schema,
+		Authenticate:   in.authenticate,
+		ResolveScopes:  in.resolveScopes,
+		Validate:       in.validate,
+		ValidateCommit: in.validateCommit,
+		Limits:         limits,
+		Now:            in.now,
+		Logger:         h.log.With("instance", id),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
@@ -211,7 +227,10 @@ func (in *instance) close() error {
 		if in.srv != nil {
 			in.closeErr = in.srv.Close()
 		}
-		in.host.dispose(in.store, in.drop)
+		if in.store != nil {
+			_ = in.store.Close() // faultConn's Close: nothing
+		}
+		in.host.dispose(in.owner, in.drop)
 	})
 	return in.closeErr
 }

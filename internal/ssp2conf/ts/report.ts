@@ -3,7 +3,8 @@
  * SSP2_CATALOG_REPORT): one line per scenario — pass, skip (with the
  * capability that gates it), LOOP (an upstream loopback assumption that
  * did not hold this run, with the SPEC section and why) or FAIL (with the
- * error) — then a summary per driver. Exits 1 when any scenario that no capability gates did not pass
+ * error) — then a summary per driver. Exits 1 when any scenario that ran (one
+ * no capability gates, or one of a capability the driver declares) did not pass
  * on any driver, or a report is missing.
  *
  *   bun report.ts sqlite=/tmp/sqlite.json postgres=/tmp/pg.json …

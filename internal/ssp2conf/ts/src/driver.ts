@@ -9,9 +9,10 @@
  *   GET  /i/{id}/realtime         §8, WebSocket, ?clientId=
  *   POST /i/{id}/ctl/{op}         host controls (JSON)
  *
- * It declares no optional capability: the runner skips every scenario
- * that requires one. Everything crossing the seam is bytes or JSON, as
- * the seam's design rule asks; the network between is real.
+ * It declares the optional capabilities the host serves (CAPABILITIES);
+ * the runner skips the scenarios of the others. Everything crossing the
+ * seam is bytes or JSON, as the seam's design rule asks; the network
+ * between is real.
  */
 import type {
   BytesResult,
@@ -26,7 +27,16 @@ import type {
   ServerDriver,
   ServerInstance,
   ServerRowState,
+  CommitValidatorInstallSpec,
+  ValidatorInstallSpec,
 } from '@syncular/conformance';
+
+/** The optional capabilities the host serves (docs/syncular.md). */
+export const CAPABILITIES: readonly ServerCapability[] = [
+  'idempotency-fault',
+  'validators',
+  'commit-validators',
+];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
 
@@ -201,6 +211,18 @@ class GoServerInstance implements ServerInstance {
     await this.#control('setAllowedScopes', { actorId, allowed });
   }
 
+  async installValidators(specs: readonly ValidatorInstallSpec[]): Promise<void> {
+    await this.#control('installValidators', { specs });
+  }
+
+  async installCommitValidator(spec?: CommitValidatorInstallSpec): Promise<void> {
+    await this.#control('installCommitValidator', spec !== undefined ? { spec } : {});
+  }
+
+  async failNextIdempotencyLookup(): Promise<void> {
+    await this.#control('failNextIdempotencyLookup');
+  }
+
   async setResolverFailing(failing: boolean): Promise<void> {
     await this.#control('setResolverFailing', { failing });
   }
@@ -253,7 +275,7 @@ export interface GoServerDriverOptions {
 /** The ServerDriver for the conformance host at `options.baseUrl`. */
 export function goServerDriver(options: GoServerDriverOptions): ServerDriver {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const capabilities: readonly ServerCapability[] = [];
+  const capabilities = CAPABILITIES;
   return {
     name: options.name ?? 'syncstore-go',
     capabilities,
