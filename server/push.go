@@ -155,9 +155,14 @@ func (r *round) writePushResult(ctx context.Context, c *ssp2.PushCommit, res syn
 			default:
 				rec.Status, rec.Code, rec.Message, rec.Retryable = ssp2.OpError, op.Code, op.Message, op.Retryable
 				if op.Code == sync.OpCodeConstraintViolation {
-					// The engine's unique-index collision is the catalog's
-					// constraint violation (§10.2).
-					rec.Code, rec.Message = string(ssp2.CodeConstraintViolation), "the write collides with another row on a unique index"
+					// The engine's constraint violation is the catalog's
+					// (§10.2); its unique-index collision gets wording
+					// without the contract's rule ID, a validator's generic
+					// rejection keeps its own.
+					rec.Code = string(ssp2.CodeConstraintViolation)
+					if op.Message != validatorRefusedMessage {
+						rec.Message = "the write collides with another row on a unique index"
+					}
 				}
 				if op.Details != "" && ssp2.CheckRejectionDetails(op.Details) == nil {
 					details = &ssp2.PushResultDetails{ClientCommitID: c.ClientCommitID,

@@ -104,8 +104,14 @@ func refusal(err error) error {
 	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &sync.Refusal{Code: sync.OpCodeConstraintViolation, Message: "the server's validator refused the write"}
+	return &sync.Refusal{Code: sync.OpCodeConstraintViolation, Message: validatorRefusedMessage}
 }
+
+// validatorRefusedMessage is the op message of a validator's generic
+// rejection (an error that is not a Rejection); the push result keeps it
+// rather than the unique-index wording of the engine's own
+// constraint_violation.
+const validatorRefusedMessage = "the server's validator refused the write"
 
 // hostValidate runs Config.Validate for one op (after §3.4 and the scope
 // columns put back): vals is what will persist (nil: the pushed values).

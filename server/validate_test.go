@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	gosync "sync"
 	"testing"
 
@@ -81,6 +82,9 @@ func TestRoundValidators(t *testing.T) {
 			r := res[i+1]
 			if r.Status != ssp2.PushRejected || r.Results[0].Code != w.code || r.Results[0].OpIndex != w.op || r.Results[0].Retryable {
 				t.Fatalf("%s: commit %d: %+v, want %s at op %d", what, i+1, r.Results, w.code, w.op)
+			}
+			if w.code == "sync.constraint_violation" && strings.Contains(r.Results[0].Message, "unique index") {
+				t.Fatalf("%s: a validator's generic rejection reads %q, the engine's unique-index wording", what, r.Results[0].Message)
 			}
 		}
 		d := framesOf[*ssp2.PushResultDetails](m)
