@@ -125,7 +125,7 @@ type Worker struct {
 	// one claim, not one per partition.
 	across bool
 	log    *slog.Logger
-	wake  chan struct{}
+	wake   chan struct{}
 
 	mu       gosync.Mutex
 	handlers map[string]Handler
