@@ -173,15 +173,16 @@ WHERE due_at_ms <= ?1 AND attempts >= max_attempts AND (?2 IS NULL OR type IN (S
 	// It returns partition then ReactionColumns, in no particular order.
 	// Rows at their attempts cap are skipped (run
 	// ClaimDeadLetterExhaustedAcross first). The due rows are found
-	// through _sync_reactions_due_all: an idle store costs one empty
-	// range whatever its number of partitions; a backlog costs a ranking
-	// of the due rows.
+	// through _sync_reactions_due_all (INDEXED BY: left to itself the
+	// planner walks _sync_reactions_due whole for the window's order, rows
+	// due later included): an idle store costs one empty range whatever
+	// its number of partitions; a backlog costs a ranking of the due rows.
 	ClaimLeaseAcross = `UPDATE _sync_reactions SET status = 'leased', attempts = attempts + 1,
 	lease_owner = ?4, lease_expires_at_ms = ?5, due_at_ms = ?5, updated_at_ms = ?1
 WHERE rowid IN (SELECT rid FROM (
 	SELECT rowid AS rid, partition AS p, key AS k, due_at_ms AS d, created_at_ms AS c,
 		row_number() OVER (PARTITION BY partition ORDER BY due_at_ms, created_at_ms, key) AS rk
-	FROM _sync_reactions
+	FROM _sync_reactions INDEXED BY _sync_reactions_due_all
 	WHERE due_at_ms <= ?1 AND attempts < max_attempts AND (?3 IS NULL OR type IN (SELECT value FROM json_each(?3)))
 		AND (?6 IS NULL OR partition IN (SELECT value FROM json_each(?6))))
 	ORDER BY rk, d, c, p, k LIMIT ?2)
