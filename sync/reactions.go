@@ -175,9 +175,6 @@ func (s *Store) ClaimDueReactions(ctx context.Context, req DueClaimRequest) (_ [
 	if err := checkCtx(ctx, op); err != nil {
 		return nil, err
 	}
-	if _, err := s.reactions(op); err != nil {
-		return nil, err
-	}
 	ac, ok := s.conn.(driver.ReactionsAcrossConn)
 	if !ok {
 		return nil, s.unsupported(op, CapReactionsAcross)
