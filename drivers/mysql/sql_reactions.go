@@ -309,10 +309,12 @@ WHERE exhaust_due_ms <= ? AND ` + pairsIn(nKeys)
 }
 
 // claimDueLock: now, pairs… → p then reactionColumns of the candidates of
-// pairsIn still due below their cap on their newest version, locked; rows
-// another claim holds are skipped, never waited for (RX-3).
+// pairsIn still due below their cap on their newest version, locked
+// through primary-key probes (FORCE INDEX: on a small table the planner
+// took the due range instead, locking what it walked); rows another
+// claim holds are skipped, never waited for (RX-3).
 func claimDueLock(nKeys []int) string {
-	return `SELECT p, ` + reactionColumns + ` FROM _sync_reactions
+	return `SELECT p, ` + reactionColumns + ` FROM _sync_reactions FORCE INDEX (PRIMARY)
 WHERE claim_due_ms <= ? AND ` + pairsIn(nKeys) + ` FOR UPDATE SKIP LOCKED`
 }
 
