@@ -32,6 +32,10 @@ var (
 	_ driver.ReactionsAcrossConn = (*Conn)(nil)
 )
 
+// duePartsBytes bounds the JSON text of one claim's partition list (D1
+// limits a value to 2 MB).
+const duePartsBytes = 1 << 20
+
 // enqueueChunkBytes bounds the JSON text of one EnqueueReactions
 // statement's parameter (D1 limits a value to 2 MB).
 const enqueueChunkBytes = 512 << 10
@@ -135,6 +139,32 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 // claim whose answer was lost is recovered as ClaimReactions' is. The
 // result is sorted by partition, createdAt, key.
 func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	// A list whose JSON would pass D1's 2,000,000-byte bound on one value
+	// (10,000 names of 255 bytes do) is claimed in parts of at most
+	// duePartsBytes, one batch each, the limit carried over: fair within
+	// a part, earlier parts first.
+	if size := 0; req.Partitions != nil {
+		for i, p := range req.Partitions {
+			if size += len(p) + 8; size > duePartsBytes && i > 0 {
+				head, tail := req, req
+				head.Partitions, tail.Partitions = req.Partitions[:i], req.Partitions[i:]
+				out, err := c.ClaimDueReactions(ctx, head)
+				if err != nil || len(out) >= req.Limit {
+					return out, err
+				}
+				tail.Limit -= len(out)
+				more, err := c.ClaimDueReactions(ctx, tail)
+				if err != nil && len(out) == 0 {
+					return nil, err
+				}
+				// With rows of the first part leased, they are handed
+				// over and the failed part is left to the next claim.
+				out = append(out, more...)
+				rxorder.SortAcross(out)
+				return out, nil
+			}
+		}
+	}
 	types, err := sqlitesql.EncodeTypes(req.Types)
 	if err != nil {
 		return nil, err
