@@ -3,6 +3,8 @@ package conformance_test
 import (
 	"context"
 	"regexp"
+	"sort"
+	gosync "sync"
 	"testing"
 
 	"github.com/syncstore/syncstore/driver"
@@ -32,6 +34,11 @@ func TestSuiteCatchesBrokenReactions(t *testing.T) {
 			caps: []driver.Capability{driver.CapReactions},
 			wrap: func(c driver.Conn) driver.Conn { return b.wrap(&rxWrap{Conn: c, rc: c.(driver.ReactionsConn)}) }})
 	}
+	list = append(list, brokenDriver{name: "claim-across-greedy", want: []string{"RX-12"}, match: regexp.MustCompile(`^RX-12/`),
+		caps: []driver.Capability{driver.CapReactions, driver.CapReactionsAcross},
+		wrap: func(c driver.Conn) driver.Conn {
+			return &rxGreedyAcross{rxWrap: &rxWrap{Conn: c, rc: c.(driver.ReactionsConn)}, parts: map[string]bool{}}
+		}})
 	runBroken(t, list)
 }
 
@@ -171,4 +178,52 @@ func (t *rxOutsideTx) Rollback(ctx context.Context) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// ---- a claim across partitions that is not fair (RX-12) ----
+
+// rxGreedyAcross claims across partitions the obvious unfair way: the
+// partitions in name order, each drained up to what is left of the limit,
+// so one partition's backlog starves the partitions after it. It knows
+// the partitions it saw a Tx begin in.
+type rxGreedyAcross struct {
+	*rxWrap
+	mu    gosync.Mutex
+	parts map[string]bool
+}
+
+func (w *rxGreedyAcross) Begin(ctx context.Context, p string) (driver.Tx, error) {
+	w.mu.Lock()
+	w.parts[p] = true
+	w.mu.Unlock()
+	return w.rxWrap.Begin(ctx, p)
+}
+
+func (w *rxGreedyAcross) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	parts := req.Partitions
+	if parts == nil {
+		w.mu.Lock()
+		for p := range w.parts {
+			parts = append(parts, p)
+		}
+		w.mu.Unlock()
+	}
+	sort.Strings(parts)
+	var out []driver.PartitionReaction
+	for _, p := range parts {
+		left := req.Limit - len(out)
+		if left == 0 {
+			break
+		}
+		one := req.ClaimRequest
+		one.Limit = left
+		rs, err := w.rc.ClaimReactions(ctx, p, one)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, driver.PartitionReaction{Partition: p, Reaction: r})
+		}
+	}
+	return out, nil
 }

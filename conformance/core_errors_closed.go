@@ -87,6 +87,13 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 			return err
 		})
 		add("CompleteReaction", func(ctx context.Context) error { _, err := c.CompleteReaction(ctx, p, "k", "w", 1); return err })
+		if ac, ok := conn.(driver.ReactionsAcrossConn); ok {
+			add("ClaimDueReactions", func(ctx context.Context) error {
+				_, err := ac.ClaimDueReactions(ctx, driver.DueClaimRequest{Partitions: []string{p},
+					ClaimRequest: driver.ClaimRequest{Owner: "w", Types: []string{"t"}, NowMs: 1, LeaseMs: 1000, Limit: 10}})
+				return err
+			})
+		}
 		add("GetReaction", func(ctx context.Context) error { _, _, err := c.GetReaction(ctx, p, "k"); return err })
 		add("ExtendReactionLease", func(ctx context.Context) error {
 			_, err := c.ExtendReactionLease(ctx, p, "k", "w", 1, 1000)

@@ -49,6 +49,8 @@ func init() {
 			check("AuthoritativeQuery", driver.CapAuthoritativeQuery, err)
 			_, err = store.ClaimReactions(ctx, p, driver.ClaimRequest{Owner: "w", Types: []string{"t"}, NowMs: 1, LeaseMs: 1000, Limit: 10})
 			check("ClaimReactions", driver.CapReactions, err)
+			_, err = store.ClaimDueReactions(ctx, driver.DueClaimRequest{ClaimRequest: driver.ClaimRequest{Owner: "w", Types: []string{"t"}, NowMs: 1, LeaseMs: 1000, Limit: 10}})
+			check("ClaimDueReactions", driver.CapReactionsAcross, err)
 			_, err = store.CompleteReaction(ctx, p, "k", "w", 1)
 			check("CompleteReaction", driver.CapReactions, err)
 			_, err = store.ExtendReactionLease(ctx, p, "k", "w", 1, 1000)

@@ -15,11 +15,12 @@ const (
 	CapBlobRefs           Capability = "blob-refs"
 	CapAdmin              Capability = "admin"
 	CapCommitFanout       Capability = "commit-fanout"
+	CapReactionsAcross    Capability = "reactions-across"
 )
 
 // AllCapabilities lists every optional capability in a fixed order.
 var AllCapabilities = []Capability{
-	CapReactions, CapAuthoritativeQuery, CapIndexLookup, CapBlobRefs, CapAdmin, CapCommitFanout,
+	CapReactions, CapAuthoritativeQuery, CapIndexLookup, CapBlobRefs, CapAdmin, CapCommitFanout, CapReactionsAcross,
 }
 
 // HasTxHalf reports whether the capability has a Tx half.
@@ -51,6 +52,9 @@ func ConnHas(conn Conn, c Capability) bool {
 		return ok
 	case CapCommitFanout:
 		_, ok := conn.(CommitFanoutConn)
+		return ok
+	case CapReactionsAcross:
+		_, ok := conn.(ReactionsAcrossConn)
 		return ok
 	}
 	return false
@@ -210,6 +214,46 @@ type ReactionsConn interface {
 	GetReaction(ctx context.Context, partition, key string) (Reaction, bool, error)
 	ListReactions(ctx context.Context, partition string, q ReactionListQuery) ([]Reaction, error)
 	PruneReactions(ctx context.Context, partition string, req ReactionPruneRequest) (map[ReactionStatus]int64, error)
+}
+
+// MaxDuePartitions bounds DueClaimRequest.Partitions (RX-12).
+const MaxDuePartitions = 10_000
+
+// DueClaimRequest leases due reactions across partitions (RX-12): the
+// ClaimRequest's rules (RX-2…RX-4) hold for every partition it reaches.
+// Partitions nil claims from every partition of the store; a non-nil list
+// (1…MaxDuePartitions partitions, each V-1, no duplicates; sync checks)
+// claims from those only.
+type DueClaimRequest struct {
+	ClaimRequest
+	Partitions []string
+}
+
+// PartitionReaction is a reaction with the partition it belongs to.
+type PartitionReaction struct {
+	Partition string
+	Reaction
+}
+
+// ReactionsAcrossConn is the reactions-across capability (RX-12): one call
+// claims due reactions of every partition (or of a list), so a worker's
+// idle cost does not grow with the number of partitions. Only a driver
+// with ReactionsConn implements it. Without it, sync.Worker claims with
+// ClaimReactions once per partition of WorkerConfig.Partitions.
+//
+// ClaimDueReactions leases at most req.Limit due reactions chosen fairly
+// between partitions: each partition's due rows are ranked in RX-2's claim
+// order, and rows are taken by rank first (every partition's first due
+// row, then every partition's second, …), then by due time, createdAt,
+// partition and key — so with k partitions due each gets at least
+// floor(Limit/k) rows, or all of its due rows. Due rows at their attempts
+// cap are dead-lettered first (RX-4) and do not count against the limit;
+// concurrent claims never return the same row (RX-3), though a claim
+// racing another may return fewer rows than are due. The result is sorted
+// by partition (bytewise), then createdAt, then key. Errors are those of
+// ClaimReactions.
+type ReactionsAcrossConn interface {
+	ClaimDueReactions(ctx context.Context, req DueClaimRequest) ([]PartitionReaction, error)
 }
 
 // ReactionsTx is the Tx half of the reactions capability (RX-1): reactions

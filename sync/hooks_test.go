@@ -313,7 +313,7 @@ func TestHooksSeeTheWorker(t *testing.T) {
 	for _, c := range log.take() {
 		seen[c] = true
 	}
-	for _, want := range []hookCall{ok("Store.ClaimReactions", "p1"), ok("Store.CompleteReaction", "p1")} {
+	for _, want := range []hookCall{ok("Store.ClaimDueReactions", ""), ok("Store.CompleteReaction", "p1")} {
 		if !seen[want] {
 			t.Errorf("the hooks did not see the Worker's %s", want.Op)
 		}

@@ -155,6 +155,67 @@ func (s *Store) ClaimReactions(ctx context.Context, partition string, req ClaimR
 	return rc.ClaimReactions(ctx, partition, req)
 }
 
+// ClaimDueReactions is a primitive (RX-12): hosts run reactions with a
+// [Worker], which uses it when the driver has it.
+//
+// ClaimDueReactions leases up to req.Limit due reactions of req.Types
+// across partitions in one driver call — every partition of the store
+// when req.Partitions is nil, else those listed — fairly: rows are taken
+// by their rank in their partition's claim order first, so with k
+// partitions due each gets at least floor(Limit/k) rows (or all of its
+// due rows). RX-2…RX-4 hold in every partition. The result is sorted by
+// partition, then createdAt, then key. Input as ClaimReactions, plus
+// Partitions: nil, or 1…driver.MaxDuePartitions partitions (V-1) without
+// duplicates (CodeInvalidArgument; CodeInvalidLimit for the count).
+// Errors: CodeUnsupported when the driver lacks the reactions-across
+// capability (ERR-2).
+func (s *Store) ClaimDueReactions(ctx context.Context, req DueClaimRequest) (_ []PartitionReaction, err error) {
+	defer s.observe(&ctx, "Store.ClaimDueReactions", "").done(&err)
+	const op = "ClaimDueReactions"
+	if err := checkCtx(ctx, op); err != nil {
+		return nil, err
+	}
+	ac, ok := s.conn.(driver.ReactionsAcrossConn)
+	if !ok {
+		return nil, s.unsupported(op, CapReactionsAcross)
+	}
+	if err := checkClaim(op, req.ClaimRequest); err != nil {
+		return nil, err
+	}
+	if req.Partitions != nil {
+		if err := checkLimit(op, "len(Partitions)", len(req.Partitions), driver.MaxDuePartitions); err != nil {
+			return nil, err
+		}
+		seen := make(map[string]struct{}, len(req.Partitions))
+		for _, p := range req.Partitions {
+			if err := idPartition.check(op, p); err != nil {
+				return nil, err
+			}
+			if _, dup := seen[p]; dup {
+				return nil, argErr(op, "RX-12", "a partition is listed twice")
+			}
+			seen[p] = struct{}{}
+		}
+	}
+	return ac.ClaimDueReactions(ctx, req)
+}
+
+// checkClaim checks a claim's owner, types, lease and limit (RX-2, V).
+func checkClaim(op string, req ClaimRequest) error {
+	if err := idLeaseOwner.check(op, req.Owner); err != nil {
+		return err
+	}
+	if len(req.Types) == 0 {
+		return argErr(op, "RX-2", "no reaction type to claim (name the types the worker handles)")
+	}
+	for _, t := range req.Types {
+		if err := idReactionType.check(op, t); err != nil {
+			return err
+		}
+	}
+	return firstErr(checkLease(op, req.NowMs, req.LeaseMs), checkLimit(op, "Limit", req.Limit, MaxLimit))
+}
+
 // checkOwnerOp checks the arguments every owner operation shares.
 func checkOwnerOp(op, partition, key, owner string) error {
 	return firstErr(idPartition.check(op, partition), idReactionKey.check(op, key), idLeaseOwner.check(op, owner))

@@ -55,6 +55,8 @@ type (
 	// ClaimRequest, FailRequest, ReactionListQuery, ReactionPruneRequest
 	// and ReactionStatus drive the reactions outbox by hand (RX).
 	ClaimRequest         = driver.ClaimRequest
+	DueClaimRequest      = driver.DueClaimRequest
+	PartitionReaction    = driver.PartitionReaction
 	FailRequest          = driver.FailRequest
 	ReactionListQuery    = driver.ReactionListQuery
 	ReactionPruneRequest = driver.ReactionPruneRequest
@@ -88,6 +90,7 @@ const (
 	CapBlobRefs           = driver.CapBlobRefs
 	CapAdmin              = driver.CapAdmin
 	CapCommitFanout       = driver.CapCommitFanout
+	CapReactionsAcross    = driver.CapReactionsAcross
 )
 
 // Reaction states (RX).

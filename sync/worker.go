@@ -27,7 +27,12 @@ type Handler func(ctx context.Context, partition string, r Reaction) error
 // WorkerConfig configures a Worker. Zero fields take the defaults given.
 type WorkerConfig struct {
 	// Partitions returns the partitions to claim from; called once per
-	// polling round. Required. StaticPartitions wraps a fixed list.
+	// polling round. StaticPartitions wraps a fixed list. Nil claims from
+	// every partition of the store, which needs a driver with the
+	// reactions-across capability (RX-12); without it Partitions is
+	// required. With that capability a round costs one claim whatever
+	// the number of partitions (one per driver.MaxDuePartitions listed);
+	// without it, one ClaimReactions per partition listed.
 	Partitions func(ctx context.Context) ([]string, error)
 	// Owner identifies this worker's leases (V-2: 1…255 bytes). Default:
 	// host name, process id and a random suffix.
@@ -116,8 +121,11 @@ type WorkerEvent struct {
 type Worker struct {
 	store *Store
 	cfg   WorkerConfig
-	log   *slog.Logger
-	wake  chan struct{}
+	// across: the driver claims across partitions (RX-12), so a round is
+	// one claim, not one per partition.
+	across bool
+	log    *slog.Logger
+	wake   chan struct{}
 
 	mu       gosync.Mutex
 	handlers map[string]Handler
@@ -135,15 +143,16 @@ func NewWorker(s *Store, cfg WorkerConfig) (*Worker, error) {
 	if _, err := s.reactions(op); err != nil {
 		return nil, err
 	}
-	if err := normalizeWorkerConfig(op, &cfg); err != nil {
+	_, across := s.conn.(driver.ReactionsAcrossConn)
+	if err := normalizeWorkerConfig(op, &cfg, across); err != nil {
 		return nil, err
 	}
-	return &Worker{store: s, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), handlers: map[string]Handler{}}, nil
+	return &Worker{store: s, cfg: cfg, across: across, log: cfg.Logger, wake: make(chan struct{}, 1), handlers: map[string]Handler{}}, nil
 }
 
-func normalizeWorkerConfig(op string, c *WorkerConfig) error {
-	if c.Partitions == nil {
-		return argErr(op, "RX-2", "WorkerConfig.Partitions is required")
+func normalizeWorkerConfig(op string, c *WorkerConfig, across bool) error {
+	if c.Partitions == nil && !across {
+		return argErr(op, "RX-12", "WorkerConfig.Partitions is required: the driver cannot claim across partitions (capability reactions-across)")
 	}
 	if c.Owner == "" {
 		c.Owner = defaultOwner()

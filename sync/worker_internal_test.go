@@ -12,7 +12,7 @@ import (
 func TestWorkerRetryDelayIsCappedExponential(t *testing.T) {
 	cfg := WorkerConfig{Partitions: StaticPartitions("p"), RetryInitial: time.Second, RetryMax: 5 * time.Minute,
 		RetryMultiplier: 2, RetryJitter: -1}
-	if err := normalizeWorkerConfig("test", &cfg); err != nil {
+	if err := normalizeWorkerConfig("test", &cfg, false); err != nil {
 		t.Fatal(err)
 	}
 	r := &workerRun{w: &Worker{cfg: cfg}}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+
+	"github.com/syncstore/syncstore/driver"
 )
 
 // workerRun is one Run of a Worker: the claim loop and its jobs.
@@ -93,10 +95,15 @@ func (r *workerRun) loop(ctx context.Context) {
 	}
 }
 
-// round claims once from each partition while slots are free; it reports
+// round claims once while slots are free: with the reactions-across
+// capability one ClaimDueReactions (per driver.MaxDuePartitions
+// partitions listed), else one ClaimReactions per partition. It reports
 // whether a claim came back full (more may be due).
 func (r *workerRun) round(ctx context.Context) (more bool) {
 	w := r.w
+	if w.cfg.Partitions == nil {
+		return r.claimAcross(ctx, nil)
+	}
 	parts, err := w.cfg.Partitions(ctx)
 	if err != nil {
 		if r.storeClosed(err) {
@@ -109,6 +116,14 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 	}
 	if len(parts) == 0 {
 		return false
+	}
+	if w.across {
+		for start := 0; start < len(parts); start += driver.MaxDuePartitions {
+			if r.claimAcross(ctx, parts[start:min(start+driver.MaxDuePartitions, len(parts))]) {
+				more = true
+			}
+		}
+		return more
 	}
 	r.offset = (r.offset + 1) % len(parts)
 	for i := range parts {
@@ -141,6 +156,32 @@ func (r *workerRun) round(ctx context.Context) (more bool) {
 		}
 	}
 	return more
+}
+
+// claimAcross makes one ClaimDueReactions of parts (nil: every
+// partition) while slots are free; it reports whether the claim came back
+// full.
+func (r *workerRun) claimAcross(ctx context.Context, parts []string) bool {
+	w := r.w
+	free := w.cfg.Concurrency - r.inFlight()
+	if free <= 0 || ctx.Err() != nil {
+		return false
+	}
+	n := min(free, w.cfg.BatchSize)
+	cctx, cancel := r.opCtx() // not cancelled by ctx: see round
+	rs, err := w.store.ClaimDueReactions(cctx, DueClaimRequest{Partitions: parts, ClaimRequest: ClaimRequest{
+		Owner: w.cfg.Owner, Types: r.types, NowMs: w.nowMs(), LeaseMs: w.cfg.Lease.Milliseconds(), Limit: n}})
+	cancel()
+	if err != nil {
+		if !r.storeClosed(err) && ctx.Err() == nil {
+			w.emit(ctx, slog.LevelError, "reaction worker: claim failed", WorkerEvent{Kind: EventStoreError, Err: err})
+		}
+		return false
+	}
+	for _, re := range rs {
+		r.startJob(re.Partition, re.Reaction)
+	}
+	return len(rs) == n
 }
 
 func (r *workerRun) startJob(p string, re Reaction) {

@@ -485,7 +485,9 @@ func TestWorkerConfigErrors(t *testing.T) {
 		cfg  func(c *syncstore.WorkerConfig)
 		code driver.Code
 	}{
-		{"no partitions func", s, func(c *syncstore.WorkerConfig) { c.Partitions = nil }, driver.CodeInvalidArgument},
+		{"no partitions func, driver without reactions-across", syncstore.OpenConn(noAcross{s.Conn(), s.Conn().(driver.ReactionsConn)}),
+			func(c *syncstore.WorkerConfig) { c.Partitions = nil }, driver.CodeInvalidArgument},
+		{"no partitions func, driver with reactions-across", s, func(c *syncstore.WorkerConfig) { c.Partitions = nil }, ""},
 		{"owner with NUL", s, func(c *syncstore.WorkerConfig) { c.Owner = "a\x00" }, driver.CodeInvalidArgument},
 		{"batch over 10,000", s, func(c *syncstore.WorkerConfig) { c.BatchSize = 10001 }, driver.CodeInvalidLimit},
 		{"sub-millisecond lease", s, func(c *syncstore.WorkerConfig) { c.Lease = time.Microsecond }, driver.CodeInvalidArgument},
@@ -623,4 +625,11 @@ func TestWorkerRunOnAClosedStore(t *testing.T) {
 	if n := len(ev.of(syncstore.EventStoreError)); n != 1 {
 		t.Errorf("%d store_error events, want 1", n)
 	}
+}
+
+// noAcross is a driver with the reactions capability but not
+// reactions-across (RX-12).
+type noAcross struct {
+	driver.Conn
+	driver.ReactionsConn
 }

@@ -27,9 +27,14 @@ import (
 // by a claim at the same now and expiry, prunes from a note row.
 
 var (
-	_ driver.ReactionsConn = (*Conn)(nil)
-	_ driver.ReactionsTx   = (*Tx)(nil)
+	_ driver.ReactionsConn       = (*Conn)(nil)
+	_ driver.ReactionsTx         = (*Tx)(nil)
+	_ driver.ReactionsAcrossConn = (*Conn)(nil)
 )
+
+// duePartsBytes bounds the JSON text of one claim's partition list (D1
+// limits a value to 2 MB).
+const duePartsBytes = 1 << 20
 
 // enqueueChunkBytes bounds the JSON text of one EnqueueReactions
 // statement's parameter (D1 limits a value to 2 MB).
@@ -122,6 +127,83 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 		return nil, err
 	}
 	rxorder.Sort(out) // RX-2
+	return out, nil
+}
+
+// ClaimDueReactions leases due reactions across partitions (RX-12) in one
+// batch — one D1 request whatever the number of partitions, a partition
+// list being one JSON parameter (D1 binds at most 100): the due rows at
+// their attempts cap are dead-lettered first (RX-4), then up to req.Limit
+// other due rows are leased, ranked fairly between partitions. D1 runs
+// one batch at a time, so two claims never lease the same row (RX-3). A
+// claim whose answer was lost is recovered as ClaimReactions' is. The
+// result is sorted by partition, createdAt, key.
+func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	// A list whose JSON would pass D1's 2,000,000-byte bound on one value
+	// (10,000 names of 255 bytes do) is claimed in parts of at most
+	// duePartsBytes, one batch each, the limit carried over: fair within
+	// a part, earlier parts first.
+	if size := 0; req.Partitions != nil {
+		for i, p := range req.Partitions {
+			if size += len(p) + 8; size > duePartsBytes && i > 0 {
+				head, tail := req, req
+				head.Partitions, tail.Partitions = req.Partitions[:i], req.Partitions[i:]
+				out, err := c.ClaimDueReactions(ctx, head)
+				if err != nil || len(out) >= req.Limit {
+					return out, err
+				}
+				tail.Limit -= len(out)
+				more, err := c.ClaimDueReactions(ctx, tail)
+				if err != nil && len(out) == 0 {
+					return nil, err
+				}
+				// With rows of the first part leased, they are handed
+				// over and the failed part is left to the next claim.
+				out = append(out, more...)
+				rxorder.SortAcross(out)
+				return out, nil
+			}
+		}
+	}
+	types, err := sqlitesql.EncodeTypes(req.Types)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := sqlitesql.EncodeTypes(req.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	expiry := req.NowMs + req.LeaseMs
+	a, err := c.write(ctx, "d1http: claim due reactions",
+		st(sqlitesql.ClaimDeadLetterExhaustedAcross, num(req.NowMs), types, sqlitesql.ExhaustedCode, parts),
+		st(d1sql.D1ClaimLeaseAcross, num(req.NowMs), req.Limit, types, req.Owner, num(expiry), parts))
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]json.RawMessage
+	if a.lost {
+		if rows, err = c.rows(ctx, "d1http: claim due reactions", d1sql.D1ClaimRecoverAcross, num(expiry), req.Owner, num(req.NowMs), req.Limit); err != nil {
+			return nil, err
+		}
+	} else {
+		rows = a.res[1].Results.Rows
+	}
+	out := make([]driver.PartitionReaction, 0, len(rows))
+	for _, r := range rows {
+		if len(r) == 0 {
+			return nil, driver.Errorf(driver.CodeInternal, "d1http: a claimed reaction has no columns")
+		}
+		p, err := rawString(r[0])
+		if err != nil {
+			return nil, err
+		}
+		rs, err := decodeReactions([][]json.RawMessage{r[1:]})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, driver.PartitionReaction{Partition: p, Reaction: rs[0]})
+	}
+	rxorder.SortAcross(out) // RX-12
 	return out, nil
 }
 

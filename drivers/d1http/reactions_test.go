@@ -156,3 +156,40 @@ func TestPruneLimitSpansStatuses(t *testing.T) {
 		t.Errorf("left after the prune: %v, want k05,k04,k03", left)
 	}
 }
+
+// A claim across partitions whose answer was lost after it landed still
+// returns exactly the rows it leased (D1ClaimRecoverAcross), and a
+// partition list longer than one D1 value is claimed in parts (RX-12).
+func TestClaimDueReactionsLostAnswerAndLongList(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := newDouble(t)
+	conn := openOn(t, srv, "&request_timeout_ms=300")
+	rxSeed(t, conn, 3)
+	srv.Inject(d1test.Fault{Kind: d1test.FaultResetAfter, Writes: true})
+	got, err := conn.ClaimDueReactions(ctx, driver.DueClaimRequest{ClaimRequest: driver.ClaimRequest{Owner: "w", Types: []string{"x"}, NowMs: 100, LeaseMs: 50, Limit: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, r.Partition+"/"+r.Key)
+		if r.Attempts != 1 || r.LeaseOwner != "w" || r.LeaseExpiresAtMs != 150 {
+			t.Errorf("recovered claim of %s: %+v, want attempts 1, owner w, expiry 150", r.Key, r)
+		}
+	}
+	if strings.Join(keys, ",") != "p1/k00,p1/k01" {
+		t.Errorf("claim across with a lost answer returned %v, want p1/k00, p1/k01", keys)
+	}
+
+	// 10,000 names of 200 bytes: about 2 MB of JSON, over one D1 value.
+	parts := make([]string, 10000)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%05d%s", i, strings.Repeat("x", 195))
+	}
+	parts[9999] = "p1"
+	got, err = conn.ClaimDueReactions(ctx, driver.DueClaimRequest{Partitions: parts,
+		ClaimRequest: driver.ClaimRequest{Owner: "w2", Types: []string{"x"}, NowMs: 100, LeaseMs: 50, Limit: 10}})
+	if err != nil || len(got) != 1 || got[0].Key != "k02" {
+		t.Errorf("claim across a 2 MB partition list: %v, %v; want p1/k02", got, err)
+	}
+}

@@ -219,6 +219,9 @@ func (c *Conn) initInfra(ctx context.Context) error {
 	if err := c.upgradeOutcomes(ctx); err != nil {
 		return err
 	}
+	if err := c.ensureReactionIndexes(ctx); err != nil {
+		return err
+	}
 	if err := c.execRetry(ctx, "mysql: initialize the store", insertMetaIfAbsent, metaFormat, formatVersion); err != nil {
 		return err
 	}

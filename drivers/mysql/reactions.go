@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"math"
+	"sort"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/rxorder"
@@ -130,6 +131,162 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 	}
 	rxorder.Sort(out) // RX-2
 	return out, nil
+}
+
+var _ driver.ReactionsAcrossConn = (*Conn)(nil)
+
+// ClaimDueReactions leases due reactions across partitions (RX-12). One
+// statement without locks finds the candidates (claimDueCandidates): on
+// an idle store that is the whole claim, whatever the number of
+// partitions. Otherwise one transaction dead-letters the exhausted
+// candidates (RX-4), locks the others still due with SKIP LOCKED (RX-3)
+// and leases up to req.Limit of them in rank order (fair between
+// partitions). A claim racing another may lease fewer rows than are due.
+// The result is sorted by partition, createdAt, key. Deadlocks and lock
+// waits are retried inside.
+func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	const what = "mysql: claim due reactions"
+	filter := make([]any, 0, len(req.Types)+len(req.Partitions))
+	for _, ty := range req.Types {
+		filter = append(filter, ty)
+	}
+	for _, p := range req.Partitions {
+		filter = append(filter, p)
+	}
+	args := append(append(append(append([]any{req.NowMs}, filter...), req.NowMs), filter...), int64(2*req.Limit))
+	rows, err := c.query(ctx, nil, claimDueCandidates(len(req.Types), len(req.Partitions)), args, what)
+	if err != nil {
+		return nil, err
+	}
+	type cand struct {
+		p, k string
+		rk   int64
+	}
+	var dead, live []cand
+	for rows.Next() {
+		var x cand
+		if err := rows.Scan(&x.p, &x.k, &x.rk); err != nil {
+			rows.Close()
+			return nil, c.mapErr(ctx, err, what)
+		}
+		if x.rk == 0 {
+			dead = append(dead, x)
+		} else {
+			live = append(live, x)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	if len(dead) == 0 && len(live) == 0 {
+		return nil, nil
+	}
+	// pairs groups candidates by partition for pairsIn: the key counts and
+	// the arguments (p, keys…) in that order.
+	pairs := func(cs []cand) ([]int, []any) {
+		var counts []int
+		var args []any
+		at := map[string]int{}
+		byPart := map[string][]any{}
+		for _, x := range cs {
+			if _, ok := at[x.p]; !ok {
+				at[x.p] = len(counts)
+				counts = append(counts, 0)
+			}
+			counts[at[x.p]]++
+			byPart[x.p] = append(byPart[x.p], x.k)
+		}
+		parts := make([]string, len(counts))
+		for p, i := range at {
+			parts[i] = p
+		}
+		for _, p := range parts {
+			args = append(append(args, p), byPart[p]...)
+		}
+		return counts, args
+	}
+	expiry := req.NowMs + req.LeaseMs
+	rank := make(map[[2]string]int, len(live))
+	for i, x := range live {
+		rank[[2]string{x.p, x.k}] = i
+	}
+	var out []driver.PartitionReaction
+	err = c.writeTx(ctx, what, func(tx *sql.Tx) error {
+		out = nil
+		for start := 0; start < len(dead); start += maxKeyChunk {
+			counts, pa := pairs(dead[start:min(start+maxKeyChunk, len(dead))])
+			if _, err := c.execArgs(ctx, tx, claimDueDeadLetter(counts), append([]any{req.NowMs, exhaustedCode, req.NowMs, req.NowMs, req.NowMs}, pa...)); err != nil {
+				return err
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		counts, pa := pairs(live)
+		rows, err := c.queryRaw(ctx, tx, claimDueLock(counts), append([]any{req.NowMs}, pa...))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p driver.PartitionReaction
+			if p.Reaction, err = scanReactionRow(rows, &p.Partition); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		sort.Slice(out, func(i, j int) bool {
+			return rank[[2]string{out[i].Partition, out[i].Key}] < rank[[2]string{out[j].Partition, out[j].Key}]
+		})
+		out = out[:min(len(out), req.Limit)]
+		if len(out) == 0 {
+			return nil
+		}
+		leased := make([]cand, len(out))
+		for i, r := range out {
+			leased[i] = cand{p: r.Partition, k: r.Key}
+		}
+		counts, pa = pairs(leased)
+		_, err = c.execArgs(ctx, tx, claimDueLease(counts), append([]any{req.Owner, expiry, expiry, req.NowMs}, pa...))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		r := &out[i]
+		r.Status, r.Attempts, r.LeaseOwner, r.LeaseExpiresAtMs, r.UpdatedAtMs =
+			driver.ReactionLeased, r.Attempts+1, req.Owner, expiry, req.NowMs
+	}
+	rxorder.SortAcross(out) // RX-12
+	return out, nil
+}
+
+// erDupKeyName: the index exists (another process added it first).
+const erDupKeyName = 1061
+
+// ensureReactionIndexes adds RX-12's store-wide indexes to a store
+// created before them (reactionIndexes); a concurrent opener adding the
+// same index first is not an error.
+func (c *Conn) ensureReactionIndexes(ctx context.Context) error {
+	for _, ix := range reactionIndexes {
+		var n int
+		if err := c.db.QueryRowContext(ctx, selectReactionIndex, ix.name).Scan(&n); err != nil {
+			return c.mapErr(ctx, err, "mysql: initialize the store")
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := c.db.ExecContext(ctx, ix.add); err != nil && errNumber(err) != erDupKeyName {
+			return c.mapErr(ctx, err, "mysql: initialize the store")
+		}
+	}
+	return nil
 }
 
 // CompleteReaction marks a reaction leased to owner completed (RX-5).
@@ -342,23 +499,33 @@ func scanReactionRows(rows *sql.Rows) ([]driver.Reaction, error) {
 	defer rows.Close()
 	var out []driver.Reaction
 	for rows.Next() {
-		var r driver.Reaction
-		var payload, status string
-		var attempts, maxAttempts int64
-		var code, details sql.NullString
-		var failedAt, completedAt sql.NullInt64
-		if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
-			&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-			&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
+		r, err := scanReactionRow(rows)
+		if err != nil {
 			return nil, err
-		}
-		r.CompletedAtMs = completedAt.Int64
-		r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
-		r.Attempts, r.MaxAttempts = int(attempts), int(maxAttempts)
-		if code.Valid {
-			r.LastFailure = &driver.ReactionFailure{Code: code.String, Details: driver.JSON(details.String), AtMs: failedAt.Int64}
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// scanReactionRow reads the current row: lead's columns, then
+// reactionColumns; errors unmapped.
+func scanReactionRow(rows *sql.Rows, lead ...any) (driver.Reaction, error) {
+	var r driver.Reaction
+	var payload, status string
+	var attempts, maxAttempts int64
+	var code, details sql.NullString
+	var failedAt, completedAt sql.NullInt64
+	if err := rows.Scan(append(lead, &r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
+		&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
+		&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt)...); err != nil {
+		return r, err
+	}
+	r.CompletedAtMs = completedAt.Int64
+	r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
+	r.Attempts, r.MaxAttempts = int(attempts), int(maxAttempts)
+	if code.Valid {
+		r.LastFailure = &driver.ReactionFailure{Code: code.String, Details: driver.JSON(details.String), AtMs: failedAt.Int64}
+	}
+	return r, nil
 }

@@ -19,7 +19,12 @@ import (
 //	exhaust_due_ms  due_at_ms while attempts ≥ max_attempts, else NULL: the rows
 //	                a claim must dead-letter (RX-4); index (p, exhaust_due_ms)
 //
-// and two more indexes serve listing (p, status, created_at_ms, k) and
+// two store-wide indexes serve claims across partitions (RX-12),
+// _sync_reactions_claim_all (claim_due_ms) and _sync_reactions_exhausted_all
+// (exhaust_due_ms): an idle store is two empty ranges whatever its number
+// of partitions. A store from before them gets them on its next open
+// (reactionIndexes, ensureReactionIndexes); they need no format change.
+// Two more indexes serve listing (p, status, created_at_ms, k) and
 // pruning (p, status, updated_at_ms, k). Every statement is served by an
 // index (docs/performance.md: cost must not grow with the store). Strings are
 // VARBINARY: keys and types order bytewise (RX-2).
@@ -56,6 +61,8 @@ var reactionsDDL = []string{
 	PRIMARY KEY (p, k),
 	KEY _sync_reactions_claim (p, claim_due_ms, created_at_ms, k),
 	KEY _sync_reactions_exhausted (p, exhaust_due_ms),
+	KEY _sync_reactions_claim_all (claim_due_ms),
+	KEY _sync_reactions_exhausted_all (exhaust_due_ms),
 	KEY _sync_reactions_list (p, status, created_at_ms, k),
 	KEY _sync_reactions_prune (p, status, updated_at_ms, k)
 )` + tableOpts,
@@ -233,4 +240,88 @@ ORDER BY updated_at_ms, k LIMIT ?`
 // a prune it committed before: RX-9).
 func pruneDelete(nKeys int) string {
 	return `DELETE FROM _sync_reactions WHERE p = ? AND status = ? AND updated_at_ms < ? AND ` + keysIn(nKeys)
+}
+
+// reactionIndexes are RX-12's store-wide indexes: a store created before
+// them gets them on open (ensureReactionIndexes), each only if missing.
+var reactionIndexes = []struct{ name, add string }{
+	{"_sync_reactions_claim_all", `ALTER TABLE _sync_reactions ADD KEY _sync_reactions_claim_all (claim_due_ms)`},
+	{"_sync_reactions_exhausted_all", `ALTER TABLE _sync_reactions ADD KEY _sync_reactions_exhausted_all (exhaust_due_ms)`},
+}
+
+// selectReactionIndex: index name → 1 when _sync_reactions has it.
+const selectReactionIndex = `SELECT COUNT(*) FROM information_schema.STATISTICS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '_sync_reactions' AND INDEX_NAME = ?`
+
+// partsIn returns " AND p IN (?, …)" for n partitions, or "" for n = 0
+// (every partition).
+func partsIn(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " AND p IN (" + qmarks(n) + ")"
+}
+
+// claimDueCandidates: now, types…, parts…, now, types…, parts…, limit →
+// (p, k, rank) of the due rows a claim across partitions handles (RX-12),
+// read without locks: every due row at its attempts cap (rank 0, through
+// _sync_reactions_exhausted_all: dead-letter them, RX-4), then at most
+// limit due rows below it ranked fairly — each by its rank in its
+// partition's claim order (due time, createdAt, key), taken by rank, due
+// time, createdAt, partition, key (through _sync_reactions_claim_all). An
+// idle store answers with no row after two empty index ranges.
+func claimDueCandidates(nTypes, nParts int) string {
+	return `(SELECT p, k, 0 AS rk FROM _sync_reactions FORCE INDEX (_sync_reactions_exhausted_all)
+	WHERE exhaust_due_ms <= ?` + typesIn(nTypes) + partsIn(nParts) + `)
+UNION ALL
+(SELECT p, k, rk FROM (
+	SELECT p, k, claim_due_ms, created_at_ms,
+		ROW_NUMBER() OVER (PARTITION BY p ORDER BY claim_due_ms, created_at_ms, k) AS rk
+	FROM _sync_reactions FORCE INDEX (_sync_reactions_claim_all)
+	WHERE claim_due_ms <= ?` + typesIn(nTypes) + partsIn(nParts) + `) AS ranked
+	ORDER BY rk, claim_due_ms, created_at_ms, p, k LIMIT ?)`
+}
+
+// pairsIn returns "((p = ? AND k IN (?, …)) OR …)" for the key counts of
+// each partition, in order: the primary-key ranges of rows of several
+// partitions.
+func pairsIn(nKeys []int) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for i, n := range nKeys {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(p = ? AND " + keysIn(n) + ")")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// claimDueDeadLetter: now, code, now, now, now, pairs… dead-letters the
+// exhausted candidates of pairsIn (RX-4), re-checking on their newest
+// version that they are still due and at their cap.
+func claimDueDeadLetter(nKeys []int) string {
+	return `UPDATE _sync_reactions SET status = 'dead_letter', due_at_ms = NULL, available_at_ms = ?,
+	lease_owner = '', lease_expires_at_ms = 0, failure_code = ?, failure_details = NULL,
+	failure_at_ms = ?, updated_at_ms = ?
+WHERE exhaust_due_ms <= ? AND ` + pairsIn(nKeys)
+}
+
+// claimDueLock: now, pairs… → p then reactionColumns of the candidates of
+// pairsIn still due below their cap on their newest version, locked
+// through primary-key probes (FORCE INDEX: on a small table the planner
+// took the due range instead, locking what it walked); rows another
+// claim holds are skipped, never waited for (RX-3).
+func claimDueLock(nKeys []int) string {
+	return `SELECT p, ` + reactionColumns + ` FROM _sync_reactions FORCE INDEX (PRIMARY)
+WHERE claim_due_ms <= ? AND ` + pairsIn(nKeys) + ` FOR UPDATE SKIP LOCKED`
+}
+
+// claimDueLease: owner, expiry, expiry, now, pairs… leases the rows
+// claimDueLock locked and the claim chose: attempts+1, owner, expiry (RX-2).
+func claimDueLease(nKeys []int) string {
+	return `UPDATE _sync_reactions SET status = 'leased', attempts = attempts + 1, lease_owner = ?,
+	lease_expires_at_ms = ?, due_at_ms = ?, updated_at_ms = ?
+WHERE ` + pairsIn(nKeys)
 }

@@ -61,6 +61,9 @@ func TestPlansCapabilities(t *testing.T) {
 	}{
 		{"index lookup by_owner", lookup, lookupArgs, declaredIndexName("todos", "by_owner")},
 		{"claim", sqlClaim, []any{"p", int64(5000), []string(nil), int64(50), "w2", int64(6000)}, "_sync_reactions_due"},
+		// RX-12 on an idle store (nothing due at 500): the store-wide index.
+		{"claim across", sqlClaimAcross, []any{int64(500), []string{"t1"}, int64(50), "w2", int64(6000), []string(nil)}, "_sync_reactions_due_all"},
+		{"claim across listed", sqlClaimAcross, []any{int64(500), []string{"t1"}, int64(50), "w2", int64(6000), []string{"p", "q"}}, "_sync_reactions_due_all"},
 		{"claim by type", sqlClaim, []any{"p", int64(5000), []string{"t1"}, int64(50), "w2", int64(6000)}, "_sync_reactions_due"},
 	}
 	for _, ck := range checks {

@@ -15,8 +15,9 @@ import (
 // V before a driver is called).
 
 var (
-	_ driver.ReactionsConn = (*Conn)(nil)
-	_ driver.ReactionsTx   = (*Tx)(nil)
+	_ driver.ReactionsConn       = (*Conn)(nil)
+	_ driver.ReactionsTx         = (*Tx)(nil)
+	_ driver.ReactionsAcrossConn = (*Conn)(nil)
 )
 
 // EnqueueReactions buffers one insert of every reaction as a pending row
@@ -60,6 +61,38 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 		return nil, err
 	}
 	rxorder.Sort(out) // RX-2
+	return out, nil
+}
+
+// ClaimDueReactions leases due reactions across partitions (RX-12) in one
+// statement and one round trip whatever the number of partitions
+// (sqlClaimAcross): exhausted rows dead-lettered first (RX-4), then up to
+// req.Limit due rows ranked fairly between partitions, locked with FOR
+// UPDATE SKIP LOCKED (RX-3). The result is sorted by partition,
+// createdAt, key.
+func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	const what = "postgres: claim due reactions"
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	rows, err := c.pool.Query(ctx, sqlClaimAcross, req.NowMs, typesArg(req.Types), int64(req.Limit), req.Owner,
+		req.NowMs+req.LeaseMs, typesArg(req.Partitions))
+	if err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	defer rows.Close()
+	var out []driver.PartitionReaction
+	for rows.Next() {
+		var p driver.PartitionReaction
+		if p.Reaction, err = scanReactionAfter(rows, &p.Partition); err != nil {
+			return nil, c.mapErr(ctx, err, what)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.mapErr(ctx, err, what)
+	}
+	rxorder.SortAcross(out) // RX-12
 	return out, nil
 }
 
@@ -172,15 +205,18 @@ func (c *Conn) reactionRows(ctx context.Context, what, q string, args ...any) ([
 }
 
 // scanReaction reads one row of reactionColumns.
-func scanReaction(rows pgx.Rows) (driver.Reaction, error) {
+func scanReaction(rows pgx.Rows) (driver.Reaction, error) { return scanReactionAfter(rows) }
+
+// scanReactionAfter reads one row of lead's columns, then reactionColumns.
+func scanReactionAfter(rows pgx.Rows, lead ...any) (driver.Reaction, error) {
 	var r driver.Reaction
 	var payload, status string
 	var attempts, maxAttempts int32
 	var code, details *string
 	var failedAt, completedAt *int64
-	if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
+	if err := rows.Scan(append(lead, &r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
 		&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-		&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
+		&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt)...); err != nil {
 		return r, err
 	}
 	if completedAt != nil {

@@ -14,6 +14,10 @@ import "strings"
 //	                           claims walk it in claim order (RX-2) and stop at the limit
 //	_sync_reactions_exhausted  (partition, due_at_ms) WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts
 //	                           the few rows a claim must dead-letter (RX-4)
+//	_sync_reactions_due_all    (due_at_ms) WHERE due_at_ms IS NOT NULL
+//	                           claims across partitions (RX-12): an idle store is one empty range
+//	_sync_reactions_exhausted_all (due_at_ms) WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts
+//	                           the rows such a claim must dead-letter (RX-4)
 //	_sync_reactions_list       (partition, status, created_at_ms, key): listing per status (RX-8)
 //	_sync_reactions_prune      (partition, status, updated_at_ms, key) WHERE due_at_ms IS NULL
 //	                           terminal rows oldest first (RX-9)
@@ -47,6 +51,13 @@ var reactionsDDL = []string{
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_due ON _sync_reactions (partition, due_at_ms, created_at_ms, key)
 WHERE due_at_ms IS NOT NULL`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_exhausted ON _sync_reactions (partition, due_at_ms)
+WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
+	// RX-12's store-wide indexes read only columns of format 2, so every
+	// open creates them (IF NOT EXISTS) with no format change: a store
+	// from before gets them on its next open (built once, inside the
+	// open's transaction), and an older driver ignores them.
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_due_all ON _sync_reactions (due_at_ms) WHERE due_at_ms IS NOT NULL`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_exhausted_all ON _sync_reactions (due_at_ms)
 WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_list ON _sync_reactions (partition, status, created_at_ms, key)`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_prune ON _sync_reactions (partition, status, updated_at_ms, key)
@@ -162,6 +173,57 @@ UPDATE _sync_reactions AS r SET status = 'leased', attempts = r.attempts + 1,
 	lease_owner = $5, lease_expires_at_ms = $6, due_at_ms = $6, updated_at_ms = $2
 WHERE r.partition = $1 AND r.key = ANY(ARRAY(SELECT key FROM picked)) AND r.due_at_ms <= $2 AND r.attempts < r.max_attempts
 RETURNING r.key, r.type, r.payload, r.status, r.attempts, r.max_attempts, r.source_commit_seq, r.created_at_ms,
+	r.available_at_ms, r.lease_owner, r.lease_expires_at_ms, r.failure_code, r.failure_details, r.failure_at_ms, r.updated_at_ms,
+	r.version, r.source_client_id, r.source_client_commit_id, r.completed_at_ms`
+
+	// sqlClaimAcross is sqlClaim over every partition ($6 NULL) or the
+	// partitions $6 (text[]), one statement (RX-12): at $1 now, for types
+	// $2 (NULL = every type), it dead-letters the due rows at their
+	// attempts cap (RX-4) and leases to owner $4 until $5 at most $3 other
+	// due rows, chosen fairly: each due row is ranked in its partition's
+	// claim order (due time, createdAt, key) and rows are taken by rank,
+	// then due time, createdAt, partition, key. A window function cannot
+	// be locked, so the ranking (cand, 2×$3 candidates, read without
+	// locks) is separate from the lock: picked locks candidates in rank
+	// order with FOR UPDATE SKIP LOCKED, re-checking that each is still
+	// due on its newest version (READ COMMITTED re-evaluation), so
+	// concurrent claimers never lease the same row (RX-3); a claim racing
+	// another may lease fewer rows than are due. The due rows are found
+	// through _sync_reactions_due_all (an idle store: one empty range),
+	// the locked rows by primary key.
+	sqlClaimAcross = `WITH exhausted AS (
+	SELECT partition, key FROM _sync_reactions
+	WHERE due_at_ms <= $1 AND attempts >= max_attempts AND ($2::text[] IS NULL OR type = ANY($2::text[]))
+		AND ($6::text[] IS NULL OR partition = ANY($6::text[]))
+	FOR UPDATE SKIP LOCKED
+), dead AS (
+	UPDATE _sync_reactions AS r SET status = 'dead_letter', due_at_ms = NULL,
+		available_at_ms = $1, lease_owner = '', lease_expires_at_ms = 0,
+		failure_code = '` + exhaustedCode + `', failure_details = NULL, failure_at_ms = $1, updated_at_ms = $1
+	FROM exhausted AS e
+	WHERE r.partition = e.partition AND r.key = e.key AND r.due_at_ms <= $1 AND r.attempts >= r.max_attempts
+), cand AS (
+	SELECT partition, key, rk, due_at_ms, created_at_ms FROM (
+		SELECT partition, key, due_at_ms, created_at_ms,
+			row_number() OVER (PARTITION BY partition ORDER BY due_at_ms, created_at_ms, key) AS rk
+		FROM _sync_reactions
+		WHERE due_at_ms <= $1 AND attempts < max_attempts AND ($2::text[] IS NULL OR type = ANY($2::text[]))
+			AND ($6::text[] IS NULL OR partition = ANY($6::text[]))
+	) AS ranked
+	ORDER BY rk, due_at_ms, created_at_ms, partition, key
+	LIMIT 2 * $3::bigint
+), picked AS (
+	SELECT r.partition, r.key FROM _sync_reactions AS r JOIN cand AS c ON r.partition = c.partition AND r.key = c.key
+	WHERE r.due_at_ms <= $1 AND r.attempts < r.max_attempts
+	ORDER BY c.rk, c.due_at_ms, c.created_at_ms, c.partition, c.key
+	LIMIT $3::bigint
+	FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE _sync_reactions AS r SET status = 'leased', attempts = r.attempts + 1,
+	lease_owner = $4, lease_expires_at_ms = $5, due_at_ms = $5, updated_at_ms = $1
+FROM picked AS k
+WHERE r.partition = k.partition AND r.key = k.key AND r.due_at_ms <= $1 AND r.attempts < r.max_attempts
+RETURNING r.partition, r.key, r.type, r.payload, r.status, r.attempts, r.max_attempts, r.source_commit_seq, r.created_at_ms,
 	r.available_at_ms, r.lease_owner, r.lease_expires_at_ms, r.failure_code, r.failure_details, r.failure_at_ms, r.updated_at_ms,
 	r.version, r.source_client_id, r.source_client_commit_id, r.completed_at_ms`
 

@@ -19,8 +19,9 @@ import (
 // can never lease the same row (RX-3). Input is already valid (sync).
 
 var (
-	_ driver.ReactionsConn = (*Conn)(nil)
-	_ driver.ReactionsTx   = (*Tx)(nil)
+	_ driver.ReactionsConn       = (*Conn)(nil)
+	_ driver.ReactionsTx         = (*Tx)(nil)
+	_ driver.ReactionsAcrossConn = (*Conn)(nil)
 )
 
 // EnqueueReactions inserts reactions as pending rows of the Tx's partition
@@ -72,6 +73,42 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 		return nil, err
 	}
 	rxorder.Sort(out) // RX-2
+	return out, nil
+}
+
+// ClaimDueReactions leases due reactions across partitions (RX-12) in one
+// write transaction of two statements, whatever the number of partitions:
+// the due rows at their attempts cap are dead-lettered first (RX-4), then
+// up to req.Limit other due rows are leased, ranked fairly between
+// partitions. Claims are serialized by the writer (RX-3). The result is
+// sorted by partition, createdAt, key.
+func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest) ([]driver.PartitionReaction, error) {
+	types, err := sqlitesql.EncodeTypes(req.Types)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := sqlitesql.EncodeTypes(req.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.PartitionReaction
+	err = c.writeTx(ctx, "sqlite: claim due reactions", func(t *txStmts) error {
+		if err := t.exec(ctx, sqlitesql.ClaimDeadLetterExhaustedAcross, req.NowMs, types, sqlitesql.ExhaustedCode, parts); err != nil {
+			return err
+		}
+		rows, err := c.query(ctx, t, sqlitesql.ClaimLeaseAcross, []any{req.NowMs, req.Limit, types, req.Owner, req.NowMs + req.LeaseMs, parts})
+		if err != nil {
+			return err
+		}
+		out, err = scanRows(ctx, c, rows, true, func(p string, r driver.Reaction) driver.PartitionReaction {
+			return driver.PartitionReaction{Partition: p, Reaction: r}
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rxorder.SortAcross(out) // RX-12
 	return out, nil
 }
 
@@ -181,17 +218,27 @@ func (c *Conn) writeChanged(ctx context.Context, what, q string, args ...any) (b
 
 // scanReactions reads rows of sqlitesql.ReactionColumns and closes them.
 func (c *Conn) scanReactions(ctx context.Context, rows *sql.Rows) ([]driver.Reaction, error) {
+	return scanRows(ctx, c, rows, false, func(_ string, r driver.Reaction) driver.Reaction { return r })
+}
+
+// scanRows reads rows of sqlitesql.ReactionColumns, led by the partition
+// when withPartition, and closes them.
+func scanRows[T any](ctx context.Context, c *Conn, rows *sql.Rows, withPartition bool, as func(string, driver.Reaction) T) ([]T, error) {
 	defer rows.Close()
-	var out []driver.Reaction
+	var out []T
 	for rows.Next() {
 		var r driver.Reaction
-		var payload, status string
+		var partition, payload, status string
 		var attempts, maxAttempts int64
 		var code, details sql.NullString
 		var failedAt, completedAt sql.NullInt64
-		if err := rows.Scan(&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
+		dest := []any{&r.Key, &r.Type, &payload, &status, &attempts, &maxAttempts, &r.SourceCommitSeq,
 			&r.CreatedAtMs, &r.AvailableAtMs, &r.LeaseOwner, &r.LeaseExpiresAtMs, &code, &details, &failedAt,
-			&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt); err != nil {
+			&r.UpdatedAtMs, &r.Version, &r.SourceClientID, &r.SourceClientCommitID, &completedAt}
+		if withPartition {
+			dest = append([]any{&partition}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, c.mapErr(ctx, err, "sqlite: read reactions")
 		}
 		r.Payload, r.Status = driver.JSON(payload), driver.ReactionStatus(status)
@@ -200,7 +247,7 @@ func (c *Conn) scanReactions(ctx context.Context, rows *sql.Rows) ([]driver.Reac
 		if code.Valid {
 			r.LastFailure = &driver.ReactionFailure{Code: code.String, Details: driver.JSON(details.String), AtMs: failedAt.Int64}
 		}
-		out = append(out, r)
+		out = append(out, as(partition, r))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, c.mapErr(ctx, err, "sqlite: read reactions")

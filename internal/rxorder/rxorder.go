@@ -47,3 +47,18 @@ func StatusFlags(statuses []driver.ReactionStatus) [4]bool {
 	}
 	return f
 }
+
+// SortAcross puts reactions claimed across partitions in RX-12's order:
+// Partition ascending bytewise, then RX-2's order within each partition.
+func SortAcross(claimed []driver.PartitionReaction) {
+	sort.Slice(claimed, func(i, j int) bool {
+		a, b := &claimed[i], &claimed[j]
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		if a.CreatedAtMs != b.CreatedAtMs {
+			return a.CreatedAtMs < b.CreatedAtMs
+		}
+		return a.Key < b.Key
+	})
+}

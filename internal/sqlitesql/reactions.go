@@ -20,6 +20,10 @@ import (
 //	                           claims walk it in claim order (RX-2) and stop at the limit
 //	_sync_reactions_exhausted  (partition, due_at_ms) WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts
 //	                           the few rows a claim must dead-letter (RX-4)
+//	_sync_reactions_due_all    (due_at_ms) WHERE due_at_ms IS NOT NULL
+//	                           claims across partitions (RX-12): an idle store is one empty range
+//	_sync_reactions_exhausted_all (due_at_ms) WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts
+//	                           the rows such a claim must dead-letter (RX-4)
 //	_sync_reactions_list       (partition, status, created_at_ms, key): listing per status (RX-8)
 //	_sync_reactions_prune      (partition, status, updated_at_ms, key) WHERE due_at_ms IS NULL
 //	                           terminal rows oldest first (RX-9)
@@ -56,6 +60,13 @@ var ReactionsDDL = []string{
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_due ON _sync_reactions (partition, due_at_ms, created_at_ms, key)
 WHERE due_at_ms IS NOT NULL`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_exhausted ON _sync_reactions (partition, due_at_ms)
+WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
+	// The two store-wide indexes of RX-12 read only columns of format 2,
+	// so they are created by every open (IF NOT EXISTS) with no format
+	// change: a store from before gets them on its next open, and an
+	// older driver opening the store ignores them.
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_due_all ON _sync_reactions (due_at_ms) WHERE due_at_ms IS NOT NULL`,
+	`CREATE INDEX IF NOT EXISTS _sync_reactions_exhausted_all ON _sync_reactions (due_at_ms)
 WHERE due_at_ms IS NOT NULL AND attempts >= max_attempts`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_list ON _sync_reactions (partition, status, created_at_ms, key)`,
 	`CREATE INDEX IF NOT EXISTS _sync_reactions_prune ON _sync_reactions (partition, status, updated_at_ms, key)
@@ -142,6 +153,40 @@ WHERE partition = ?1 AND key IN (SELECT key FROM _sync_reactions
 	WHERE partition = ?1 AND due_at_ms <= ?2 AND attempts < max_attempts AND ` + typesIn4 + `
 	ORDER BY due_at_ms, created_at_ms, key LIMIT ?3)
 RETURNING ` + ReactionColumns
+
+	// ClaimDeadLetterExhaustedAcross is ClaimDeadLetterExhausted over
+	// every partition (?4 NULL) or those of the JSON array ?4 (RX-12): ?1
+	// now, ?2 types (JSON array, NULL = every type), ?3 ExhaustedCode.
+	// Served by _sync_reactions_exhausted_all.
+	ClaimDeadLetterExhaustedAcross = `UPDATE _sync_reactions SET status = 'dead_letter', due_at_ms = NULL,
+	available_at_ms = ?1, lease_owner = '', lease_expires_at_ms = 0,
+	failure_code = ?3, failure_details = NULL, failure_at_ms = ?1, updated_at_ms = ?1
+WHERE due_at_ms <= ?1 AND attempts >= max_attempts AND (?2 IS NULL OR type IN (SELECT value FROM json_each(?2)))
+	AND (?4 IS NULL OR partition IN (SELECT value FROM json_each(?4)))`
+
+	// ClaimLeaseAcross leases, for owner ?4 until ?5 (now + lease), at
+	// most ?2 rows due at ?1 now of the types in the JSON array ?3 (NULL
+	// = every type), of every partition (?6 NULL) or those of the JSON
+	// array ?6, chosen fairly (RX-12): each due row is ranked in its
+	// partition's claim order (due time, createdAt, key) and rows are
+	// taken by rank, then due time, createdAt, partition, key. attempts+1.
+	// It returns partition then ReactionColumns, in no particular order.
+	// Rows at their attempts cap are skipped (run
+	// ClaimDeadLetterExhaustedAcross first). The due rows are found
+	// through _sync_reactions_due_all (INDEXED BY: left to itself the
+	// planner walks _sync_reactions_due whole for the window's order, rows
+	// due later included): an idle store costs one empty range whatever
+	// its number of partitions; a backlog costs a ranking of the due rows.
+	ClaimLeaseAcross = `UPDATE _sync_reactions SET status = 'leased', attempts = attempts + 1,
+	lease_owner = ?4, lease_expires_at_ms = ?5, due_at_ms = ?5, updated_at_ms = ?1
+WHERE rowid IN (SELECT rid FROM (
+	SELECT rowid AS rid, partition AS p, key AS k, due_at_ms AS d, created_at_ms AS c,
+		row_number() OVER (PARTITION BY partition ORDER BY due_at_ms, created_at_ms, key) AS rk
+	FROM _sync_reactions INDEXED BY _sync_reactions_due_all
+	WHERE due_at_ms <= ?1 AND attempts < max_attempts AND (?3 IS NULL OR type IN (SELECT value FROM json_each(?3)))
+		AND (?6 IS NULL OR partition IN (SELECT value FROM json_each(?6))))
+	ORDER BY rk, d, c, p, k LIMIT ?2)
+RETURNING partition, ` + ReactionColumns
 
 	// CompleteReaction: ?1 partition, ?2 key, ?3 owner, ?4 now (RX-5).
 	CompleteReaction = `UPDATE _sync_reactions SET status = 'completed', due_at_ms = NULL, lease_owner = '',

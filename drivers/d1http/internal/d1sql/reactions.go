@@ -34,6 +34,19 @@ var D1GetReaction = mustReplaceOnce(sqlitesql.GetReaction, "SELECT "+sqlitesql.R
 // D1ClaimLease is ClaimLease returning D1ReactionColumns (same parameters).
 var D1ClaimLease = mustReplaceOnce(sqlitesql.ClaimLease, "RETURNING "+sqlitesql.ReactionColumns, "RETURNING "+D1ReactionColumns)
 
+// D1ClaimLeaseAcross is ClaimLeaseAcross returning the partition and
+// D1ReactionColumns (same parameters).
+var D1ClaimLeaseAcross = mustReplaceOnce(sqlitesql.ClaimLeaseAcross, "RETURNING partition, "+sqlitesql.ReactionColumns,
+	"RETURNING partition, "+D1ReactionColumns)
+
+// D1ClaimRecoverAcross: ?1 the lease expiry of the claim (now + lease),
+// ?2 owner, ?3 the claim's now, ?4 limit → the rows a ClaimLeaseAcross at
+// that now and expiry leased to the owner (partition, D1ReactionColumns),
+// from any partition. Served by _sync_reactions_due_all.
+const D1ClaimRecoverAcross = `SELECT partition, ` + D1ReactionColumns + ` FROM _sync_reactions
+WHERE due_at_ms = ?1 AND status = 'leased' AND lease_owner = ?2 AND updated_at_ms = ?3
+ORDER BY partition, created_at_ms, key LIMIT ?4`
+
 // D1ListReactions is ListReactions selecting D1ReactionColumns (same parameters).
 var D1ListReactions = mustReplaceOnce(sqlitesql.ListReactions, "SELECT "+sqlitesql.ReactionColumns+" FROM (", "SELECT "+D1ReactionColumns+" FROM (")
 
