@@ -29,7 +29,7 @@ type QueryConcurrency struct {
 // The defaults and maximum of QueryConcurrency (AQ-7).
 const (
 	DefaultQueriesPerStore     = 4
-	DefaultQueriesPerPartition = 2
+	DefaultQueriesPerPartition = 1
 	MaxQueriesPerStore         = 1024
 )
 
