@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	gosync "sync"
 	"time"
 
@@ -174,6 +175,16 @@ func (s *Store) runQuery(ctx context.Context, aq driver.AuthoritativeQueryConn, 
 	res, err := aq.AuthoritativeQuery(dctx, partition, q)
 	if err != nil && ctx.Err() == nil && dctx.Err() != nil && driver.CodeOf(err) != CodeQueryLimit {
 		return QueryResult{}, timeBound(nil, "ran past its Timeout, waiting for a connection included (AQ-7)")
+	}
+	// The driver's own time bound names the Timeout it was given (what
+	// was left after the wait); the caller's error names the caller's.
+	var le *driver.QueryLimitError
+	if errors.As(err, &le) && le.Bound == driver.BoundTime && le.Limit != lim.TimeoutMillis() {
+		var cause error
+		if e, ok := le.Unwrap().(*driver.Error); ok {
+			cause = e.Err
+		}
+		return QueryResult{}, timeBound(cause, "ran past its Timeout on the engine")
 	}
 	return res, err
 }

@@ -144,3 +144,32 @@ func TestQueryPartitionLimitLeavesOtherPartitions(t *testing.T) {
 		t.Errorf("driver calls: %d, want 3 (p1's two slots and p2's query)", n)
 	}
 }
+
+// A query the engine stops at its Timeout names the caller's Timeout,
+// not what was left of it after waiting for a slot.
+func TestQueryTimeBoundNamesTheCallersTimeout(t *testing.T) {
+	s, c := counted(t)
+	if err := s.SetQueryConcurrency(sync.QueryConcurrency{PerStore: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := spinQuery, spinQuery
+	first.Limits.Timeout, second.Limits.Timeout = 300*time.Millisecond, 900*time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := s.AuthoritativeQuery(t.Context(), "p1", first); done <- err }()
+	for c.calls.Load() < 1 { // readiness: the first holds the one slot
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The second waits for the first's slot, then the engine stops it at
+	// what is left of its 900 ms.
+	_, err := s.AuthoritativeQuery(t.Context(), "p1", second)
+	var le *sync.QueryLimitError
+	if !errors.As(err, &le) || le.Bound != driver.BoundTime || le.Limit != 900 {
+		t.Errorf("the second spin query under Timeout 900 ms: %v, want query_limit (time, 900 ms)", err)
+	}
+	if n := c.calls.Load(); n != 2 {
+		t.Errorf("driver calls: %d, want 2", n)
+	}
+	if err := <-done; !errors.As(err, &le) || le.Limit != 300 {
+		t.Errorf("the first spin query under Timeout 300 ms: %v, want query_limit (time, 300 ms)", err)
+	}
+}
