@@ -291,6 +291,19 @@ type AuthoritativeQueryConn interface {
 	AuthoritativeQuery(ctx context.Context, partition string, q Query) (QueryResult, error)
 }
 
+// QuerySlotsConn is optional beside AuthoritativeQueryConn, for a driver
+// whose authoritative queries share connections with everything else (a
+// pool that pushes and pulls also use). QuerySlots returns how many
+// queries the Conn can run at once while leaving connections for the rest
+// (at least 1); sync.Store never runs more of them at once than that
+// (AQ-7), whatever its QueryConcurrency says. sync calls it once per
+// SetQueryConcurrency (and once on the first query). Without it — a driver
+// whose queries have a pool or an engine of their own — sync's
+// QueryConcurrency alone bounds them.
+type QuerySlotsConn interface {
+	QuerySlots() int
+}
+
 // ---- index lookup (IXL) ----
 
 // IndexQuery is an exact lookup through a declared index (IXL-1). Values

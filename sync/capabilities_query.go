@@ -43,6 +43,11 @@ const MaxQueryBytes = 100_000
 // rows, 16 MiB of result, 1 MiB per value, 5 s on the engine) or whose
 // text is too deeply nested to rewrite → CodeQueryLimit, a
 // *QueryLimitError naming the bound; not retryable (AQ-6).
+// Queries run under the Store's QueryConcurrency (AQ-7): a query waits for
+// a slot of its partition and of the Store, and that wait, with the
+// driver's wait for a connection, counts against its Timeout — a query
+// that gets no slot within it is CodeQueryLimit (bound time) and never
+// reaches the engine.
 // Without the capability → CodeUnsupported (ERR-2).
 func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q Query) (_ QueryResult, err error) {
 	defer s.observe(&ctx, "Store.AuthoritativeQuery", partition).done(&err)
@@ -60,7 +65,7 @@ func (s *Store) AuthoritativeQuery(ctx context.Context, partition string, q Quer
 	if err := s.schema.Load().checkQuery(op, q); err != nil {
 		return QueryResult{}, err
 	}
-	return aq.AuthoritativeQuery(ctx, partition, q)
+	return s.runQuery(ctx, aq, partition, q)
 }
 
 // checkQuery checks what AuthoritativeQuery checks after the partition.

@@ -38,6 +38,8 @@ type Store struct {
 	registered partitionSet
 	// recordRefresh is Pull's record refresh age in ms (PULL-13).
 	recordRefresh atomic.Int64
+	// queries holds the authoritative-query slots (AQ-7, query_concurrency.go).
+	queries atomic.Pointer[queryLimiter]
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and

@@ -454,3 +454,9 @@ func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, err 
 	}
 	return mapErr(ctx, err, "postgres: authoritative query")
 }
+
+// QuerySlots implements driver.QuerySlotsConn: authoritative queries run
+// on the Conn's one pool, beside pushes and pulls, so sync.Store runs at
+// most half of pool_max_conns of them at once (at least 1), and the
+// other half stays for everything else (AQ-7).
+func (c *Conn) QuerySlots() int { return max(1, int(c.pool.Config().MaxConns)/2) }
