@@ -1,6 +1,7 @@
 package querylang
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,7 +256,8 @@ func CheckQueryText(sql string) (QueryText, error) {
 			switch sql[tk.Start:tk.End] {
 			case "(":
 				if depth++; depth > MaxQueryDepth {
-					return bad("query nests parentheses deeper than %d levels at byte %d (AQ-6)", MaxQueryDepth, tk.Start)
+					return QueryText{}, driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryDepth, nil,
+						fmt.Sprintf("authoritative query text (parentheses nested deeper than %d levels at byte %d)", MaxQueryDepth, tk.Start))
 				}
 			case ")":
 				depth--
@@ -273,7 +275,7 @@ func CheckQueryText(sql string) (QueryText, error) {
 			if first < 0 {
 				return bad("query is empty (AQ-1)")
 			}
-			return QueryText{SQL: sql[toks[first].Start:end], Params: params}, nil
+			return admitted(sql, toks[:i], first, end, params)
 		case TokNamedParam:
 			return bad("query uses a named parameter at byte %d: only ? and ?N are allowed (AQ-1)", tk.Start)
 		case TokParam:
@@ -300,6 +302,15 @@ func CheckQueryText(sql string) (QueryText, error) {
 	}
 	if first < 0 {
 		return bad("query is empty (AQ-1)")
+	}
+	return admitted(sql, toks, first, end, params)
+}
+
+// admitted is the end of CheckQueryText: the static cost rule on the
+// statement's tokens, then the admitted text.
+func admitted(sql string, toks []Token, first, end, params int) (QueryText, error) {
+	if err := CheckGrowth(sql, toks); err != nil {
+		return QueryText{}, err
 	}
 	return QueryText{SQL: sql[toks[first].Start:end], Params: params}, nil
 }

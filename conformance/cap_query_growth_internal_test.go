@@ -1,0 +1,28 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/querylang"
+)
+
+// TestCorpusWithinStaticCost: no entry of the corpora that may return rows
+// is refused by the static cost rule of querylang (AQ-6), so the rule
+// never breaks AQ-2/AQ-5's answers on any driver.
+func TestCorpusWithinStaticCost(t *testing.T) {
+	all := append(append(aqCorpus(), aqCorpusExtra()...), aqParityCorpus()...)
+	n := 0
+	for _, e := range all {
+		if e.want == aqInvalid {
+			continue
+		}
+		n++
+		if _, err := querylang.CheckQueryText(e.sql); driver.CodeOf(err) == driver.CodeQueryLimit {
+			t.Errorf("%s/corpus/%s: %v", e.rule, e.name, err)
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d entries checked", n)
+	}
+}
