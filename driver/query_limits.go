@@ -194,11 +194,32 @@ func (m *QueryMeter) Row() error {
 
 // Value counts one value of n bytes (a string's or blob's length; pass 8
 // for any other value): over MaxValueBytes → BoundValueBytes; the running
-// total over MaxResultBytes → BoundBytes.
+// total over MaxResultBytes → BoundBytes. A driver holding the value calls
+// ValueOf, which never holds a number against MaxValueBytes.
 func (m *QueryMeter) Value(n int64) error {
 	if n > m.limits.MaxValueBytes {
 		return NewQueryLimitError(BoundValueBytes, m.limits.MaxValueBytes, nil, m.what)
 	}
+	return m.count(n)
+}
+
+// ValueOf counts one result value v (int64 | float64 | string | []byte |
+// bool | nil): a string or []byte longer than MaxValueBytes →
+// BoundValueBytes — any other value is never over it, whatever
+// MaxValueBytes is (AQ-6) —; the running total of QueryValueSize over
+// MaxResultBytes → BoundBytes.
+func (m *QueryMeter) ValueOf(v any) error {
+	n := QueryValueSize(v)
+	switch v.(type) {
+	case string, []byte:
+		if n > m.limits.MaxValueBytes {
+			return NewQueryLimitError(BoundValueBytes, m.limits.MaxValueBytes, nil, m.what)
+		}
+	}
+	return m.count(n)
+}
+
+func (m *QueryMeter) count(n int64) error {
 	m.bytes += n
 	if m.bytes > m.limits.MaxResultBytes {
 		return NewQueryLimitError(BoundBytes, m.limits.MaxResultBytes, nil, m.what)

@@ -340,8 +340,9 @@ func unquote(sql string, tk Token) string {
 // AdmitQuery is CheckQueryText for a whole driver.Query: the statement
 // must pass CheckQueryText and q.Args must hold exactly as many bind
 // values as it has parameters (QueryText.Params); otherwise
-// CodeQueryInvalid (AQ-1). The values themselves are each driver's to
-// convert.
+// CodeQueryInvalid (AQ-1); a string, []byte or JSON bind value longer
+// than MaxValueBytes → BoundValueBytes (CheckArgSizes, AQ-6). The values
+// themselves are each driver's to convert.
 func AdmitQuery(q driver.Query) (QueryText, error) {
 	text, err := CheckQueryText(q.SQL)
 	if err != nil {
@@ -351,7 +352,35 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 		return QueryText{}, driver.Errorf(driver.CodeQueryInvalid,
 			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
+	if err := CheckArgSizes(q); err != nil {
+		return QueryText{}, err
+	}
 	return text, nil
+}
+
+// CheckArgSizes refuses a bind value — a string, []byte or JSON document
+// — longer than q.Limits.MaxValueBytes (its default when zero) with a
+// BoundValueBytes *driver.QueryLimitError (AQ-6), before any engine sees
+// it: every driver bounds the values a query can bind by the bound on the
+// values it can build.
+func CheckArgSizes(q driver.Query) error {
+	limit := q.Limits.WithDefaults().MaxValueBytes
+	for i, a := range q.Args {
+		n := -1
+		switch x := a.(type) {
+		case string:
+			n = len(x)
+		case []byte:
+			n = len(x)
+		case driver.JSON:
+			n = len(x)
+		}
+		if int64(n) > limit {
+			return driver.NewQueryLimitError(driver.BoundValueBytes, limit, nil,
+				fmt.Sprintf("authoritative query (bind value %d)", i+1))
+		}
+	}
+	return nil
 }
 
 // AdmitQueryArgs is AdmitQuery followed by QueryArgs(q.Args, rules): the
