@@ -104,15 +104,19 @@ const (
 	BoundRows QueryBound = "rows"
 	// BoundBytes: the result reached QueryLimits.MaxResultBytes.
 	BoundBytes QueryBound = "bytes"
-	// BoundValueBytes: a value built or returned exceeded QueryLimits.MaxValueBytes.
+	// BoundValueBytes: a string or blob built, bound or returned exceeded
+	// QueryLimits.MaxValueBytes.
 	BoundValueBytes QueryBound = "value_bytes"
 	// BoundTime: the statement ran past QueryLimits.Timeout on the engine.
 	BoundTime QueryBound = "time"
 	// BoundMemory: the engine ran out of memory or another resource for
 	// the statement (PostgreSQL class 53/XX, MariaDB out of memory).
 	BoundMemory QueryBound = "memory"
-	// BoundRewrite: the query text is too deeply nested or has too many
-	// tokens for the driver to rewrite it in bounded time.
+	// BoundRewrite: the query text's static cost is over a bound, checked
+	// before any engine sees it: parentheses nested deeper than 100 levels
+	// (Limit 100), or a value that can grow more than 1,024-fold through
+	// the query's nested SELECTs, CTEs and value-building calls (Limit
+	// 1,024; docs/authoritative-query.md, "Static growth").
 	BoundRewrite QueryBound = "rewrite"
 )
 
@@ -126,7 +130,7 @@ type QueryLimitError struct {
 	Bound QueryBound
 	// Limit is the bound's value in its unit: rows (BoundRows), bytes
 	// (BoundBytes, BoundValueBytes), milliseconds (BoundTime), nesting
-	// depth or tokens (BoundRewrite); 0 when the engine does not say
+	// depth or growth factor (BoundRewrite); 0 when the engine does not say
 	// (BoundMemory).
 	Limit int64
 	err   *Error
@@ -153,8 +157,6 @@ func (b QueryBound) unit() string {
 		return "bytes"
 	case BoundTime:
 		return "ms"
-	case BoundRewrite:
-		return "levels or tokens"
 	}
 	return ""
 }
