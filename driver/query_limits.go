@@ -142,8 +142,10 @@ type QueryLimitError struct {
 // "postgres: authoritative query".
 func NewQueryLimitError(bound QueryBound, limit int64, cause error, what string) *QueryLimitError {
 	msg := fmt.Sprintf("%s hit its %s bound", what, bound)
-	if limit > 0 {
-		msg += fmt.Sprintf(" (%d %s)", limit, bound.unit())
+	if u := bound.unit(); limit > 0 && u != "" {
+		msg += fmt.Sprintf(" (%d %s)", limit, u)
+	} else if limit > 0 {
+		msg += fmt.Sprintf(" (%d)", limit)
 	}
 	msg += "; nothing was written; not retryable"
 	return &QueryLimitError{Bound: bound, Limit: limit, err: &Error{Code: CodeQueryLimit, Message: msg, Rule: "AQ-6", OpIndex: -1, Err: cause}}

@@ -20,9 +20,8 @@ import (
 // The measure, per SELECT scope (the statement, a derived table, a
 // sub-query, a CTE body):
 //
-//   - weight of an operand (a column name, a literal, a parameter): the
-//     product of the weights of the calls it is an argument of, inside its
-//     scope — replace(a, 'p', 'r') with string literals p and r weighs
+//   - weight of a column reference: the product of the weights of the
+//     calls it is an argument of, inside its scope — replace(a, 'p', 'r') with string literals p and r weighs
 //     ⌈len(r)/len(p)⌉ (at least 1); repeat(a, n) with a literal n weighs n;
 //     hex, quote and json_quote weigh 2; an aggregate that concatenates rows
 //     (group_concat, string_agg, json_group_array, …) and any of replace,
@@ -36,7 +35,10 @@ import (
 //     CTE references and sub-queries in its FROM clause and result
 //     columns (at least 1).
 //   - product P of a scope: max(1, largest g of its cores) × I; its work:
-//     the largest operand weight in it × I.
+//     the largest weight of a column reference in it × I. A value built
+//     from literals and parameters alone (printf('%.*c', n, 'x'),
+//     repeat('x', n)) is left to the run-time bounds and to each driver's
+//     own refusals.
 //
 // A query is refused when a scope's product or work exceeds
 // MaxQueryGrowth, or when the core of a recursive CTE that reads the CTE
@@ -385,8 +387,6 @@ func CheckGrowth(sql string, toks []Token) error {
 			if s.region == regionResult && !top.numeric {
 				s.names[w] = satAdd(s.names[w], top.weight)
 			}
-		default: // a literal or a parameter
-			s.work = max(s.work, top.weight)
 		}
 		if s.work > MaxQueryGrowth {
 			return refuse("a value can be built", s.work)

@@ -35,20 +35,19 @@ func growthAttacks() map[string]string {
 	}
 	base := "SELECT substr(title, 1, 1) AS x FROM todos"
 	return map[string]string{
-		"derived-doubling":       "SELECT length(x) AS n FROM (" + derived("SELECT x||x AS x FROM (%s)", base, 30) + ")",
-		"derived-replace":        "SELECT length(x) AS n FROM (" + derived("SELECT replace(x, 'a', 'aaaaaaaaaa') AS x FROM (%s)", base, 9) + ")",
-		"derived-concat":         "SELECT length(x) AS n FROM (" + derived("SELECT concat(x, x) AS x FROM (%s)", base, 30) + ")",
-		"derived-two-columns":    "SELECT length(a) AS n FROM (" + derived("SELECT a||b AS a, b||a AS b FROM (%s)", "SELECT title AS a, title AS b FROM todos", 30) + ")",
-		"cte-chain-copies":       cteChain("a||b FROM (SELECT x AS a FROM c%[2]d), (SELECT x AS b FROM c%[2]d) WHERE 1 OR a", 30),
-		"cte-chain-doubling":     cteChain("x||x", 30),
-		"cte-chain-replace":      cteChain("replace(x, 'a', 'aaaaaaaaaa')", 9),
-		"cte-self-join":          cteChain("c.x||d.x FROM c%[2]d AS c, c%[2]d AS d WHERE 1 OR c.x", 30),
-		"recursive-doubling":     "WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r",
-		"nested-replace":         "SELECT length(" + strings.Repeat("replace(", 9) + "title" + strings.Repeat(", 'a', 'aaaaaaaaaa')", 9) + ") AS n FROM todos",
-		"flat-concatenation":     "SELECT " + strings.Repeat("title || ", 2000) + "id FROM todos",
-		"repeat":                 "SELECT length(repeat(title, 100000)) FROM todos",
-		"group-concat-twice":     "SELECT group_concat(x) AS g FROM (SELECT group_concat(title) AS x FROM todos)",
-		"literal-nested-replace": "SELECT length(" + strings.Repeat("replace(", 9) + "'a'" + strings.Repeat(", 'a', 'aaaaaaaaaa')", 9) + ") AS n",
+		"derived-doubling":    "SELECT length(x) AS n FROM (" + derived("SELECT x||x AS x FROM (%s)", base, 30) + ")",
+		"derived-replace":     "SELECT length(x) AS n FROM (" + derived("SELECT replace(x, 'a', 'aaaaaaaaaa') AS x FROM (%s)", base, 9) + ")",
+		"derived-concat":      "SELECT length(x) AS n FROM (" + derived("SELECT concat(x, x) AS x FROM (%s)", base, 30) + ")",
+		"derived-two-columns": "SELECT length(a) AS n FROM (" + derived("SELECT a||b AS a, b||a AS b FROM (%s)", "SELECT title AS a, title AS b FROM todos", 30) + ")",
+		"cte-chain-copies":    cteChain("a||b FROM (SELECT x AS a FROM c%[2]d), (SELECT x AS b FROM c%[2]d) WHERE 1 OR a", 30),
+		"cte-chain-doubling":  cteChain("x||x", 30),
+		"cte-chain-replace":   cteChain("replace(x, 'a', 'aaaaaaaaaa')", 9),
+		"cte-self-join":       cteChain("c.x||d.x FROM c%[2]d AS c, c%[2]d AS d WHERE 1 OR c.x", 30),
+		"recursive-doubling":  "WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r",
+		"nested-replace":      "SELECT length(" + strings.Repeat("replace(", 9) + "title" + strings.Repeat(", 'a', 'aaaaaaaaaa')", 9) + ") AS n FROM todos",
+		"flat-concatenation":  "SELECT " + strings.Repeat("title || ", 2000) + "id FROM todos",
+		"repeat":              "SELECT length(repeat(title, 100000)) FROM todos",
+		"group-concat-twice":  "SELECT group_concat(x) AS g FROM (SELECT group_concat(title) AS x FROM todos)",
 	}
 }
 
