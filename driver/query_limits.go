@@ -104,15 +104,19 @@ const (
 	BoundRows QueryBound = "rows"
 	// BoundBytes: the result reached QueryLimits.MaxResultBytes.
 	BoundBytes QueryBound = "bytes"
-	// BoundValueBytes: a value built or returned exceeded QueryLimits.MaxValueBytes.
+	// BoundValueBytes: a string or blob built, bound or returned exceeded
+	// QueryLimits.MaxValueBytes.
 	BoundValueBytes QueryBound = "value_bytes"
 	// BoundTime: the statement ran past QueryLimits.Timeout on the engine.
 	BoundTime QueryBound = "time"
 	// BoundMemory: the engine ran out of memory or another resource for
 	// the statement (PostgreSQL class 53/XX, MariaDB out of memory).
 	BoundMemory QueryBound = "memory"
-	// BoundRewrite: the query text is too deeply nested or has too many
-	// tokens for the driver to rewrite it in bounded time.
+	// BoundRewrite: the query text's static cost is over a bound, checked
+	// before any engine sees it: parentheses nested deeper than 100 levels
+	// (Limit 100), or a value that can grow more than 1,024-fold through
+	// the query's nested SELECTs, CTEs and value-building calls (Limit
+	// 1,024; docs/authoritative-query.md, "Static growth").
 	BoundRewrite QueryBound = "rewrite"
 )
 
@@ -126,7 +130,7 @@ type QueryLimitError struct {
 	Bound QueryBound
 	// Limit is the bound's value in its unit: rows (BoundRows), bytes
 	// (BoundBytes, BoundValueBytes), milliseconds (BoundTime), nesting
-	// depth or tokens (BoundRewrite); 0 when the engine does not say
+	// depth or growth factor (BoundRewrite); 0 when the engine does not say
 	// (BoundMemory).
 	Limit int64
 	err   *Error
@@ -138,8 +142,10 @@ type QueryLimitError struct {
 // "postgres: authoritative query".
 func NewQueryLimitError(bound QueryBound, limit int64, cause error, what string) *QueryLimitError {
 	msg := fmt.Sprintf("%s hit its %s bound", what, bound)
-	if limit > 0 {
-		msg += fmt.Sprintf(" (%d %s)", limit, bound.unit())
+	if u := bound.unit(); limit > 0 && u != "" {
+		msg += fmt.Sprintf(" (%d %s)", limit, u)
+	} else if limit > 0 {
+		msg += fmt.Sprintf(" (%d)", limit)
 	}
 	msg += "; nothing was written; not retryable"
 	return &QueryLimitError{Bound: bound, Limit: limit, err: &Error{Code: CodeQueryLimit, Message: msg, Rule: "AQ-6", OpIndex: -1, Err: cause}}
@@ -153,8 +159,6 @@ func (b QueryBound) unit() string {
 		return "bytes"
 	case BoundTime:
 		return "ms"
-	case BoundRewrite:
-		return "levels or tokens"
 	}
 	return ""
 }
@@ -194,11 +198,32 @@ func (m *QueryMeter) Row() error {
 
 // Value counts one value of n bytes (a string's or blob's length; pass 8
 // for any other value): over MaxValueBytes → BoundValueBytes; the running
-// total over MaxResultBytes → BoundBytes.
+// total over MaxResultBytes → BoundBytes. A driver holding the value calls
+// ValueOf, which never holds a number against MaxValueBytes.
 func (m *QueryMeter) Value(n int64) error {
 	if n > m.limits.MaxValueBytes {
 		return NewQueryLimitError(BoundValueBytes, m.limits.MaxValueBytes, nil, m.what)
 	}
+	return m.count(n)
+}
+
+// ValueOf counts one result value v (int64 | float64 | string | []byte |
+// bool | nil): a string or []byte longer than MaxValueBytes →
+// BoundValueBytes — any other value is never over it, whatever
+// MaxValueBytes is (AQ-6) —; the running total of QueryValueSize over
+// MaxResultBytes → BoundBytes.
+func (m *QueryMeter) ValueOf(v any) error {
+	n := QueryValueSize(v)
+	switch v.(type) {
+	case string, []byte:
+		if n > m.limits.MaxValueBytes {
+			return NewQueryLimitError(BoundValueBytes, m.limits.MaxValueBytes, nil, m.what)
+		}
+	}
+	return m.count(n)
+}
+
+func (m *QueryMeter) count(n int64) error {
 	m.bytes += n
 	if m.bytes > m.limits.MaxResultBytes {
 		return NewQueryLimitError(BoundBytes, m.limits.MaxResultBytes, nil, m.what)

@@ -81,6 +81,14 @@ func TestQueryMeterStopsAtTheBounds(t *testing.T) {
 	if b := bound(m.Value(3)); b != driver.BoundBytes {
 		t.Fatalf("21 bytes over 20: bound %q", b)
 	}
+	// A number is never over MaxValueBytes, however small.
+	m = driver.QueryLimits{MaxValueBytes: 1}.Meter("test")
+	if m.ValueOf(int64(3)) != nil || m.ValueOf(nil) != nil || m.ValueOf("a") != nil {
+		t.Fatal("ValueOf: a number, NULL or a 1-byte string refused under MaxValueBytes 1")
+	}
+	if b := bound(m.ValueOf([]byte("ab"))); b != driver.BoundValueBytes {
+		t.Fatalf("ValueOf: a 2-byte blob over 1: bound %q", b)
+	}
 	if driver.QueryValueSize("abc") != 3 || driver.QueryValueSize([]byte{1}) != 1 || driver.QueryValueSize(int64(1)) != 8 || driver.QueryValueSize(nil) != 8 {
 		t.Fatal("QueryValueSize")
 	}

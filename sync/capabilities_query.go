@@ -40,9 +40,12 @@ const MaxQueryBytes = 100_000
 // count that does not match the parameters; nothing is ever written.
 // q.Limits outside QueryLimits' ranges → CodeInvalidLimit (V-5).
 // A query that hits one of q.Limits (zero fields: the defaults — 10,000
-// rows, 16 MiB of result, 1 MiB per value, 5 s on the engine) or whose
-// text is too deeply nested to rewrite → CodeQueryLimit, a
-// *QueryLimitError naming the bound; not retryable (AQ-6).
+// rows, 16 MiB of result, 1 MiB per value, 5 s on the engine), binds a
+// string or blob longer than MaxValueBytes ("value_bytes"), or whose text
+// nests deeper than 100 parentheses or lets a value grow more than
+// 1,024-fold ("rewrite", checked before any engine sees it) →
+// CodeQueryLimit, a *QueryLimitError naming the bound; not retryable
+// (AQ-6).
 // Queries run under the Store's QueryConcurrency (AQ-7): a query waits for
 // a slot of its partition and of the Store, and that wait, with the
 // driver's wait for a connection, counts against its Timeout — a query

@@ -117,7 +117,7 @@ func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q drive
 			if row[j], err = d1sql.D1QueryValue(v, desc.boolean[j]); err != nil {
 				return driver.QueryResult{}, err
 			}
-			if err := meter.Value(driver.QueryValueSize(row[j])); err != nil {
+			if err := meter.ValueOf(row[j]); err != nil {
 				return driver.QueryResult{}, err
 			}
 		}

@@ -329,7 +329,7 @@ func readRows(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, st
 			if row[visible[i]], err = decodeQueryValue(types[i].DatabaseTypeName(), v); err != nil {
 				return nil, nil, err
 			}
-			if err := m.Value(driver.QueryValueSize(row[visible[i]])); err != nil {
+			if err := m.ValueOf(row[visible[i]]); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -419,7 +419,8 @@ func decodeQueryValue(ty string, v any) (any, error) {
 // caller's; expired says the driver's own deadline for the statement
 // passed): the statement time limit, an interruption or that deadline
 // while ctx lives → CodeQueryLimit "time"; the server out of memory or
-// its temporary table full → CodeQueryLimit "memory" (AQ-6); an ended
+// its temporary table full → CodeQueryLimit "memory"; a built value too
+// long for its column (1406) → CodeQueryLimit "value_bytes" (AQ-6); an ended
 // context or a lost connection → CodeUnavailable; any other server
 // error (syntax, unknown table, column or function, no database
 // selected, a duplicate CTE name, a bad value…) is of the statement's
@@ -446,6 +447,10 @@ func queryErr(ctx context.Context, expired bool, limits driver.QueryLimits, err 
 		return driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(), cause, what)
 	case erOutOfMemory, erOutOfSortMemory, erRecordFileFull:
 		return driver.NewQueryLimitError(driver.BoundMemory, 0, cause, what)
+	case erDataTooLong:
+		// A built value longer than its column: a recursive CTE's string
+		// outgrowing the type its first member gave it.
+		return driver.NewQueryLimitError(driver.BoundValueBytes, limits.WithDefaults().MaxValueBytes, cause, what)
 	default:
 		return driver.Wrap(driver.CodeQueryInvalid, errors.New("server error "+strconv.Itoa(int(n))),
 			"query is not a valid query of its declared tables (AQ-1, AQ-2)")

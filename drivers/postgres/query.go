@@ -250,7 +250,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 					row[i] = int64(1)
 				}
 			}
-			if err := meter.Value(driver.QueryValueSize(row[i])); err != nil {
+			if err := meter.ValueOf(row[i]); err != nil {
 				return stop(err)
 			}
 		}

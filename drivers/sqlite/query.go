@@ -346,7 +346,7 @@ func readQueryRows(ctx context.Context, conn *sql.Conn, stmt string, args []any,
 			default:
 				return nil, nil, driver.Errorf(driver.CodeInternal, "sqlite: query result column %d has an unexpected %T", i+1, v)
 			}
-			if err := m.Value(driver.QueryValueSize(vals[i])); err != nil {
+			if err := m.ValueOf(vals[i]); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package querylang
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,7 +256,8 @@ func CheckQueryText(sql string) (QueryText, error) {
 			switch sql[tk.Start:tk.End] {
 			case "(":
 				if depth++; depth > MaxQueryDepth {
-					return bad("query nests parentheses deeper than %d levels at byte %d (AQ-6)", MaxQueryDepth, tk.Start)
+					return QueryText{}, driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryDepth, nil,
+						fmt.Sprintf("authoritative query text (parentheses nested deeper than %d levels at byte %d)", MaxQueryDepth, tk.Start))
 				}
 			case ")":
 				depth--
@@ -273,7 +275,7 @@ func CheckQueryText(sql string) (QueryText, error) {
 			if first < 0 {
 				return bad("query is empty (AQ-1)")
 			}
-			return QueryText{SQL: sql[toks[first].Start:end], Params: params}, nil
+			return admitted(sql, toks[:i], first, end, params)
 		case TokNamedParam:
 			return bad("query uses a named parameter at byte %d: only ? and ?N are allowed (AQ-1)", tk.Start)
 		case TokParam:
@@ -300,6 +302,15 @@ func CheckQueryText(sql string) (QueryText, error) {
 	}
 	if first < 0 {
 		return bad("query is empty (AQ-1)")
+	}
+	return admitted(sql, toks, first, end, params)
+}
+
+// admitted is the end of CheckQueryText: the static cost rule on the
+// statement's tokens, then the admitted text.
+func admitted(sql string, toks []Token, first, end, params int) (QueryText, error) {
+	if err := CheckGrowth(sql, toks); err != nil {
+		return QueryText{}, err
 	}
 	return QueryText{SQL: sql[toks[first].Start:end], Params: params}, nil
 }
@@ -329,8 +340,9 @@ func unquote(sql string, tk Token) string {
 // AdmitQuery is CheckQueryText for a whole driver.Query: the statement
 // must pass CheckQueryText and q.Args must hold exactly as many bind
 // values as it has parameters (QueryText.Params); otherwise
-// CodeQueryInvalid (AQ-1). The values themselves are each driver's to
-// convert.
+// CodeQueryInvalid (AQ-1); a string, []byte or JSON bind value longer
+// than MaxValueBytes → BoundValueBytes (CheckArgSizes, AQ-6). The values
+// themselves are each driver's to convert.
 func AdmitQuery(q driver.Query) (QueryText, error) {
 	text, err := CheckQueryText(q.SQL)
 	if err != nil {
@@ -340,7 +352,35 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 		return QueryText{}, driver.Errorf(driver.CodeQueryInvalid,
 			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
+	if err := CheckArgSizes(q); err != nil {
+		return QueryText{}, err
+	}
 	return text, nil
+}
+
+// CheckArgSizes refuses a bind value — a string, []byte or JSON document
+// — longer than q.Limits.MaxValueBytes (its default when zero) with a
+// BoundValueBytes *driver.QueryLimitError (AQ-6), before any engine sees
+// it: every driver bounds the values a query can bind by the bound on the
+// values it can build.
+func CheckArgSizes(q driver.Query) error {
+	limit := q.Limits.WithDefaults().MaxValueBytes
+	for i, a := range q.Args {
+		n := -1
+		switch x := a.(type) {
+		case string:
+			n = len(x)
+		case []byte:
+			n = len(x)
+		case driver.JSON:
+			n = len(x)
+		}
+		if int64(n) > limit {
+			return driver.NewQueryLimitError(driver.BoundValueBytes, limit, nil,
+				fmt.Sprintf("authoritative query (bind value %d)", i+1))
+		}
+	}
+	return nil
 }
 
 // AdmitQueryArgs is AdmitQuery followed by QueryArgs(q.Args, rules): the

@@ -1,6 +1,7 @@
 package querylang
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -91,12 +92,13 @@ func TestCheckQueryTextRefusesDeepNesting(t *testing.T) {
 		t.Fatalf("depth %d: %v", MaxQueryDepth, err)
 	}
 	deep := "SELECT " + strings.Repeat("(", MaxQueryDepth+1) + "1" + strings.Repeat(")", MaxQueryDepth+1) + " FROM todos"
-	if _, err := CheckQueryText(deep); driver.CodeOf(err) != driver.CodeQueryInvalid {
-		t.Fatalf("depth %d: %v, want query_invalid", MaxQueryDepth+1, err)
+	var le *driver.QueryLimitError
+	if _, err := CheckQueryText(deep); !errors.As(err, &le) || le.Bound != driver.BoundRewrite || le.Limit != MaxQueryDepth {
+		t.Fatalf("depth %d: %v, want the rewrite bound %d", MaxQueryDepth+1, err, MaxQueryDepth)
 	}
 	for _, name := range []string{"nested-cast-attack", "nested-division-attack"} {
-		if _, err := CheckQueryText(CostlyQueries()[name]); driver.CodeOf(err) != driver.CodeQueryInvalid {
-			t.Errorf("%s: %v, want query_invalid (AQ-6 depth)", name, err)
+		if _, err := CheckQueryText(CostlyQueries()[name]); !errors.As(err, &le) || le.Bound != driver.BoundRewrite {
+			t.Errorf("%s: %v, want the rewrite bound (AQ-6 depth)", name, err)
 		}
 	}
 }

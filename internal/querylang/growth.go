@@ -1,0 +1,405 @@
+package querylang
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// This file is the static cost rule of authoritative queries (AQ-6): a
+// bound on how many times a value can grow on its way through a query,
+// checked on the text before any engine sees it. Nested derived tables
+// that each double a string (`SELECT x||x AS x FROM (SELECT x||x AS x FROM
+// (…))`), one replace() per level, or a chain of CTEs each reading the
+// previous grow a value exponentially in a few hundred bytes of text;
+// engines stop such a build late (PostgreSQL, D1) or not at all (MariaDB
+// threads left running after KILL).
+//
+// The measure, per SELECT scope (the statement, a derived table, a
+// sub-query, a CTE body):
+//
+//   - weight of a column reference: the product of the weights of the
+//     calls it is an argument of, inside its scope — replace(a, 'p', 'r') with string literals p and r weighs
+//     ⌈len(r)/len(p)⌉ (at least 1); repeat(a, n) with a literal n weighs n;
+//     hex, quote and json_quote weigh 2; an aggregate that concatenates rows
+//     (group_concat, string_agg, json_group_array, …) and any of replace,
+//     repeat, printf/format, lpad/rpad, zeroblob/randomblob/space whose
+//     size arguments are not literals weighs MaxQueryGrowth; any other call 1.
+//   - growth g of a select core: the largest sum of weights of the
+//     references to one column name in its result columns (`*` adds 1 to
+//     every name); a reference inside a call returning a number (length,
+//     count, sum, instr, …) does not count.
+//   - input I of a scope: the sum of the products of the derived tables,
+//     CTE references and sub-queries in its FROM clause and result
+//     columns (at least 1).
+//   - product P of a scope: max(1, largest g of its cores) × I; its work:
+//     the largest weight of a column reference in it × I. A value built
+//     from literals and parameters alone (printf('%.*c', n, 'x'),
+//     repeat('x', n)) is left to the run-time bounds and to each driver's
+//     own refusals.
+//
+// A query is refused when a scope's product or work exceeds
+// MaxQueryGrowth, or when the core of a recursive CTE that reads the CTE
+// itself has a growth above 1 (each step would multiply the value). One
+// pass over the tokens: linear in the text.
+
+// MaxQueryGrowth bounds the static growth of a value through a query
+// (AQ-6): the product, over the nested SELECTs and CTEs a value passes
+// through, of how many times each can multiply it. 2^10: ten doublings,
+// three tenfold replace() levels.
+const MaxQueryGrowth = 1024
+
+// growthScope is the state of one SELECT scope being scanned.
+type growthScope struct {
+	cte      string // the CTE this scope is the body of ("" if none)
+	self     string // the nearest enclosing CTE body's name (recursive reads)
+	region   int    // where the scanner is in the current core
+	names    map[string]int64
+	stars    int64
+	reads    bool // the current core reads the CTE being defined
+	g, work  int64
+	in       int64
+	parent   int // index of the enclosing scope frame; -1 for the statement
+	inRegion int // the parent's region when this scope opened
+}
+
+const (
+	regionOther = iota
+	regionResult
+	regionFrom
+)
+
+// growthFrame is one open parenthesis (or the statement itself).
+type growthFrame struct {
+	scope   int   // index into scopes of the nearest scope
+	weight  int64 // product of call weights inside the scope
+	numeric bool  // inside a call that returns a number
+	isScope bool
+}
+
+func satMul(a, b int64) int64 {
+	if a > MaxQueryGrowth || b > MaxQueryGrowth || a*b > MaxQueryGrowth {
+		if a == 0 || b == 0 {
+			return 0
+		}
+		return MaxQueryGrowth + 1
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 { return min(a+b, MaxQueryGrowth+1) }
+
+// growthKeywords are words of the select list that are never column names.
+var growthKeywords = map[string]bool{
+	"select": true, "distinct": true, "all": true, "case": true, "when": true, "then": true, "else": true,
+	"end": true, "and": true, "or": true, "not": true, "null": true, "is": true, "in": true, "like": true,
+	"glob": true, "regexp": true, "match": true, "between": true, "escape": true, "collate": true,
+	"cast": true, "as": true, "exists": true, "true": true, "false": true, "over": true, "partition": true,
+	"by": true, "order": true, "asc": true, "desc": true, "nulls": true, "first": true, "last": true,
+	"filter": true, "where": true, "rows": true, "range": true, "groups": true, "preceding": true,
+	"following": true, "unbounded": true, "current": true, "row": true, "current_date": true,
+	"current_time": true, "current_timestamp": true, "integer": true, "int": true, "text": true,
+	"real": true, "blob": true, "numeric": true, "varchar": true, "signed": true, "unsigned": true,
+	"boolean": true, "float": true, "double": true, "precision": true, "isnull": true, "notnull": true,
+}
+
+// numericCalls return a number whatever the size of their arguments.
+var numericCalls = map[string]bool{
+	"length": true, "octet_length": true, "char_length": true, "character_length": true, "bit_length": true,
+	"count": true, "sum": true, "total": true, "avg": true, "instr": true, "position": true, "strpos": true,
+	"locate": true, "unicode": true, "ascii": true, "abs": true, "sign": true, "round": true, "typeof": true,
+	"json_array_length": true, "json_valid": true, "json_type": true,
+}
+
+// rowAggregates concatenate their argument over the rows of a group.
+var rowAggregates = map[string]bool{
+	"group_concat": true, "string_agg": true, "json_group_array": true, "json_group_object": true,
+	"jsonb_group_array": true, "jsonb_group_object": true, "array_agg": true, "json_agg": true,
+	"jsonb_agg": true, "json_object_agg": true, "jsonb_object_agg": true, "json_arrayagg": true,
+	"json_objectagg": true, "listagg": true, "xmlagg": true,
+}
+
+// CheckGrowth applies the static cost rule to an admitted query text
+// (see MaxQueryGrowth): a value that can grow more than MaxQueryGrowth
+// times → a *driver.QueryLimitError with driver.BoundRewrite and Limit
+// MaxQueryGrowth (CodeQueryLimit, AQ-6). toks are sql's tokens.
+func CheckGrowth(sql string, toks []Token) error {
+	var sig []Token
+	for _, tk := range toks {
+		if tk.Kind != TokSpace {
+			sig = append(sig, tk)
+		}
+	}
+	text := func(i int) string { return sql[sig[i].Start:sig[i].End] }
+	lower := func(i int) string {
+		if i < 0 || i >= len(sig) {
+			return ""
+		}
+		if sig[i].Kind == TokQuotedID {
+			return strings.ToLower(UnquoteIdent(text(i)))
+		}
+		return strings.ToLower(text(i))
+	}
+	isOp := func(i int, op string) bool {
+		return i >= 0 && i < len(sig) && sig[i].Kind == TokOp && text(i) == op
+	}
+	isName := func(i int) bool {
+		return i >= 0 && i < len(sig) && (sig[i].Kind == TokWord || sig[i].Kind == TokQuotedID)
+	}
+	// Matching parentheses and the top-level commas of each.
+	match := make([]int, len(sig))
+	back := make([]int, len(sig))
+	commas := map[int][]int{}
+	var stack []int
+	for i := range sig {
+		switch {
+		case isOp(i, "("):
+			stack = append(stack, i)
+		case isOp(i, ")"):
+			if n := len(stack); n > 0 {
+				match[stack[n-1]], back[i] = i, stack[n-1]
+				stack = stack[:n-1]
+			}
+		case isOp(i, ","):
+			if n := len(stack); n > 0 {
+				commas[stack[n-1]] = append(commas[stack[n-1]], i)
+			}
+		}
+	}
+	// arg returns the one token index of argument k of the call opening at
+	// open, or -1 when that argument is not a single token.
+	arg := func(open, k int) int {
+		cs := commas[open]
+		from, to := open+1, match[open]
+		if k > 0 {
+			if k > len(cs) {
+				return -1
+			}
+			from = cs[k-1] + 1
+		}
+		if k < len(cs) {
+			to = cs[k]
+		}
+		if to-from != 1 {
+			return -1
+		}
+		return from
+	}
+	strArg := func(open, k int) (string, bool) {
+		j := arg(open, k)
+		if j < 0 || sig[j].Kind != TokString {
+			return "", false
+		}
+		return UnquoteIdent(text(j)), true
+	}
+	numArg := func(open, k int) (int64, bool) {
+		j := arg(open, k)
+		if j < 0 || sig[j].Kind != TokNumber {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.ReplaceAll(text(j), "_", ""), 0, 64)
+		return n, err == nil
+	}
+	callWeight := func(name string, open int) (int64, bool) {
+		switch {
+		case numericCalls[name]:
+			return 1, true
+		case rowAggregates[name]:
+			return MaxQueryGrowth, false
+		}
+		switch name {
+		case "replace":
+			p, ok1 := strArg(open, 1)
+			r, ok2 := strArg(open, 2)
+			if !ok1 || !ok2 {
+				return MaxQueryGrowth, false
+			}
+			if len(p) == 0 {
+				return 1, false
+			}
+			return max(1, int64((len(r)+len(p)-1)/len(p))), false
+		case "repeat":
+			if n, ok := numArg(open, 1); ok {
+				return max(1, min(n, MaxQueryGrowth+1)), false
+			}
+			return MaxQueryGrowth, false
+		case "lpad", "rpad":
+			if _, ok := numArg(open, 1); ok {
+				return 1, false
+			}
+			return MaxQueryGrowth, false
+		case "zeroblob", "randomblob", "space":
+			if _, ok := numArg(open, 0); ok {
+				return 1, false
+			}
+			return MaxQueryGrowth, false
+		case "printf", "format":
+			if f, ok := strArg(open, 0); ok && !strings.Contains(f, "*") {
+				return 1, false
+			}
+			return MaxQueryGrowth, false
+		case "hex", "quote", "json_quote", "to_hex":
+			return 2, false
+		}
+		return 1, false
+	}
+
+	cte := map[string]int64{}
+	scopes := []*growthScope{{parent: -1, names: map[string]int64{}}}
+	frames := []growthFrame{{scope: 0, weight: 1, isScope: true}}
+	refuse := func(why string, v int64) error {
+		if v > MaxQueryGrowth {
+			return driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryGrowth, nil,
+				fmt.Sprintf("authoritative query text (%s over %d-fold)", why, MaxQueryGrowth))
+		}
+		return nil
+	}
+	finishCore := func(s *growthScope) error {
+		var g int64
+		for _, n := range s.names {
+			g = max(g, n)
+		}
+		if g > 0 || s.stars > 0 {
+			g = satAdd(g, s.stars)
+		}
+		if s.reads && g > 1 {
+			return driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryGrowth, nil,
+				"authoritative query text (a recursive CTE multiplies its own value at each step)")
+		}
+		s.g = max(s.g, g)
+		clear(s.names)
+		s.stars, s.reads = 0, false
+		return nil
+	}
+	closeScope := func(si int) error {
+		s := scopes[si]
+		if err := finishCore(s); err != nil {
+			return err
+		}
+		in := max(1, s.in)
+		p := satMul(max(1, s.g), in)
+		if err := refuse("a value can grow", p); err != nil {
+			return err
+		}
+		if err := refuse("a value can be built", satMul(max(1, s.work), in)); err != nil {
+			return err
+		}
+		switch {
+		case s.cte != "":
+			cte[s.cte] = p
+		case s.parent >= 0 && s.inRegion != regionOther:
+			scopes[s.parent].in = satAdd(scopes[s.parent].in, p)
+		}
+		return nil
+	}
+
+	for i := range sig {
+		top := &frames[len(frames)-1]
+		s := scopes[top.scope]
+		atScope := top.isScope
+		switch kind := sig[i].Kind; {
+		case isOp(i, "("):
+			next := lower(i + 1)
+			if sig[min(i+1, len(sig)-1)].Kind == TokWord && (next == "select" || next == "with" || next == "values") {
+				ns := &growthScope{parent: top.scope, names: map[string]int64{}, self: s.self, inRegion: s.region}
+				// A CTE body: name [(columns)] AS [NOT] [MATERIALIZED] (
+				j := i - 1
+				if lower(j) == "materialized" {
+					j--
+				}
+				if lower(j) == "not" {
+					j--
+				}
+				if lower(j) == "as" && sig[j].Kind == TokWord {
+					j--
+					if isOp(j, ")") {
+						j = back[j] - 1
+					}
+					if isName(j) {
+						ns.cte, ns.self = lower(j), lower(j)
+					}
+				}
+				scopes = append(scopes, ns)
+				frames = append(frames, growthFrame{scope: len(scopes) - 1, weight: 1, isScope: true})
+				continue
+			}
+			f := growthFrame{scope: top.scope, weight: top.weight, numeric: top.numeric}
+			if isName(i-1) && sig[i-1].Kind == TokWord {
+				w, num := callWeight(lower(i-1), i)
+				f.weight, f.numeric = satMul(f.weight, w), f.numeric || num
+			}
+			frames = append(frames, f)
+		case isOp(i, ")"):
+			if len(frames) > 1 {
+				frames = frames[:len(frames)-1]
+				if top.isScope {
+					if err := closeScope(top.scope); err != nil {
+						return err
+					}
+				}
+			}
+		case kind == TokOp:
+			if isOp(i, "*") && atScope && s.region == regionResult {
+				switch p := lower(i - 1); p {
+				case "select", "distinct", "all", ",", ".":
+					s.stars = satAdd(s.stars, 1)
+				}
+			}
+		case kind == TokWord || kind == TokQuotedID:
+			w := lower(i)
+			if kind == TokWord && atScope {
+				switch w {
+				case "select":
+					if err := finishCore(s); err != nil {
+						return err
+					}
+					s.region = regionResult
+					continue
+				case "from":
+					s.region = regionFrom
+					continue
+				case "where", "group", "having", "window", "order", "limit":
+					s.region = regionOther
+					continue
+				case "union", "intersect", "except", "values":
+					if err := finishCore(s); err != nil {
+						return err
+					}
+					s.region = regionOther
+					continue
+				}
+			}
+			if isOp(i+1, "(") || isOp(i+1, ".") || (kind == TokWord && growthKeywords[w]) {
+				continue
+			}
+			if w == s.self {
+				s.reads = true
+			}
+			if p, ok := cte[w]; ok && s.region == regionFrom && !isOp(i-1, ".") {
+				s.in = satAdd(s.in, p)
+			}
+			if lower(i-1) == "as" {
+				continue // an alias
+			}
+			s.work = max(s.work, top.weight)
+			if s.region == regionResult && !top.numeric {
+				s.names[w] = satAdd(s.names[w], top.weight)
+			}
+		}
+		if s.work > MaxQueryGrowth {
+			return refuse("a value can be built", s.work)
+		}
+	}
+	for len(frames) > 1 { // unbalanced text: the engine refuses it
+		f := frames[len(frames)-1]
+		frames = frames[:len(frames)-1]
+		if f.isScope {
+			if err := closeScope(f.scope); err != nil {
+				return err
+			}
+		}
+	}
+	return closeScope(0)
+}
