@@ -71,6 +71,7 @@ func aqExpShapes() map[string]string {
 		"cte-chain-self-join":                          aqCTEChain("SELECT a.x||b.x AS x FROM c%[1]d AS a, c%[1]d AS b", 30),
 		"recursive-cte-doubling-itself":                `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`,
 		"nested-replace-in-one-expression":             `SELECT length(` + aqReplaceNest(9) + `) AS m FROM todos WHERE id = 't1'`,
+		"derived-tables-copying-a-number":              "SELECT x AS n FROM (" + aqDerived("SELECT abs(x)+abs(x) AS x FROM (%s) AS d", "SELECT length(title) AS x FROM todos WHERE id = 't1'", 20) + ") AS d",
 	}
 }
 

@@ -57,12 +57,15 @@ type growthScope struct {
 	self     string // the nearest enclosing CTE body's name (recursive reads)
 	region   int    // where the scanner is in the current core
 	names    map[string]int64
+	refs     map[string]int64 // every reference of a name in the result columns
 	stars    int64
 	reads    bool // the current core reads the CTE being defined
 	g, work  int64
+	c        int64 // largest refs of one name over the cores
 	in       int64
-	parent   int // index of the enclosing scope frame; -1 for the statement
-	inRegion int // the parent's region when this scope opened
+	cin      int64 // copies: like in, for c
+	parent   int   // index of the enclosing scope frame; -1 for the statement
+	inRegion int   // the parent's region when this scope opened
 }
 
 const (
@@ -247,7 +250,8 @@ func CheckGrowth(sql string, toks []Token) error {
 	}
 
 	cte := map[string]int64{}
-	scopes := []*growthScope{{parent: -1, names: map[string]int64{}}}
+	cteCopies := map[string]int64{}
+	scopes := []*growthScope{{parent: -1, names: map[string]int64{}, refs: map[string]int64{}}}
 	frames := []growthFrame{{scope: 0, weight: 1, isScope: true}}
 	refuse := func(why string, v int64) error {
 		if v > MaxQueryGrowth {
@@ -269,7 +273,16 @@ func CheckGrowth(sql string, toks []Token) error {
 				"authoritative query text (a recursive CTE multiplies its own value at each step)")
 		}
 		s.g = max(s.g, g)
+		var c int64
+		for _, n := range s.refs {
+			c = max(c, n)
+		}
+		if c > 0 || s.stars > 0 {
+			c = satAdd(c, s.stars)
+		}
+		s.c = max(s.c, c)
 		clear(s.names)
+		clear(s.refs)
 		s.stars, s.reads = 0, false
 		return nil
 	}
@@ -286,11 +299,16 @@ func CheckGrowth(sql string, toks []Token) error {
 		if err := refuse("a value can be built", satMul(max(1, s.work), in)); err != nil {
 			return err
 		}
+		pc := satMul(max(1, s.c), max(1, s.cin))
+		if err := refuse("an expression can be copied", pc); err != nil {
+			return err
+		}
 		switch {
 		case s.cte != "":
-			cte[s.cte] = p
+			cte[s.cte], cteCopies[s.cte] = p, pc
 		case s.parent >= 0 && s.inRegion != regionOther:
 			scopes[s.parent].in = satAdd(scopes[s.parent].in, p)
+			scopes[s.parent].cin = satAdd(scopes[s.parent].cin, pc)
 		}
 		return nil
 	}
@@ -303,7 +321,7 @@ func CheckGrowth(sql string, toks []Token) error {
 		case isOp(i, "("):
 			next := lower(i + 1)
 			if sig[min(i+1, len(sig)-1)].Kind == TokWord && (next == "select" || next == "with" || next == "values") {
-				ns := &growthScope{parent: top.scope, names: map[string]int64{}, self: s.self, inRegion: s.region}
+				ns := &growthScope{parent: top.scope, names: map[string]int64{}, refs: map[string]int64{}, self: s.self, inRegion: s.region}
 				// A CTE body: name [(columns)] AS [NOT] [MATERIALIZED] (
 				j := i - 1
 				if lower(j) == "materialized" {
@@ -379,13 +397,17 @@ func CheckGrowth(sql string, toks []Token) error {
 			}
 			if p, ok := cte[w]; ok && s.region == regionFrom && !isOp(i-1, ".") {
 				s.in = satAdd(s.in, p)
+				s.cin = satAdd(s.cin, cteCopies[w])
 			}
 			if lower(i-1) == "as" {
 				continue // an alias
 			}
 			s.work = max(s.work, top.weight)
-			if s.region == regionResult && !top.numeric {
-				s.names[w] = satAdd(s.names[w], top.weight)
+			if s.region == regionResult {
+				s.refs[w] = satAdd(s.refs[w], 1)
+				if !top.numeric {
+					s.names[w] = satAdd(s.names[w], top.weight)
+				}
 			}
 		}
 		if s.work > MaxQueryGrowth {

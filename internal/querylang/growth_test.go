@@ -48,6 +48,12 @@ func growthAttacks() map[string]string {
 		"flat-concatenation":  "SELECT " + strings.Repeat("title || ", 2000) + "id FROM todos",
 		"repeat":              "SELECT length(repeat(title, 100000)) FROM todos",
 		"group-concat-twice":  "SELECT group_concat(x) AS g FROM (SELECT group_concat(title) AS x FROM todos)",
+		// No value grows, but an engine that flattens the derived tables
+		// (PostgreSQL's planner, SQLite's flattener) copies each level's
+		// expression into the next: 2^20 copies. PostgreSQL planned 18
+		// levels for 51 s under a 20 s statement_timeout.
+		"derived-numeric-copies":   "SELECT x AS n FROM (" + derived("SELECT abs(x)+abs(x) AS x FROM (%s)", "SELECT length(title) AS x FROM todos", 20) + ")",
+		"cte-chain-numeric-copies": cteChain("length(x)+length(x)", 20),
 	}
 }
 
