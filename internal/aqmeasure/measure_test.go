@@ -50,6 +50,17 @@ func replaceNest(levels int) string {
 	return x
 }
 
+// derivedNest wraps core in levels derived tables, each selecting expr (of
+// the column x of the level below) AS x: the shapes of issue 31 that
+// SQLite's flattener and MariaDB's derived-table merge multiply.
+func derivedNest(expr, core string, levels int) string {
+	s := core
+	for range levels {
+		s = `SELECT ` + expr + ` AS x FROM (` + s + `) AS d`
+	}
+	return s
+}
+
 var attacks = []attack{
 	{"500MB-printf", `SELECT printf('%.*c', 500000000, 'x') AS v FROM todos WHERE id = 't1'`},
 	{"1GB-nested-replace", `SELECT ` + replaceNest(8) + ` AS v FROM todos WHERE id = 't1'`},
@@ -58,6 +69,8 @@ var attacks = []attack{
 	{"100KB-nested-cast", `SELECT ` + nest("CAST(", "1", " AS INTEGER)", 4950) + ` AS v FROM todos`},
 	{"100KB-nested-division", `SELECT ` + nest("1/(", "1", ")", 24_700) + ` AS v FROM todos`},
 	{"100KB-division-chain", `SELECT (` + strings.Repeat("1/", 33_000) + `1) AS v FROM todos`},
+	{"derived-doubling-30", derivedNest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 30)},
+	{"derived-replace-9", derivedNest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 9)},
 	{"doubling-concat", `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`},
 }
 
@@ -153,7 +166,7 @@ func TestMeasureAttacks(t *testing.T) {
 				what := ""
 				switch {
 				case o.err != nil:
-					what = string(driver.CodeOf(o.err))
+					what = string(driver.CodeOf(o.err)); if os.Getenv("AQMEASURE_ERR") != "" { what += " " + o.err.Error() }
 					if b := limitBound(o.err); b != "" {
 						what += " (" + b + ")"
 					}
