@@ -69,9 +69,9 @@ var attacks = []attack{
 	{"100KB-nested-cast", `SELECT ` + nest("CAST(", "1", " AS INTEGER)", 4950) + ` AS v FROM todos`},
 	{"100KB-nested-division", `SELECT ` + nest("1/(", "1", ")", 24_700) + ` AS v FROM todos`},
 	{"100KB-division-chain", `SELECT (` + strings.Repeat("1/", 33_000) + `1) AS v FROM todos`},
+	{"doubling-concat", `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`},
 	{"derived-doubling-30", derivedNest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 30)},
 	{"derived-replace-9", derivedNest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 9)},
-	{"doubling-concat", `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`},
 }
 
 // rssKB returns VmRSS and VmHWM of the process in KiB.
@@ -166,7 +166,10 @@ func TestMeasureAttacks(t *testing.T) {
 				what := ""
 				switch {
 				case o.err != nil:
-					what = string(driver.CodeOf(o.err)); if os.Getenv("AQMEASURE_ERR") != "" { what += " " + o.err.Error() }
+					what = string(driver.CodeOf(o.err))
+					if os.Getenv("AQMEASURE_ERR") != "" {
+						what += " " + o.err.Error()
+					}
 					if b := limitBound(o.err); b != "" {
 						what += " (" + b + ")"
 					}
