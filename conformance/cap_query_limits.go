@@ -26,6 +26,7 @@ func init() {
 		Case{Name: "AQ-6/result-bytes-bound", Capability: driver.CapAuthoritativeQuery, Run: aqBytesBound},
 		Case{Name: "AQ-6/returned-value-size-bound", Capability: driver.CapAuthoritativeQuery, Run: aqValueBound},
 		Case{Name: "AQ-6/built-value-size-bound", Capability: driver.CapAuthoritativeQuery, Run: aqBuiltValueBound},
+		Case{Name: "AQ-6/built-value-over-the-result-bound-is-value-bytes", Capability: driver.CapAuthoritativeQuery, Run: aqBuiltValueOverResult},
 		Case{Name: "AQ-6/time-bound-on-the-engine", Capability: driver.CapAuthoritativeQuery, Run: aqTimeBound},
 		Case{Name: "AQ-6/other-partition-completes-during-a-runaway-query", Capability: driver.CapAuthoritativeQuery, Run: aqTimeBoundConcurrent},
 		Case{Name: "AQ-6/large-nested-query-text", Capability: driver.CapAuthoritativeQuery, Run: aqLargeText},
@@ -169,6 +170,23 @@ func aqBuiltValueBound(t T, h Harness) {
 		Tables: todos, Limits: driver.QueryLimits{MaxValueBytes: 64 << 10, Timeout: 2 * time.Second}})
 	aqExpectLimit(t, "nested replace building 10 GB", err, took, true)
 	aqCheckUnchanged(t, conn, before)
+}
+
+// aqBuiltValueOverResult: a value built in derived tables, one replace()
+// each (the shape that passes a rule on nested calls), to 100 KB under
+// MaxValueBytes 64 KiB and MaxResultBytes 16 KiB is the value_bytes bound,
+// whatever the engine: the value is refused where it is built or before
+// it is sent, never read as a result too large ("bytes") or returned.
+func aqBuiltValueOverResult(t T, h Harness) {
+	conn := openStore(t, h)
+	aqSeed(t, conn)
+	sql := `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`
+	for range 4 {
+		sql = `SELECT replace(x, 'a', 'aaaaaaaaaa') AS x FROM (` + sql + `) AS d`
+	}
+	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Tables: []string{tTodos},
+		Limits: driver.QueryLimits{MaxValueBytes: 64 << 10, MaxResultBytes: 16 << 10, Timeout: 5 * time.Second}})
+	aqExpectLimit(t, "a 100 KB value built in derived tables under MaxValueBytes 64 KiB", err, took, false, driver.BoundValueBytes)
 }
 
 // aqSpin is a recursive CTE that counts to a billion: minutes of CPU on

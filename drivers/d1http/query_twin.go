@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
+	"github.com/syncstore/syncstore/internal/sqliteengine"
 )
 
 // The schema twin of authoritative queries: an in-memory SQLite database
@@ -135,6 +136,16 @@ func newTwin(ctx context.Context, st *schemaState) (*twin, error) {
 		tw.close()
 		return fail(err)
 	}
+	// Every statement of the twin has subqueries (the partition CTEs):
+	// without the flattener, preparing one is linear in its text, where
+	// flattening nested derived tables that name a column twice copies
+	// expressions exponentially, in prepare, out of the interrupt's reach
+	// (AQ-6, sqliteengine.SetFlattener). The twin only resolves names and
+	// types, which flattening does not change.
+	if err := sqliteengine.SetFlattener(conn, false); err != nil {
+		tw.close()
+		return fail(err)
+	}
 	return tw, nil
 }
 
@@ -243,7 +254,8 @@ func (tw *twin) run(ctx context.Context, q d1sql.D1Query) (twinResult, error) {
 // It allows SELECT and recursive CTEs; reads of main."T" for a declared T
 // (only the partition CTEs can spell main.), recording T as used;
 // json_each and json_tree unless an application table has that name; a
-// column-less reference (count(*)) only to a CTE; the functions of
+// column-less reference (count(*)) only to a CTE or to main."T" of a
+// declared T (a partition CTE's body); the functions of
 // D1QueryFunctions and the -> and ->> operators. It denies everything
 // else. The engine calls it from the query's goroutine while the
 // statement is prepared, under twin.mu.
@@ -267,6 +279,13 @@ func (p *twinPolicy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, d
 		switch {
 		case (name == "json_each" || name == "json_tree") && !p.reserved[name]:
 			ok = db == "" || db == "main"
+		case arg2 == "" && (db == "main" || db == "") && p.declared[arg1]:
+			// A count(*) over a partition CTE the engine does not
+			// flatten names the CTE (a host CTE of that name is a
+			// duplicate, refused) and its body's main."T" without a
+			// column.
+			p.used[arg1] = true
+			ok = true
 		case arg2 == "":
 			// A reference reading no column: only a CTE (no schema, not
 			// an application, engine or infrastructure name).

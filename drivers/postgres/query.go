@@ -209,10 +209,25 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 	}
 	qctx, cancel := context.WithTimeout(ctx, limits.Timeout+queryGrace)
 	defer cancel()
+	// The result's columns, so the server can check every string and
+	// bytea value against MaxValueBytes before sending it (valueCheckSQL).
+	desc, err := conn.PgConn().Prepare(qctx, "", pq.sql, nil)
+	if err != nil {
+		return res, rowsErr(ctx, qctx, limits, err)
+	}
+	oids := make([]uint32, len(desc.Fields))
+	for i, f := range desc.Fields {
+		oids[i] = f.DataTypeOID
+	}
+	stmt := valueCheckSQL(pq.sql, oids, len(pq.args)+1)
+	args := append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, pq.args...)
+	if stmt != pq.sql {
+		args = append(args, limits.MaxValueBytes)
+	}
 	fe := conn.PgConn().Frontend()
 	fe.SetMaxBodyLen(int(min(limits.MaxResultBytes+64<<10, 0x3fffffff-1)))
 	defer fe.SetMaxBodyLen(0x3fffffff - 1) // pgproto3's default
-	rows, err := conn.Query(qctx, pq.sql, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, pq.args...)...)
+	rows, err := conn.Query(qctx, stmt, args...)
 	if err != nil {
 		return res, rowsErr(ctx, qctx, limits, err)
 	}
@@ -222,7 +237,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *pgx.Conn, schema string, decl
 		return res, err
 	}
 	meter := limits.Meter(what)
-	fields := rows.FieldDescriptions()
+	fields := desc.Fields // the host's names and table columns, not the wrapper's (as many)
 	res.Columns = make([]string, len(fields))
 	for i, f := range fields {
 		res.Columns[i] = f.Name

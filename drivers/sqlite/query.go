@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/querylang"
+	"github.com/syncstore/syncstore/internal/sqliteengine"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
 	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/storelayout"
@@ -218,6 +219,16 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 	if err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}
+	// A statement with subqueries runs without the flattener, whose
+	// copies of expressions are exponential in the nesting and cannot be
+	// interrupted (sqliteengine.SetFlattener); a failure drops the
+	// connection, so the setting never outlives the query.
+	noFlatten := sqliteengine.NeedsNoFlattening(stmt)
+	if noFlatten {
+		if err := sqliteengine.SetFlattener(conn, false); err != nil {
+			return driver.QueryResult{}, c.mapErr(ctx, err, what)
+		}
+	}
 	qctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	cols, rows, err := readQueryRows(qctx, conn, stmt, args, limits.Meter(what))
 	expired := errors.Is(qctx.Err(), context.DeadlineExceeded)
@@ -226,6 +237,11 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, partition string, d
 		return driver.QueryResult{}, queryErr(ctx, expired, limits, policy, err)
 	}
 	// 5
+	if noFlatten {
+		if err := sqliteengine.SetFlattener(conn, true); err != nil {
+			return driver.QueryResult{}, c.mapErr(ctx, err, what)
+		}
+	}
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, oldLength); err != nil {
 		return driver.QueryResult{}, c.mapErr(ctx, err, what)
 	}

@@ -33,6 +33,8 @@ import (
 //     item: at most the name of the partition being queried;
 //   - json_each and json_tree (table-valued functions over the query's
 //     own data), unless an application table has that name;
+//   - a declared T, or main."T" of a declared T inside a FROM item,
+//     referenced without any column (a count(*) over an unflattened view);
 //   - a table referenced without any column (count(*)) only when it is a
 //     CTE: no application or infrastructure table, engine table
 //     (sqlite_*, pragma_*) or virtual table module;
@@ -79,7 +81,7 @@ func (p *queryPolicy) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, 
 		ok = queryFunctions[strings.ToLower(arg2)]
 	case sqlite.AuthRead:
 		if arg2 == "" {
-			ok = p.readTable(arg1, db)
+			ok = p.readTable(arg1, db, ctx)
 		} else {
 			ok = p.readColumn(arg1, db, ctx)
 		}
@@ -111,7 +113,15 @@ func (p *queryPolicy) readColumn(table, db, ctx string) bool {
 }
 
 // readTable decides a reference to table that reads none of its columns.
-func (p *queryPolicy) readTable(table, db string) bool {
+// A declared T named by the host (db "") is its partition view, and
+// main."T" of a declared T inside a FROM item is the view's body, as in
+// readColumn: a count(*) over a view the engine does not flatten (a
+// statement with subqueries, see runQuery) reads them so.
+func (p *queryPolicy) readTable(table, db, ctx string) bool {
+	if (db == "main" && ctx != "" || db == "") && p.declared[table] {
+		p.use(table)
+		return true
+	}
 	name := strings.ToLower(table)
 	if isJSONTable(name) {
 		return (db == "" || db == "main") && !p.reserved[name]

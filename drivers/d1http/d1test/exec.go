@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/syncstore/syncstore/internal/sqliteengine"
 )
 
 // D1's limits that the double enforces.
@@ -359,6 +361,17 @@ func runOne(ctx context.Context, conn *sql.Conn, st statement, raw bool) (result
 	var before int64
 	if err := conn.QueryRowContext(ctx, "SELECT total_changes()").Scan(&before); err != nil {
 		return result{}, fmt.Errorf("D1_ERROR: %v", err)
+	}
+	// D1 stops a statement whose plan outgrows the isolate's memory; the
+	// double has no such limit, and SQLite's query flattener, copying
+	// expressions while it prepares (out of reach of ctx), can grow the
+	// test process by gigabytes for nested derived tables. So a statement
+	// with subqueries runs without it here (sqliteengine.SetFlattener).
+	if sqliteengine.NeedsNoFlattening(st.SQL) {
+		if err := sqliteengine.SetFlattener(conn, false); err != nil {
+			return result{}, fmt.Errorf("D1_ERROR: %v", err)
+		}
+		defer func() { _ = sqliteengine.SetFlattener(conn, true) }()
 	}
 	start := time.Now()
 	rows, err := conn.QueryContext(ctx, st.SQL, args...)

@@ -1,0 +1,113 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+)
+
+// TestAQThreadsEndOnOwnServer runs the hostile shapes of issue 31 —
+// nested derived tables doubling a string (`SELECT x||x AS x FROM (…)`)
+// and one replace() per derived table — straight into the driver (past
+// any text rule of sync), on a MariaDB of the test's own (never the
+// shared one: MariaDB may leave their threads running for minutes, with
+// metadata locks that block DROP DATABASE), and checks AQ-6's promise
+// that no thread of the query survives the call by more than 5 s, then
+// that the database can be dropped. It counts threads; it asserts no
+// time. Run with:
+//
+//	SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" go test -run TestAQThreadsEndOnOwnServer ./drivers/mysql
+//	.ci/mariadb-aq.sh stop
+func TestAQThreadsEndOnOwnServer(t *testing.T) {
+	base := os.Getenv("SYNCSTORE_TEST_MARIADB_AQ")
+	if base == "" {
+		t.Skip("SYNCSTORE_TEST_MARIADB_AQ is not set (a MariaDB of the test's own: .ci/mariadb-aq.sh start)")
+	}
+	ctx := t.Context()
+	dsn, drop, err := Driver{}.Provision(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := Driver{}.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := driver.Row{ID: "t1", ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
+		Values: driver.Values{"id": "t1", "title": "one", "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
+	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc1", ActorID: "a1", CreatedAtMs: 1,
+		Changes: []driver.Change{{Table: "todos", RowID: "t1", Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nest := func(expr, core string, levels int) string {
+		for range levels {
+			core = `SELECT ` + expr + ` AS x FROM (` + core + `) AS d`
+		}
+		return core
+	}
+	cfg, err := gomysql.ParseDSN(strings.TrimPrefix(dsn, "mysql://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cfg.DBName
+	cfg.DBName = ""
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	running := func() int {
+		var n int
+		if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.processlist
+			WHERE COMMAND <> 'Sleep' AND ID <> CONNECTION_ID() AND INFO LIKE concat('%`+"`"+`', ?, '`+"`"+`%')`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	aq := conn.(driver.AuthoritativeQueryConn)
+	for _, a := range []struct{ name, sql string }{
+		{"derived-replace-5", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 5)},
+		{"derived-replace-7", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 7)},
+		{"derived-doubling-24", nest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 24)},
+	} {
+		_, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"},
+			Limits: driver.QueryLimits{Timeout: 2 * time.Second}})
+		var n int
+		for range 20 { // 20 polls 250 ms apart: 5 s
+			if n = running(); n == 0 {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		t.Logf("%s: %v; threads left 5 s after the call: %d", a.name, err, n)
+		if n > 0 {
+			t.Errorf("AQ-6: %s: %d thread(s) of the query still running 5 s after the call returned", a.name, n)
+		}
+	}
+	_ = conn.Close()
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := drop(dctx); err != nil {
+		t.Errorf("DROP DATABASE after the attacks: %v", err)
+	}
+}
