@@ -309,7 +309,7 @@ func CheckQueryText(sql string) (QueryText, error) {
 // admitted is the end of CheckQueryText: the static cost rule on the
 // statement's tokens, then the admitted text.
 func admitted(sql string, toks []Token, first, end, params int) (QueryText, error) {
-	if err := CheckGrowth(sql, toks); err != nil {
+	if err := checkGrowth(sql, toks); err != nil {
 		return QueryText{}, err
 	}
 	return QueryText{SQL: sql[toks[first].Start:end], Params: params}, nil
