@@ -47,10 +47,10 @@ func TestMeasureNeighbours(t *testing.T) {
 		phase = d
 	}
 	targets := []target{
-		{"sqlite", sqlite.Driver{}, func(t *testing.T) string { return t.TempDir() }},
-		{"postgres", postgres.Driver{}, func(t *testing.T) string { return testdb.PostgresServer(t) }},
-		{"mysql", mysql.Driver{}, func(t *testing.T) string { return testdb.MySQLServer(t) }},
-		{"d1http", d1http.Driver{}, func(t *testing.T) string {
+		{name: "sqlite", d: sqlite.Driver{}, base: func(t *testing.T) string { return t.TempDir() }},
+		{name: "postgres", d: postgres.Driver{}, base: func(t *testing.T) string { return testdb.PostgresServer(t) }},
+		{name: "mysql", d: mysql.Driver{}, base: func(t *testing.T) string { return testdb.MySQLServer(t) }},
+		{name: "d1http", d: d1http.Driver{}, base: func(t *testing.T) string {
 			srv := d1test.NewServer("tok")
 			t.Cleanup(srv.Close)
 			return "d1://acct?token=tok&endpoint=" + srv.URL
