@@ -106,8 +106,9 @@ func newQueryLimiter(c QueryConcurrency, conn driver.Conn) *queryLimiter {
 
 // acquire waits for a slot of partition's and then one of the store's
 // (so a partition's queued queries never hold store slots), until ctx
-// ends. It returns the release func, or ctx's error.
-func (l *queryLimiter) acquire(ctx context.Context, partition string) (func(), error) {
+// ends or closed is closed (then errQuerySlotClosed). It returns the
+// release func, or ctx's error.
+func (l *queryLimiter) acquire(ctx context.Context, partition string, closed <-chan struct{}) (func(), error) {
 	l.mu.Lock()
 	ps := l.parts[partition]
 	if ps == nil {
@@ -128,6 +129,9 @@ func (l *queryLimiter) acquire(ctx context.Context, partition string) (func(), e
 	case <-ctx.Done():
 		unref()
 		return nil, ctx.Err()
+	case <-closed:
+		unref()
+		return nil, errQuerySlotClosed
 	}
 	select {
 	case l.store <- struct{}{}:
@@ -135,12 +139,24 @@ func (l *queryLimiter) acquire(ctx context.Context, partition string) (func(), e
 		<-ps.slots
 		unref()
 		return nil, ctx.Err()
+	case <-closed:
+		<-ps.slots
+		unref()
+		return nil, errQuerySlotClosed
 	}
 	return func() {
 		<-l.store
 		<-ps.slots
 		unref()
 	}, nil
+}
+
+// errQuerySlotClosed ends a wait for a query slot when the Store closes.
+var errQuerySlotClosed = errors.New("sync: the Store closed")
+
+// closedQuery is the error of a query the Store refuses once closed (ERR-4).
+func closedQuery() error {
+	return driver.Errorf(CodeClosed, "AuthoritativeQuery: the Store is closed (ERR-4)")
 }
 
 // runQuery runs q on aq under the Store's query slots (AQ-7): the wait
@@ -155,9 +171,17 @@ func (s *Store) runQuery(ctx context.Context, aq driver.AuthoritativeQueryConn, 
 	timeBound := func(cause error, what string) error {
 		return driver.NewQueryLimitError(driver.BoundTime, lim.TimeoutMillis(), cause, "sync: authoritative query "+what)
 	}
+	select {
+	case <-s.closed:
+		return QueryResult{}, closedQuery()
+	default:
+	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
-	release, err := s.queryLimiter().acquire(wctx, partition)
+	release, err := s.queryLimiter().acquire(wctx, partition, s.closed)
 	cancel()
+	if errors.Is(err, errQuerySlotClosed) {
+		return QueryResult{}, closedQuery()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return QueryResult{}, driver.Wrap(CodeUnavailable, ctx.Err(), "AuthoritativeQuery: the context ended while waiting for a query slot")

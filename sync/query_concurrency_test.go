@@ -173,3 +173,23 @@ func TestQueryTimeBoundNamesTheCallersTimeout(t *testing.T) {
 		t.Errorf("the first spin query under Timeout 300 ms: %v, want query_limit (time, 300 ms)", err)
 	}
 }
+
+// ERR-4: after Close an authoritative query fails with sync.storage.closed at
+// once — it waited, before, for the slot a query still running at Close
+// held, its whole Timeout, and reported the time bound.
+func TestQueryAfterCloseIsClosedNotQueued(t *testing.T) {
+	s, c := counted(t)
+	_, stop := spin(s, 1)
+	defer stop()
+	for c.calls.Load() < 1 { // readiness: the spin query holds p1's slot
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	q := smallQuery
+	q.Limits.Timeout = 300 * time.Millisecond
+	if _, err := s.AuthoritativeQuery(t.Context(), "p1", q); !errors.Is(err, sync.ErrClosed) {
+		t.Errorf("AuthoritativeQuery after Close: %v, want sync.storage.closed (ERR-4)", err)
+	}
+}

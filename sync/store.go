@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	gosync "sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,10 @@ type Store struct {
 	recordRefresh atomic.Int64
 	// queries holds the authoritative-query slots (AQ-7, query_concurrency.go).
 	queries atomic.Pointer[queryLimiter]
+	// closed is closed by Close: waits for a query slot end with
+	// CodeClosed (ERR-4) rather than their Timeout.
+	closed    chan struct{}
+	closeOnce gosync.Once
 }
 
 // OpenConn returns a Store over an already-open driver.Conn, for hosts and
@@ -49,7 +54,7 @@ func OpenConn(conn driver.Conn) *Store {
 	if conn == nil {
 		panic("sync: OpenConn called with a nil driver.Conn")
 	}
-	s := &Store{conn: conn}
+	s := &Store{conn: conn, closed: make(chan struct{})}
 	s.recordRefresh.Store(DefaultRetentionPolicy.RecordRefresh().Milliseconds())
 	return s
 }
@@ -110,6 +115,7 @@ func (s *Store) DriverName() string { return s.name }
 func (s *Store) Close() (err error) {
 	ctx := context.Background()
 	defer s.observe(&ctx, "Store.Close", "").done(&err)
+	s.closeOnce.Do(func() { close(s.closed) })
 	return s.conn.Close()
 }
 
