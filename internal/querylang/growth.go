@@ -24,17 +24,27 @@ import (
 //   - weight of a column reference: the product of the weights of the
 //     calls it is an argument of, inside its scope — replace(a, 'p', 'r') with string literals p and r weighs
 //     ⌈len(r)/len(p)⌉ (at least 1); repeat(a, n) with a literal n weighs n;
-//     hex, quote and json_quote weigh 2; an aggregate that concatenates rows
-//     (group_concat, string_agg, json_group_array, …) and any of replace,
+//     regexp_replace(a, p, 'r') with no \ & $ in r weighs len(r)+1;
+//     printf/format with a literal format weighs its number of conversions
+//     if one is positional (%1$s), else 1, doubled by an escaping one (%q
+//     %Q %w %I %L); hex, quote, quote_literal/ident/nullable weigh 2; JSON
+//     builders (json_array, json_object, json_set, json_build_*, to_json,
+//     …) weigh 6; an aggregate that concatenates rows (group_concat,
+//     string_agg, json_group_array, …) and any of replace, regexp_replace,
 //     repeat, printf/format, lpad/rpad, zeroblob/randomblob/space whose
 //     size arguments are not literals weighs MaxQueryGrowth; any other call 1.
 //   - growth g of a select core: the largest sum of weights of the
-//     references to one column name in its result columns (`*` adds 1 to
-//     every name); a reference inside a call returning a number (length,
-//     count, sum, instr, …) does not count.
+//     references to one column name in its result columns or VALUES rows
+//     (`*` adds 1 to every name; a name that is also a table or alias of
+//     the core's FROM counts twice: a whole row as text quotes its fields);
+//     a reference inside a call returning a number (length, count, sum,
+//     instr, …) does not count. A word is a reference unless it is one of
+//     growthKeywords, or one of growthContextWords where it is a keyword.
 //   - input I of a scope: the sum of the products of the derived tables,
-//     CTE references and sub-queries in its FROM clause and result
-//     columns (at least 1).
+//     CTE references and sub-queries in its FROM clause, result columns
+//     and VALUES rows (at least 1); ARRAY(sub-query) multiplies its
+//     product by MaxQueryGrowth; a CTE name defined in several WITH
+//     scopes has the largest of their products.
 //   - product P of a scope: max(1, largest g of its cores) × I; its work:
 //     the largest weight of a column reference in it × I. A value built
 //     from literals and parameters alone (printf('%.*c', n, 'x'),
@@ -43,7 +53,9 @@ import (
 //
 // A query is refused when a scope's product or work exceeds
 // MaxQueryGrowth, or when the core of a recursive CTE that reads the CTE
-// itself has a growth above 1 (each step would multiply the value). One
+// itself has a growth above 1, counting the references of its result
+// sub-queries with its own, or a result sub-query whose product is above
+// 1 (each step would multiply the value). One
 // pass over the tokens: linear in the text.
 
 // MaxQueryGrowth bounds the static growth of a value through a query
@@ -64,9 +76,20 @@ type growthScope struct {
 	g, work  int64
 	c        int64 // largest refs of one name over the cores
 	in       int64
-	cin      int64 // copies: like in, for c
-	parent   int   // index of the enclosing scope frame; -1 for the statement
-	inRegion int   // the parent's region when this scope opened
+	cin      int64            // copies: like in, for c
+	parent   int              // index of the enclosing scope frame; -1 for the statement
+	inRegion int              // the parent's region when this scope opened
+	gather   bool             // ARRAY(sub-query): gathers its rows like array_agg
+	from     map[string]bool  // table names and aliases of the current core's FROM
+	sub      int64            // product of the products of the current core's result sub-queries
+	subNames map[string]int64 // references by name inside those sub-queries
+	kept     map[string]int64 // largest weight sum of each name over the cores
+}
+
+func newGrowthScope(parent, inRegion int, self string) *growthScope {
+	return &growthScope{parent: parent, inRegion: inRegion, self: self, sub: 1,
+		names: map[string]int64{}, refs: map[string]int64{}, from: map[string]bool{},
+		subNames: map[string]int64{}, kept: map[string]int64{}}
 }
 
 const (
@@ -81,6 +104,7 @@ type growthFrame struct {
 	weight  int64 // product of call weights inside the scope
 	numeric bool  // inside a call that returns a number
 	isScope bool
+	window  bool // inside OVER (…)
 }
 
 func satMul(a, b int64) int64 {
@@ -95,18 +119,79 @@ func satMul(a, b int64) int64 {
 
 func satAdd(a, b int64) int64 { return min(a+b, MaxQueryGrowth+1) }
 
-// growthKeywords are words of the select list that are never column names.
+// growthKeywords are words that are never a column reference in SQLite
+// (reserved words outside its parser's fallback-to-identifier list), nor
+// in the other engines.
 var growthKeywords = map[string]bool{
 	"select": true, "distinct": true, "all": true, "case": true, "when": true, "then": true, "else": true,
-	"end": true, "and": true, "or": true, "not": true, "null": true, "is": true, "in": true, "like": true,
-	"glob": true, "regexp": true, "match": true, "between": true, "escape": true, "collate": true,
-	"cast": true, "as": true, "exists": true, "true": true, "false": true, "over": true, "partition": true,
-	"by": true, "order": true, "asc": true, "desc": true, "nulls": true, "first": true, "last": true,
-	"filter": true, "where": true, "rows": true, "range": true, "groups": true, "preceding": true,
-	"following": true, "unbounded": true, "current": true, "row": true, "current_date": true,
-	"current_time": true, "current_timestamp": true, "integer": true, "int": true, "text": true,
-	"real": true, "blob": true, "numeric": true, "varchar": true, "signed": true, "unsigned": true,
-	"boolean": true, "float": true, "double": true, "precision": true, "isnull": true, "notnull": true,
+	"and": true, "or": true, "not": true, "null": true, "is": true, "in": true, "between": true,
+	"escape": true, "collate": true, "exists": true, "from": true, "where": true, "group": true,
+	"having": true, "order": true, "limit": true, "union": true, "intersect": true, "except": true,
+	"values": true, "as": true, "on": true, "join": true, "using": true, "window": true, "into": true,
+	"isnull": true, "notnull": true, "current_date": true, "current_time": true, "current_timestamp": true,
+}
+
+// growthContextWords can name a column in SQLite (its parser falls back to
+// an identifier) but are keywords after a value (x DESC, NULLS FIRST, END,
+// x LIKE y, ) OVER, ) FILTER, double precision), after GROUP/ORDER/
+// PARTITION (BY), and inside a window's OVER (…) (frame words). Anywhere
+// else they are counted as column references.
+var growthContextWords = map[string]bool{
+	"end": true, "like": true, "glob": true, "regexp": true, "match": true, "asc": true, "desc": true,
+	"nulls": true, "first": true, "last": true, "over": true, "filter": true, "partition": true,
+	"by": true, "rows": true, "range": true, "groups": true, "row": true, "current": true,
+	"unbounded": true, "preceding": true, "following": true, "exclude": true, "ties": true,
+	"others": true, "no": true, "precision": true, "varying": true, "signed": true, "unsigned": true,
+	"zone": true, "time": true, "with": true, "without": true,
+}
+
+// jsonEscapes build JSON text from their arguments: a control character
+// becomes \uXXXX (×6).
+var jsonEscapes = map[string]bool{
+	"json_array": true, "json_object": true, "json_quote": true, "json_set": true, "json_insert": true,
+	"json_replace": true, "json_array_append": true, "json_array_insert": true,
+	"jsonb_array": true, "jsonb_object": true, "jsonb_set": true, "jsonb_insert": true, "jsonb_replace": true,
+	"json_build_array": true, "json_build_object": true, "jsonb_build_array": true, "jsonb_build_object": true,
+	"to_json": true, "to_jsonb": true, "row_to_json": true, "array_to_json": true,
+}
+
+// formatWeight weighs a literal printf/format string: each conversion may
+// copy an argument (positional %1$s reuses one), and an escaping
+// conversion (SQLite %q %Q %w, PostgreSQL %I %L) doubles quotes.
+func formatWeight(f string) int64 {
+	var convs, escapes int64
+	positional := false
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(f) && strings.IndexByte("0123456789$-+ #,!.lh", f[j]) >= 0 {
+			if f[j] == '$' {
+				positional = true
+			}
+			j++
+		}
+		if j >= len(f) {
+			break
+		}
+		i = j
+		if f[j] == '%' {
+			continue
+		}
+		convs++
+		if strings.IndexByte("qQwIL", f[j]) >= 0 {
+			escapes++
+		}
+	}
+	w := int64(1)
+	if positional {
+		w = max(1, convs)
+	}
+	if escapes > 0 {
+		w = satMul(w, 2)
+	}
+	return w
 }
 
 // numericCalls return a number whatever the size of their arguments.
@@ -262,18 +347,48 @@ func CheckGrowth(sql string, toks []Token) error {
 			return MaxQueryGrowth, false
 		case "printf", "format":
 			if f, ok := strArg(open, 0); ok && !strings.Contains(f, "*") {
-				return 1, false
+				return formatWeight(f), false
 			}
 			return MaxQueryGrowth, false
-		case "hex", "quote", "json_quote", "to_hex":
+		case "regexp_replace":
+			// A pattern may match the empty string at every position:
+			// n characters → n + (n+1)·len(r).
+			r, ok := strArg(open, 2)
+			if !ok || strings.ContainsAny(r, "\\&$") {
+				return MaxQueryGrowth, false
+			}
+			return int64(len(r)) + 1, false
+		case "hex", "quote", "to_hex", "quote_literal", "quote_ident", "quote_nullable":
 			return 2, false
+		}
+		if jsonEscapes[name] {
+			return 6, false
 		}
 		return 1, false
 	}
 
+	// endsValue: token j ends an operand, so a word after it is a
+	// keyword (x DESC, … END, ) OVER), never a column reference.
+	endsValue := func(j int) bool {
+		if j < 0 {
+			return false
+		}
+		switch sig[j].Kind {
+		case TokNumber, TokString, TokQuotedID:
+			return true
+		case TokWord:
+			switch w := lower(j); w {
+			case "null", "current_date", "current_time", "current_timestamp":
+				return true
+			default:
+				return !growthKeywords[w]
+			}
+		}
+		return isOp(j, ")")
+	}
 	cte := map[string]int64{}
 	cteCopies := map[string]int64{}
-	scopes := []*growthScope{{parent: -1, names: map[string]int64{}, refs: map[string]int64{}}}
+	scopes := []*growthScope{newGrowthScope(-1, regionOther, "")}
 	frames := []growthFrame{{scope: 0, weight: 1, isScope: true}}
 	refuse := func(why string, v int64) error {
 		if v > MaxQueryGrowth {
@@ -284,15 +399,25 @@ func CheckGrowth(sql string, toks []Token) error {
 	}
 	finishCore := func(s *growthScope) error {
 		var g int64
-		for _, n := range s.names {
+		for w, n := range s.names {
+			if s.from[w] {
+				n = satMul(n, 2) // a whole row as text quotes its fields
+			}
+			s.kept[w] = max(s.kept[w], n)
 			g = max(g, n)
 		}
 		if g > 0 || s.stars > 0 {
 			g = satAdd(g, s.stars)
 		}
-		if s.reads && g > 1 {
-			return driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryGrowth, nil,
-				"authoritative query text (a recursive CTE multiplies its own value at each step)")
+		if s.reads {
+			rg := g
+			for w, n := range s.subNames {
+				rg = max(rg, satAdd(s.names[w], n))
+			}
+			if rg > 1 || s.sub > 1 {
+				return driver.NewQueryLimitError(driver.BoundRewrite, MaxQueryGrowth, nil,
+					"authoritative query text (a recursive CTE multiplies its own value at each step)")
+			}
 		}
 		s.g = max(s.g, g)
 		var c int64
@@ -305,7 +430,9 @@ func CheckGrowth(sql string, toks []Token) error {
 		s.c = max(s.c, c)
 		clear(s.names)
 		clear(s.refs)
-		s.stars, s.reads = 0, false
+		clear(s.from)
+		clear(s.subNames)
+		s.stars, s.reads, s.sub = 0, false, 1
 		return nil
 	}
 	closeScope := func(si int) error {
@@ -325,12 +452,23 @@ func CheckGrowth(sql string, toks []Token) error {
 		if err := refuse("an expression can be copied", pc); err != nil {
 			return err
 		}
+		if s.gather {
+			p = satMul(p, MaxQueryGrowth)
+		}
 		switch {
 		case s.cte != "":
-			cte[s.cte], cteCopies[s.cte] = p, pc
+			// A name defined again in an inner WITH: keep the largest.
+			cte[s.cte], cteCopies[s.cte] = max(cte[s.cte], p), max(cteCopies[s.cte], pc)
 		case s.parent >= 0 && s.inRegion != regionOther:
-			scopes[s.parent].in = satAdd(scopes[s.parent].in, p)
-			scopes[s.parent].cin = satAdd(scopes[s.parent].cin, pc)
+			ps := scopes[s.parent]
+			ps.in = satAdd(ps.in, p)
+			ps.cin = satAdd(ps.cin, pc)
+			if s.inRegion == regionResult {
+				ps.sub = satMul(ps.sub, p)
+				for w, n := range s.kept {
+					ps.subNames[w] = satAdd(ps.subNames[w], n)
+				}
+			}
 		}
 		return nil
 	}
@@ -343,7 +481,8 @@ func CheckGrowth(sql string, toks []Token) error {
 		case isOp(i, "("):
 			next := lower(i + 1)
 			if sig[min(i+1, len(sig)-1)].Kind == TokWord && (next == "select" || next == "with" || next == "values") {
-				ns := &growthScope{parent: top.scope, names: map[string]int64{}, refs: map[string]int64{}, self: s.self, inRegion: s.region}
+				ns := newGrowthScope(top.scope, s.region, s.self)
+				ns.gather = lower(i-1) == "array" && sig[i-1].Kind == TokWord
 				// A CTE body: name [(columns)] AS [NOT] [MATERIALIZED] (
 				j := i - 1
 				if lower(j) == "materialized" {
@@ -365,7 +504,8 @@ func CheckGrowth(sql string, toks []Token) error {
 				frames = append(frames, growthFrame{scope: len(scopes) - 1, weight: 1, isScope: true})
 				continue
 			}
-			f := growthFrame{scope: top.scope, weight: top.weight, numeric: top.numeric}
+			f := growthFrame{scope: top.scope, weight: top.weight, numeric: top.numeric,
+				window: top.window || (lower(i-1) == "over" && sig[i-1].Kind == TokWord)}
 			if isName(i-1) && sig[i-1].Kind == TokWord {
 				w, num := callWeight(lower(i-1), i)
 				f.weight, f.numeric = satMul(f.weight, w), f.numeric || num
@@ -403,16 +543,38 @@ func CheckGrowth(sql string, toks []Token) error {
 				case "where", "group", "having", "window", "order", "limit":
 					s.region = regionOther
 					continue
-				case "union", "intersect", "except", "values":
+				case "union", "intersect", "except":
 					if err := finishCore(s); err != nil {
 						return err
 					}
 					s.region = regionOther
 					continue
+				case "values": // its rows are the core's result
+					if err := finishCore(s); err != nil {
+						return err
+					}
+					s.region = regionResult
+					continue
 				}
 			}
-			if isOp(i+1, "(") || isOp(i+1, ".") || (kind == TokWord && growthKeywords[w]) {
+			if isOp(i+1, "(") || isOp(i+1, ".") {
 				continue
+			}
+			if kind == TokWord {
+				if growthKeywords[w] {
+					continue
+				}
+				if growthContextWords[w] && (top.window || endsValue(i-1) ||
+					(w == "by" && (lower(i-1) == "group" || lower(i-1) == "order" || lower(i-1) == "partition"))) {
+					continue
+				}
+			}
+			if atScope && s.region == regionFrom && !isOp(i-1, ".") {
+				switch p := lower(i - 1); {
+				case p == "from" || p == "join" || p == "," || p == ")" || p == "as",
+					isName(i-1) && !growthKeywords[p]:
+					s.from[w] = true
+				}
 			}
 			if w == s.self {
 				s.reads = true

@@ -82,6 +82,13 @@ func TestCheckGrowthAdmitsOrdinaryQueries(t *testing.T) {
 		"WITH a AS (SELECT title||title AS x FROM todos), b AS (SELECT x||x AS x FROM a) SELECT x FROM b",
 		"SELECT * FROM todos WHERE EXISTS (SELECT 1 FROM users) AND id IN (SELECT id FROM todos) AND title = (SELECT max(title) FROM todos)",
 		"SELECT t.*, u.* FROM todos t JOIN users u ON u.id = t.owner_id",
+		// Context keywords, windows, VALUES, a recursive core's scalar
+		// sub-query that does not grow, JSON and escaping calls once.
+		"SELECT CASE WHEN done THEN 'y' ELSE NULL END AS a, CASE id WHEN 1 THEN title END AS b, CAST(id AS text) AS c FROM todos ORDER BY id DESC NULLS LAST",
+		"SELECT row_number() OVER (PARTITION BY owner_id ORDER BY id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n, count(*) FILTER (WHERE done) OVER () AS d FROM todos",
+		"SELECT x FROM (VALUES (1), (2), ((SELECT max(title) FROM todos))) v(x)",
+		"WITH RECURSIVE p(id, s) AS (SELECT id, title FROM todos UNION ALL SELECT p.id + 1, p.s || '/' || (SELECT t.title FROM todos t WHERE t.id = p.id) FROM p WHERE p.id < 5) SELECT s FROM p",
+		"SELECT json_object('id', id, 'title', title) AS j, printf('%q', title) AS q, quote_literal(title) AS l FROM (SELECT json_array(title) AS title, id FROM todos)",
 	} {
 		if _, err := CheckQueryText(sql); err != nil {
 			t.Errorf("%s: %v", sql, err)
