@@ -98,8 +98,11 @@ func aqExponentialShapes(t T, h Harness) {
 func aqGrowthWithin(t T, h Harness) {
 	conn := openStore(t, h)
 	aqSeed(t, conn)
-	// Ten doublings of "o" (1,024 bytes) are the bound: they run, in
-	// derived tables and in a CTE chain; an eleventh is refused.
+	// Ten doublings of "o" (1,024 bytes) are the bound: the static rule
+	// admits them, in derived tables and in a CTE chain, and they run —
+	// or meet the engine's own memory bound (D1's engine flattens the
+	// levels into 2^10 expression copies and answers error 7500), never
+	// the rewrite bound; an eleventh is refused by the rule.
 	base := "SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'"
 	for _, c := range []struct {
 		name string
@@ -109,6 +112,10 @@ func aqGrowthWithin(t T, h Harness) {
 		{"ten doublings in a CTE chain", aqCTEChain("SELECT x||x AS x FROM c%d", 10)},
 	} {
 		res, _, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: c.sql, Tables: []string{tTodos}})
+		var le *driver.QueryLimitError
+		if errors.As(err, &le) && le.Bound == driver.BoundMemory {
+			continue // the engine's own limit, not the static rule
+		}
 		if err != nil {
 			t.Errorf("AQ-6: %s (growth 1,024, the bound): %v", c.name, err)
 			continue
