@@ -125,9 +125,7 @@ func (c *Conn) ClaimReactions(ctx context.Context, partition string, req driver.
 		return nil, err
 	}
 	for i := range out {
-		r := &out[i]
-		r.Status, r.Attempts, r.LeaseOwner, r.LeaseExpiresAtMs, r.UpdatedAtMs =
-			driver.ReactionLeased, r.Attempts+1, req.Owner, expiry, req.NowMs
+		markLeased(&out[i], req.Owner, expiry, req.NowMs)
 	}
 	rxorder.Sort(out) // RX-2
 	return out, nil
@@ -259,9 +257,7 @@ func (c *Conn) ClaimDueReactions(ctx context.Context, req driver.DueClaimRequest
 		return nil, err
 	}
 	for i := range out {
-		r := &out[i]
-		r.Status, r.Attempts, r.LeaseOwner, r.LeaseExpiresAtMs, r.UpdatedAtMs =
-			driver.ReactionLeased, r.Attempts+1, req.Owner, expiry, req.NowMs
+		markLeased(&out[i].Reaction, req.Owner, expiry, req.NowMs)
 	}
 	rxorder.SortAcross(out) // RX-12
 	return out, nil
@@ -528,4 +524,11 @@ func scanReactionRow(rows *sql.Rows, lead ...any) (driver.Reaction, error) {
 		r.LastFailure = &driver.ReactionFailure{Code: code.String, Details: driver.JSON(details.String), AtMs: failedAt.Int64}
 	}
 	return r, nil
+}
+
+// markLeased gives a claimed row, read before its lease was written, the
+// fields the lease wrote (RX-2): leased, attempts+1, owner, expiry, now.
+func markLeased(r *driver.Reaction, owner string, expiry, nowMs int64) {
+	r.Status, r.Attempts, r.LeaseOwner, r.LeaseExpiresAtMs, r.UpdatedAtMs =
+		driver.ReactionLeased, r.Attempts+1, owner, expiry, nowMs
 }
