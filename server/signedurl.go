@@ -172,8 +172,8 @@ type segmentClaims struct {
 func (ps *pullStream) ref(rec SegmentRecord) *ssp2.SegmentRef {
 	f := segmentRef(rec)
 	if u := ps.r.s.urls; u != nil && ps.r.limits.accept&ssp2.AcceptSignedURLs != 0 {
-		f.URL = ssp2.Some("")
-		f.URL.Value, f.URLExpiresAtMs = u.issue(rec, ps.r.s.nowMs())
+		url, expMs := u.issue(rec, ps.r.s.nowMs())
+		f.URL, f.URLExpiresAtMs = ssp2.Some(url), expMs
 	}
 	return f
 }
@@ -305,7 +305,9 @@ func (u *urlSigner) verify(token, segID string, nowMs int64) (segmentClaims, str
 // segment, audience or scope digest); 404 sync.segment_expired for an
 // expired token or segment; 404 sync.not_found for an unknown or
 // forgotten segment, and for every request when signed URLs are off; 405
-// for another method. Errors are §10.1 JSON bodies.
+// for another method. Errors are §10.1 JSON bodies. A request whose token
+// does not verify costs at most MaxSignedURLKeys HMACs and reaches no
+// storage.
 func (s *Server) SignedSegmentHandler() http.Handler {
 	return http.HandlerFunc(s.serveSignedSegment)
 }
