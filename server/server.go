@@ -90,6 +90,11 @@ type Config struct {
 	// take the defaults documented on Limits.
 	Limits Limits
 
+	// SignedURLs, if set, issues signed segment URLs (SPEC §5.4) to
+	// clients that advertise accept bit 3, served by
+	// SignedSegmentHandler. nil: descriptors never carry a url.
+	SignedURLs *SignedURLConfig
+
 	// Now is the clock of every time the server reads: commit and record
 	// times, segment TTLs, realtime timestamps, presence. Default
 	// time.Now. A test host passes a virtual clock.
@@ -253,6 +258,7 @@ type Server struct {
 	tables   map[string]*table
 	declared map[string]bool // every scope variable any table declares
 	segments SegmentStore
+	urls     *urlSigner // nil: no signed URLs
 	eng      engine
 	reg      registryCache
 	hub      *hub
@@ -320,6 +326,10 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	urls, err := newURLSigner(cfg.SignedURLs)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -336,6 +346,7 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 		tables:   map[string]*table{},
 		declared: map[string]bool{},
 		segments: cfg.Segments,
+		urls:     urls,
 	}
 	for _, ct := range compiled.Tables() {
 		t := &table{CompiledTable: ct, scopeVar: map[string]ssp2.CompiledPattern{}, imageable: true}
@@ -444,12 +455,16 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // serves, by upstream's names (of signed-urls, blobs, blob-presign, crdt,
 // validators, commit-validators, leases, backup-restore,
 // idempotency-fault): validators and commit-validators (Config.Validate,
-// Config.ValidateCommit) and idempotency-fault (a storage's unreadable
+// Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied). docs/syncular.md says what a client meets for the
-// others.
+// nothing applied) and, with Config.SignedURLs, signed-urls.
+// docs/syncular.md says what a client meets for the others.
 func (s *Server) Capabilities() []string {
-	return []string{"validators", "commit-validators", "idempotency-fault"}
+	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	if s.urls != nil {
+		caps = append(caps, "signed-urls")
+	}
+	return caps
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
