@@ -109,6 +109,13 @@ type Config struct {
 	// the request's own host is always authorized. Empty: same origin,
 	// or no Origin header (non-browser clients).
 	WebSocketOriginPatterns []string
+
+	// Leases turns on SPEC §7.3 auth leases (docs/syncular.md, "Auth
+	// leases"); the zero value is off: no LEASE frame is ever sent and a
+	// resolver outage (ErrAuthorizationUnavailable) fails the round with
+	// sync.auth_lease_required. On, the store must have the leases
+	// capability (New checks it).
+	Leases Leases
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -318,6 +325,9 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	}
 	lim, err := cfg.Limits.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Leases.check(store); err != nil {
 		return nil, err
 	}
 	if cfg.Now == nil {

@@ -29,6 +29,8 @@ import (
 //	failNextIdempotencyLookup {}                                → {}
 //	installValidators  {specs: [ValidatorInstallSpec]}          → {}
 //	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
+//	setResolverOutage  {outage}                                 → {}
+//	revokeLease        {leaseId}                                → {}
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -62,6 +64,8 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 		in.failing = req.Failing
 		in.mu.Unlock()
 		return struct{}{}, nil
+	case "setResolverOutage", "revokeLease":
+		return in.leaseControl(r, op)
 	case "advanceClock":
 		var req struct {
 			Ms int64 `json:"ms"`

@@ -18,9 +18,9 @@ import (
 )
 
 // createRequest is upstream's ServerCreateOptions (driver.ts) as JSON.
-// signedUrls and leases belong to capabilities the TypeScript driver does
-// not declare, so the runner never asks for them; asked anyway, they are
-// refused rather than ignored.
+// signedUrls belongs to a capability the TypeScript driver does not
+// declare, so the runner never asks for it; asked anyway, it is refused
+// rather than ignored. leases is parseLeases'.
 type createRequest struct {
 	Schema     json.RawMessage `json:"schema"`
 	Partition  string          `json:"partition"`
@@ -62,6 +62,9 @@ type instance struct {
 	mu      gosync.Mutex
 	grants  map[string]map[string][]string // actor → allowed scopes
 	failing bool
+	// outage: resolveScopes reports server.ErrAuthorizationUnavailable
+	// (setResolverOutage, SPEC §7.3.3).
+	outage bool
 	// validators and commitRule: the installed §6.7 and §6.8 rules
 	// (validators.go); none accepts everything.
 	validators map[string]opRule
@@ -75,8 +78,9 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	if len(req.SignedUrls) > 0 && string(req.SignedUrls) != "null" {
 		return nil, &hostError{http.StatusNotImplemented, "host.unsupported", "signedUrls: this driver declares no signed-urls capability"}
 	}
-	if len(req.Leases) > 0 && string(req.Leases) != "null" {
-		return nil, &hostError{http.StatusNotImplemented, "host.unsupported", "leases: this driver declares no leases capability"}
+	leases, err := parseLeases(req.Leases)
+	if err != nil {
+		return nil, err
 	}
 	if req.Partition == "" {
 		return nil, badRequest("partition is empty")
@@ -124,6 +128,7 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		Limits:         limits,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
+		Leases:         leases,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
@@ -210,6 +215,9 @@ func (in *instance) resolveScopes(_ context.Context, id server.Identity, _ strin
 	defer in.mu.Unlock()
 	if in.failing {
 		return nil, errResolver
+	}
+	if in.outage {
+		return nil, server.ErrAuthorizationUnavailable
 	}
 	g := in.grants[id.ActorID]
 	out := make(map[string][]string, len(g))
