@@ -262,7 +262,7 @@ func TestHostRefusals(t *testing.T) {
 		{"a bad schema", `{"schema":{"version":0,"tables":[]},"partition":"p","nowMs":1}`, 400},
 		{"no partition", `{"schema":` + fixtureSchema + `,"nowMs":1}`, 400},
 		{"signed URLs", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":9}}`, 501},
-		{"leases", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":9}}`, 501},
+		{"a zero lease TTL", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":0}}`, 400},
 		{"a zero op cap", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"limits":{"maxOperationsPerRequest":0}}`, 400},
 	} {
 		var out struct{ Code string }

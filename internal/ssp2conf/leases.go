@@ -53,6 +53,9 @@ func (in *instance) leaseControl(r *http.Request, op string) (any, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
+	if req.LeaseID == "" {
+		return nil, badRequest("revokeLease: leaseId is empty")
+	}
 	if _, err := in.srv.RevokeLease(r.Context(), in.partition, req.LeaseID); err != nil {
 		return nil, err
 	}
