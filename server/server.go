@@ -456,10 +456,14 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit) and idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied). docs/syncular.md says what a client meets for the
-// others.
+// nothing applied), and leases when Config.Leases is on (SPEC §7.3).
+// docs/syncular.md says what a client meets for the others.
 func (s *Server) Capabilities() []string {
-	return []string{"validators", "commit-validators", "idempotency-fault"}
+	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	if s.cfg.Leases.on() {
+		caps = append(caps, "leases")
+	}
+	return caps
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
