@@ -48,6 +48,12 @@ func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
 				return &aqIgnoresResultBounds{connWrap: connWrap{c}, q: c.(driver.AuthoritativeQueryConn)}
 			},
 			[]string{"AQ-6"}},
+		{"leases-refresh-mints-a-new-id", driver.CapLeases, "^LEASE-",
+			func(c driver.Conn) driver.Conn { return &leaseNoRefresh{connWrap{c}, c.(driver.LeasesConn)} },
+			[]string{"LEASE-2", "LEASE-3", "LEASE-4"}},
+		{"leases-revoked-id-comes-back", driver.CapLeases, "^LEASE-",
+			func(c driver.Conn) driver.Conn { return &leaseResurrects{connWrap{c}, c.(driver.LeasesConn)} },
+			[]string{"LEASE-3", "LEASE-4"}},
 	}
 	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
@@ -219,4 +225,34 @@ func (c *aqAcrossPartitions) AuthoritativeQuery(ctx context.Context, p string, q
 		res.Rows = append(res.Rows, more.Rows...)
 	}
 	return res, nil
+}
+
+// ---- IssueLease never refreshes: every issue stores the fresh id (LEASE-2) ----
+
+type leaseNoRefresh struct {
+	connWrap
+	driver.LeasesConn
+}
+
+func (c *leaseNoRefresh) IssueLease(ctx context.Context, p, client string, g driver.LeaseGrant) (driver.Lease, error) {
+	if old, found, err := c.LeasesConn.GetLease(ctx, p, client); err == nil && found && !old.Revoked {
+		if _, err := c.LeasesConn.RevokeLease(ctx, p, old.LeaseID); err != nil {
+			return driver.Lease{}, err
+		}
+	}
+	return c.LeasesConn.IssueLease(ctx, p, client, g)
+}
+
+// ---- IssueLease hands a revoked id back to its client (LEASE-3) ----
+
+type leaseResurrects struct {
+	connWrap
+	driver.LeasesConn
+}
+
+func (c *leaseResurrects) IssueLease(ctx context.Context, p, client string, g driver.LeaseGrant) (driver.Lease, error) {
+	if old, found, err := c.LeasesConn.GetLease(ctx, p, client); err == nil && found && old.Revoked && old.ActorID == g.ActorID {
+		g.LeaseID = old.LeaseID
+	}
+	return c.LeasesConn.IssueLease(ctx, p, client, g)
 }

@@ -148,6 +148,14 @@ func capabilityCalls(conn driver.Conn, p string) []closedCall {
 		add("RowScopes", func(ctx context.Context) error { _, _, err := c.RowScopes(ctx, p, tTodos, "t1"); return err })
 		add("ListRows", func(ctx context.Context) error { _, err := c.ListRows(ctx, p, tTodos, "", 10); return err })
 	}
+	if c, ok := conn.(driver.LeasesConn); ok {
+		add("IssueLease", func(ctx context.Context) error {
+			_, err := c.IssueLease(ctx, p, "c1", driver.LeaseGrant{LeaseID: "lease_1", ActorID: "a1", AllowedScopes: "{}", IssuedAtMs: 1, ExpiresAtMs: 2})
+			return err
+		})
+		add("GetLease", func(ctx context.Context) error { _, _, err := c.GetLease(ctx, p, "c1"); return err })
+		add("RevokeLease", func(ctx context.Context) error { _, err := c.RevokeLease(ctx, p, "lease_1"); return err })
+	}
 	if c, ok := conn.(driver.CommitFanoutConn); ok {
 		add("SubscribeCommits", func(ctx context.Context) error {
 			sctx, cancel := context.WithCancel(ctx)

@@ -77,6 +77,12 @@ func init() {
 			check("RowScopes", driver.CapAdmin, err)
 			_, err = store.ListRows(ctx, p, tTodos, "", 10)
 			check("ListRows", driver.CapAdmin, err)
+			_, err = store.IssueLease(ctx, p, "c1", syncstore.LeaseRequest{ActorID: "a1", NowMs: 1, TTLMs: 1000})
+			check("IssueLease", driver.CapLeases, err)
+			_, _, err = store.GetLease(ctx, p, "c1")
+			check("GetLease", driver.CapLeases, err)
+			_, err = store.RevokeLease(ctx, p, "lease_1")
+			check("RevokeLease", driver.CapLeases, err)
 			_, err = store.SubscribeCommits(ctx)
 			check("SubscribeCommits", driver.CapCommitFanout, err)
 

@@ -16,11 +16,13 @@ const (
 	CapAdmin              Capability = "admin"
 	CapCommitFanout       Capability = "commit-fanout"
 	CapReactionsAcross    Capability = "reactions-across"
+	CapLeases             Capability = "leases"
 )
 
 // AllCapabilities lists every optional capability in a fixed order.
 var AllCapabilities = []Capability{
 	CapReactions, CapAuthoritativeQuery, CapIndexLookup, CapBlobRefs, CapAdmin, CapCommitFanout, CapReactionsAcross,
+	CapLeases,
 }
 
 // HasTxHalf reports whether the capability has a Tx half.
@@ -55,6 +57,9 @@ func ConnHas(conn Conn, c Capability) bool {
 		return ok
 	case CapReactionsAcross:
 		_, ok := conn.(ReactionsAcrossConn)
+		return ok
+	case CapLeases:
+		_, ok := conn.(LeasesConn)
 		return ok
 	}
 	return false

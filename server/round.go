@@ -22,6 +22,9 @@ type round struct {
 	wv    uint16
 	entry sync.PartitionEntry
 	g     grant
+	// lease is the §7.3 lease this round issued or refreshed, sent as
+	// LEASE right after RESP_HEADER; nil when none was (§7.3.3).
+	lease *ssp2.Lease
 	// floor: the schema-floor response; reset: the epoch reset response
 	// (§1.6, §2.1). Either ends the response after RESP_HEADER.
 	floor, reset bool
@@ -153,7 +156,7 @@ func (s *Server) prepare(ctx context.Context, id Identity, body []byte, socketCl
 		r.subs = append(r.subs, &subPlan{index: i, frame: f, t: t})
 	}
 	if len(req.Commits) > 0 || len(r.subs) > 0 {
-		if r.g, err = s.resolve(ctx, id, h.ClientID); err != nil {
+		if r.g, r.lease, err = s.resolveRound(ctx, id, h.ClientID); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +177,10 @@ func (r *round) begin() error {
 		return nil
 	}
 	r.started = true
-	return r.rw.Header(&r.hdr)
+	if err := r.rw.Header(&r.hdr); err != nil || r.lease == nil {
+		return err
+	}
+	return r.rw.Lease(r.lease)
 }
 
 // stream writes the response to w: one Write per frame. It returns an

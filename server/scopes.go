@@ -53,6 +53,13 @@ func (s *Server) resolve(ctx context.Context, id Identity, clientID string) (gra
 		s.log.LogAttrs(ctx, levelInfo, "ssp2 server: scope resolution failed; failing closed", errAttr(err))
 		return grant{}, nil
 	}
+	return s.grantOf(ctx, allowed)
+}
+
+// grantOf checks an allowed map (§3.2 step 3) — the resolver's, or a
+// lease's (§7.3.3) — and returns its grant: a variable no table declares
+// is sync.invalid_subscription.
+func (s *Server) grantOf(ctx context.Context, allowed map[string][]string) (grant, error) {
 	g := grant{ok: true, vars: make(map[string]valueSet, len(allowed))}
 	for k, vals := range allowed {
 		if !s.declared[k] {

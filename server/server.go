@@ -114,6 +114,13 @@ type Config struct {
 	// the request's own host is always authorized. Empty: same origin,
 	// or no Origin header (non-browser clients).
 	WebSocketOriginPatterns []string
+
+	// Leases turns on SPEC §7.3 auth leases (docs/syncular.md, "Auth
+	// leases"); the zero value is off: no LEASE frame is ever sent and a
+	// resolver outage (ErrAuthorizationUnavailable) fails the round with
+	// sync.auth_lease_required. On, the store must have the leases
+	// capability (New checks it).
+	Leases Leases
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -326,6 +333,9 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Leases.check(store); err != nil {
+		return nil, err
+	}
 	urls, err := newURLSigner(cfg.SignedURLs)
 	if err != nil {
 		return nil, err
@@ -457,12 +467,16 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied) and, with Config.SignedURLs, signed-urls.
+// nothing applied), with Config.SignedURLs signed-urls, and leases when
+// Config.Leases is on (SPEC §7.3).
 // docs/syncular.md says what a client meets for the others.
 func (s *Server) Capabilities() []string {
 	caps := []string{"validators", "commit-validators", "idempotency-fault"}
 	if s.urls != nil {
 		caps = append(caps, "signed-urls")
+	}
+	if s.cfg.Leases.on() {
+		caps = append(caps, "leases")
 	}
 	return caps
 }

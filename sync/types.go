@@ -91,6 +91,7 @@ const (
 	CapAdmin              = driver.CapAdmin
 	CapCommitFanout       = driver.CapCommitFanout
 	CapReactionsAcross    = driver.CapReactionsAcross
+	CapLeases             = driver.CapLeases
 )
 
 // Reaction states (RX).

@@ -55,4 +55,4 @@ func unreachableStore(ct conformance.T) driver.Conn {
 }
 
 // expectedCaps are the capabilities the driver declares.
-var expectedCaps = []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross}
+var expectedCaps = []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross, driver.CapLeases}

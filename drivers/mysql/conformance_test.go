@@ -15,7 +15,7 @@ import (
 
 // declaredCaps are the capabilities the driver implements; the suite
 // cross-checks them (ERR-3).
-var declaredCaps = []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross}
+var declaredCaps = []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross, driver.CapLeases}
 
 // TestConformance runs the whole shared suite against the driver, one
 // fresh database per case on the server internal/testdb finds

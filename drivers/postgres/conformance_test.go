@@ -15,7 +15,7 @@ import (
 
 // expectedCaps are the capabilities the driver must declare; the suite
 // fails ERR-3 on any difference.
-var expectedCaps = []driver.Capability{driver.CapCommitFanout, driver.CapIndexLookup, driver.CapReactions, driver.CapBlobRefs, driver.CapAdmin, driver.CapAuthoritativeQuery, driver.CapReactionsAcross}
+var expectedCaps = []driver.Capability{driver.CapCommitFanout, driver.CapIndexLookup, driver.CapReactions, driver.CapBlobRefs, driver.CapAdmin, driver.CapAuthoritativeQuery, driver.CapReactionsAcross, driver.CapLeases}
 
 // TestConformance runs the whole shared suite against the driver, one
 // fresh database per case on the server testdb finds (ParallelPartitions:

@@ -17,7 +17,7 @@ import (
 // IMMEDIATE), so Begin cannot get the engine and must give up at its
 // context's deadline (TX-7) with a retryable CodeUnavailable (ERR-1).
 func TestConformance(t *testing.T) {
-	h, err := conformance.HarnessFor("sqlite", Driver{}, t.TempDir(), []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross}, false)
+	h, err := conformance.HarnessFor("sqlite", Driver{}, t.TempDir(), []driver.Capability{driver.CapReactions, driver.CapAuthoritativeQuery, driver.CapIndexLookup, driver.CapBlobRefs, driver.CapAdmin, driver.CapCommitFanout, driver.CapReactionsAcross, driver.CapLeases}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,8 @@ import (
 //	installValidators  {specs: [ValidatorInstallSpec]}          → {}
 //	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
 //	setSignedUrlTtlSeconds {ttlSeconds}                         → {}
+//	setResolverOutage  {outage}                                 → {}
+//	revokeLease        {leaseId}                                → {}
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -63,6 +65,8 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 		in.failing = req.Failing
 		in.mu.Unlock()
 		return struct{}{}, nil
+	case "setResolverOutage", "revokeLease":
+		return in.leaseControl(r, op)
 	case "advanceClock":
 		var req struct {
 			Ms int64 `json:"ms"`

@@ -11,7 +11,7 @@
 // Routes (all JSON unless noted; errors are {"code","message"} with a
 // 4xx/5xx status):
 //
-//	POST /instances                 {schema, partition, nowMs, limits?} → {id}
+//	POST /instances                 {schema, partition, nowMs, limits?, leases?} → {id}
 //	POST /i/{id}/sync               SSP2 (the instance's server, §1.1)
 //	GET  /i/{id}/segments/{seg}     SSG2 (§5.5)
 //	GET  /i/{id}/realtime?clientId= WebSocket (§8)

@@ -264,7 +264,7 @@ func TestHostRefusals(t *testing.T) {
 		{"a signed-URL TTL past 15 min", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":901}}`, 400},
 		{"a negative signed-URL TTL", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":-1}}`, 400},
 		{"an unknown signedUrls field", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"key":"k"}}`, 400},
-		{"leases", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":9}}`, 501},
+		{"a zero lease TTL", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":0}}`, 400},
 		{"a zero op cap", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"limits":{"maxOperationsPerRequest":0}}`, 400},
 	} {
 		var out struct{ Code string }

@@ -18,9 +18,7 @@ import (
 )
 
 // createRequest is upstream's ServerCreateOptions (driver.ts) as JSON.
-// leases belongs to a capability the TypeScript driver does not declare,
-// so the runner never asks for it; asked anyway, it is refused rather than
-// ignored.
+// leases is parseLeases'.
 type createRequest struct {
 	Schema     json.RawMessage   `json:"schema"`
 	Partition  string            `json:"partition"`
@@ -68,6 +66,9 @@ type instance struct {
 	mu      gosync.Mutex
 	grants  map[string]map[string][]string // actor → allowed scopes
 	failing bool
+	// outage: resolveScopes reports server.ErrAuthorizationUnavailable
+	// (setResolverOutage, SPEC §7.3.3).
+	outage bool
 	// validators and commitRule: the installed §6.7 and §6.8 rules
 	// (validators.go); none accepts everything.
 	validators map[string]opRule
@@ -80,8 +81,9 @@ type instance struct {
 // newInstance creates instance id for req; urlBase is where the
 // instance's signed segment URLs lead (the host's own /i/{id}/signed).
 func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRequest) (_ *instance, err error) {
-	if len(req.Leases) > 0 && string(req.Leases) != "null" {
-		return nil, &hostError{http.StatusNotImplemented, "host.unsupported", "leases: this driver declares no leases capability"}
+	leases, err := parseLeases(req.Leases)
+	if err != nil {
+		return nil, err
 	}
 	if req.Partition == "" {
 		return nil, badRequest("partition is empty")
@@ -134,6 +136,7 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		SignedURLs:     signed,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
+		Leases:         leases,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
@@ -225,6 +228,9 @@ func (in *instance) resolveScopes(_ context.Context, id server.Identity, _ strin
 	defer in.mu.Unlock()
 	if in.failing {
 		return nil, errResolver
+	}
+	if in.outage {
+		return nil, server.ErrAuthorizationUnavailable
 	}
 	g := in.grants[id.ActorID]
 	out := make(map[string][]string, len(g))

@@ -38,6 +38,7 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'validators',
   'commit-validators',
   'signed-urls',
+  'leases',
 ];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
@@ -257,6 +258,14 @@ class GoServerInstance implements ServerInstance {
 
   async setResolverFailing(failing: boolean): Promise<void> {
     await this.#control('setResolverFailing', { failing });
+  }
+
+  async setResolverOutage(outage: boolean): Promise<void> {
+    await this.#control('setResolverOutage', { outage });
+  }
+
+  async revokeLease(leaseId: string): Promise<void> {
+    await this.#control('revokeLease', { leaseId });
   }
 
   async advanceClock(ms: number): Promise<void> {
