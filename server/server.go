@@ -109,6 +109,12 @@ type Config struct {
 	// the request's own host is always authorized. Empty: same origin,
 	// or no Origin header (non-browser clients).
 	WebSocketOriginPatterns []string
+
+	// Blobs, if set, serves blobs (SPEC §5.9, blobs*.go): the /blobs
+	// routes, the push-time existence check and the reference index. The
+	// store must have the blob-refs capability (BLOB-1). nil: no blob
+	// routes, and a push referencing a blob is rejected blob.not_found.
+	Blobs *BlobConfig
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -253,6 +259,7 @@ type Server struct {
 	tables   map[string]*table
 	declared map[string]bool // every scope variable any table declares
 	segments SegmentStore
+	blobs    *blobState // nil: blobs off (blobs.go)
 	eng      engine
 	reg      registryCache
 	hub      *hub
@@ -365,6 +372,12 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	if s.segments == nil {
 		s.segments = NewMemorySegmentStore(lim.MemorySegmentBytes)
 	}
+	if s.blobs, err = newBlobState(cfg.Blobs); err != nil {
+		return nil, err
+	}
+	if s.blobs != nil && !store.Supports(sync.CapBlobRefs) {
+		return nil, errors.New("server: Config.Blobs needs a store with the blob-refs capability (BLOB-1)")
+	}
 	s.eng = newEngine(store, cfg.Now)
 	s.reg = registryCache{entries: map[string]registryEntry{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -449,7 +462,13 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // nothing applied). docs/syncular.md says what a client meets for the
 // others.
 func (s *Server) Capabilities() []string {
-	return []string{"validators", "commit-validators", "idempotency-fault"}
+	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	if s.blobs != nil {
+		// blobs (Config.Blobs) and blob-presign (a presigner, now or via
+		// SetBlobPresigner later).
+		caps = append(caps, "blobs", "blob-presign")
+	}
+	return caps
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }

@@ -29,6 +29,7 @@ import (
 //	failNextIdempotencyLookup {}                                → {}
 //	installValidators  {specs: [ValidatorInstallSpec]}          → {}
 //	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
+//	setBlobPresign     {enabled}                                → {} (blobs.go)
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -145,6 +146,8 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 		in.commitRule = rule
 		in.mu.Unlock()
 		return struct{}{}, nil
+	case "setBlobPresign":
+		return in.setBlobPresign(r)
 	case "readRows":
 		var req struct {
 			Table string `json:"table"`

@@ -28,6 +28,10 @@ type createRequest struct {
 	Limits     *createLimits   `json:"limits"`
 	SignedUrls json.RawMessage `json:"signedUrls"`
 	Leases     json.RawMessage `json:"leases"`
+
+	// cdnBase is where the instance's presigned blob URLs point
+	// (blobs.go): http://<the create request's Host>/i/{id}/blob-cdn.
+	cdnBase string
 }
 
 // createLimits is upstream's ServerLimitsOptions; an absent field keeps
@@ -52,6 +56,7 @@ type instance struct {
 	store     *sync.Store   // the served one: owner's Conn through faultConn
 	drop      func(context.Context) error
 	srv       *server.Server
+	blobs     *instanceBlobs // blobs.go
 
 	// idemFault arms faultConn's one idempotency lookup failure
 	// (failNextIdempotencyLookup).
@@ -115,6 +120,9 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	if err = in.store.EnsureSchema(ctx, engine); err != nil {
 		return nil, fmt.Errorf("ensure the schema: %w", err)
 	}
+	if in.blobs, err = newInstanceBlobs(in, req.cdnBase); err != nil {
+		return nil, fmt.Errorf("the blob store: %w", err)
+	}
 	in.srv, err = server.New(in.store, server.Config{
 		Schema:         *schema,
 		Authenticate:   in.authenticate,
@@ -124,6 +132,7 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		Limits:         limits,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
+		Blobs:          &server.BlobConfig{Store: in.blobs.store},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
@@ -231,6 +240,7 @@ func (in *instance) close() error {
 			_ = in.store.Close() // faultConn's Close: nothing
 		}
 		in.host.dispose(in.owner, in.drop)
+		in.blobs.close()
 	})
 	return in.closeErr
 }
