@@ -459,8 +459,9 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit) and idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied). docs/syncular.md says what a client meets for the
-// others.
+// nothing applied), and with Config.Blobs blobs and blob-presign (SPEC
+// §5.9; presigned URLs once a BlobPresigner is set). docs/syncular.md
+// says what a client meets for the others.
 func (s *Server) Capabilities() []string {
 	caps := []string{"validators", "commit-validators", "idempotency-fault"}
 	if s.blobs != nil {
