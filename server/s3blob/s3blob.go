@@ -128,8 +128,9 @@ func info(id string, o minio.ObjectInfo) server.BlobInfo {
 }
 
 // verifier passes exactly size bytes through, hashing them, and fails the
-// read that would complete them when they do not hash to want — before
-// the uploader sees the last bytes, so the upload never completes.
+// read that would complete them when they do not hash to want or the body
+// goes on — before the uploader sees the last bytes, so the upload never
+// completes.
 type verifier struct {
 	r        io.Reader
 	h        hash.Hash
@@ -148,9 +149,15 @@ func (v *verifier) Read(p []byte) (int, error) {
 	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	v.left -= int64(n)
-	if v.left == 0 && "sha256:"+hex.EncodeToString(v.h.Sum(nil)) != v.want {
-		v.mismatch = true
-		return 0, server.ErrBlobHashMismatch
+	if v.left == 0 {
+		// The last bytes: they must complete the hash, and the body
+		// must end here.
+		var extra [1]byte
+		m, _ := io.ReadFull(v.r, extra[:])
+		if m > 0 || "sha256:"+hex.EncodeToString(v.h.Sum(nil)) != v.want {
+			v.mismatch = true
+			return 0, server.ErrBlobHashMismatch
+		}
 	}
 	if err == io.EOF && v.left > 0 {
 		v.mismatch = true

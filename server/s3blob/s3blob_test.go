@@ -29,6 +29,7 @@ func TestVerifierFailsBeforeTheLastByte(t *testing.T) {
 		{"match", "0123456789", nil},
 		{"other bytes", "0123456780", server.ErrBlobHashMismatch},
 		{"short", "01234", server.ErrBlobHashMismatch},
+		{"long", "0123456789!", server.ErrBlobHashMismatch},
 	} {
 		v := &verifier{r: iotest(c.data), h: sha256New(), left: int64(len(body)), want: blobstoretest.ID(body)}
 		got, err := io.ReadAll(v)
