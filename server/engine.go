@@ -31,6 +31,9 @@ type pushHooks struct {
 	validateOp func(ctx context.Context, in sync.OpInput) (sync.Values, error)
 	// validateCommit is §6.8's whole-commit validator (nil: none).
 	validateCommit func(ctx context.Context, tx *sync.Tx, c sync.CandidateCommit) error
+	// blobRefs is the §5.9.6 existence check and §5.9.4 reference index
+	// (blobs_push.go), run before validateOp (nil: blobs off).
+	blobRefs func(ctx context.Context, tx *sync.Tx, in sync.OpInput) error
 }
 
 // pullRequest is a pull with the requested scopes the client record keeps
@@ -65,8 +68,16 @@ func (e storeEngine) push(ctx context.Context, partition string, req sync.PushRe
 	if h.authorize != nil {
 		o.Authorize = func(ctx context.Context, _ *sync.Tx, in sync.AuthorizeInput) error { return h.authorize(ctx, in) }
 	}
-	if h.validateOp != nil {
-		o.ValidateOp = func(ctx context.Context, _ *sync.Tx, in sync.OpInput) (sync.Values, error) {
+	if h.validateOp != nil || h.blobRefs != nil {
+		o.ValidateOp = func(ctx context.Context, tx *sync.Tx, in sync.OpInput) (sync.Values, error) {
+			if h.blobRefs != nil {
+				if err := h.blobRefs(ctx, tx, in); err != nil {
+					return nil, err
+				}
+			}
+			if h.validateOp == nil {
+				return nil, nil
+			}
 			return h.validateOp(ctx, in)
 		}
 	}

@@ -29,13 +29,16 @@ const ContentType = "application/vnd.syncular.sync.v2"
 //	                      ?clientId=…
 //	GET  /segments/{id}   a stored bootstrap segment (§5.5), re-authorized
 //	                      with X-Syncular-Scopes
+//	PUT  /blobs/{id}      blob upload, GET /blobs/{id} download, POST
+//	                      /blobs/{id}/upload-grant (§5.9; Config.Blobs,
+//	                      blobs_http.go)
 //
 // Every request is authenticated first (Config.Authenticate: HTTP 401
 // sync.auth_required). Errors before a response starts are JSON bodies of
 // the §10.1 shape with an HTTP status; a failure after a sync response
 // started is an in-band ERROR frame, or — a storage failure — a cut
-// response. Other paths answer 404 sync.not_found (blobs and operations
-// are not served yet: see Capabilities).
+// response. Other paths answer 404 sync.not_found (operations are not
+// served yet: see Capabilities).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
 	case p == "/sync":
@@ -50,6 +53,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveRealtime(w, r)
+	case strings.HasPrefix(p, "/blobs/"):
+		s.serveBlobs(w, r, p[len("/blobs/"):])
 	case strings.HasPrefix(p, "/segments/") && !strings.Contains(p[len("/segments/"):], "/"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, http.MethodGet)

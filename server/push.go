@@ -39,6 +39,9 @@ func (r *round) pushCommit(ctx context.Context, i int, c *ssp2.PushCommit) error
 	if r.s.cfg.ValidateCommit != nil {
 		h.validateCommit = r.validateCommit
 	}
+	if r.s.blobs != nil {
+		h.blobRefs = r.blobRefs
+	}
 	resp, err := r.s.eng.push(ctx, r.id.Partition, req, h)
 	if err != nil {
 		return r.pushFailed(ctx, c, req, err)
@@ -211,7 +214,8 @@ func forbidden() error {
 // validateOp runs for each op that passed authorization and its base
 // version, in the push's Tx: an upsert writing a crdt column is refused
 // with sync.crdt_merge_failed (no merger is registered, §5.10.2), one
-// referencing a blob with blob.not_found (no blob store, §6.6) — stored
+// referencing a blob with blob.not_found when blobs are off (§6.6; on,
+// blobRefs checks it) — stored
 // with the result, as upstream does; and §3.4 rule 5: an upsert of an
 // existing row keeps the stored values of the table's scope columns (a
 // client cannot move a row across scopes).
@@ -236,7 +240,7 @@ func (r *round) restoreScopes(in sync.OpInput) (sync.Values, error) {
 		}
 	}
 	for _, k := range t.blobCols {
-		if in.Op.Values[t.Columns[k].Name] != nil {
+		if r.s.blobs == nil && in.Op.Values[t.Columns[k].Name] != nil {
 			return nil, &sync.Refusal{Code: string(ssp2.CodeBlobNotFound), Message: "the row references a blob and this server has no blob store (§5.9.6)"}
 		}
 	}

@@ -121,6 +121,12 @@ type Config struct {
 	// sync.auth_lease_required. On, the store must have the leases
 	// capability (New checks it).
 	Leases Leases
+
+	// Blobs, if set, serves blobs (SPEC §5.9, blobs*.go): the /blobs
+	// routes, the push-time existence check and the reference index. The
+	// store must have the blob-refs capability (BLOB-1). nil: no blob
+	// routes, and a push referencing a blob is rejected blob.not_found.
+	Blobs *BlobConfig
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -266,6 +272,7 @@ type Server struct {
 	declared map[string]bool // every scope variable any table declares
 	segments SegmentStore
 	urls     *urlSigner // nil: no signed URLs
+	blobs    *blobState // nil: blobs off (blobs.go)
 	eng      engine
 	reg      registryCache
 	hub      *hub
@@ -386,6 +393,12 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	if s.segments == nil {
 		s.segments = NewMemorySegmentStore(lim.MemorySegmentBytes)
 	}
+	if s.blobs, err = newBlobState(cfg.Blobs); err != nil {
+		return nil, err
+	}
+	if s.blobs != nil && !store.Supports(sync.CapBlobRefs) {
+		return nil, errors.New("server: Config.Blobs needs a store with the blob-refs capability (BLOB-1)")
+	}
 	s.eng = newEngine(store, cfg.Now)
 	s.reg = registryCache{entries: map[string]registryEntry{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -477,6 +490,11 @@ func (s *Server) Capabilities() []string {
 	}
 	if s.cfg.Leases.on() {
 		caps = append(caps, "leases")
+	}
+	if s.blobs != nil {
+		// blobs (Config.Blobs) and blob-presign (a presigner, now or via
+		// SetBlobPresigner later).
+		caps = append(caps, "blobs", "blob-presign")
 	}
 	return caps
 }

@@ -32,6 +32,7 @@ import (
 //	setSignedUrlTtlSeconds {ttlSeconds}                         → {}
 //	setResolverOutage  {outage}                                 → {}
 //	revokeLease        {leaseId}                                → {}
+//	setBlobPresign     {enabled}                                → {} (blobs.go)
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -164,6 +165,8 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 			return nil, badRequest("setSignedUrlTtlSeconds: %v", err)
 		}
 		return struct{}{}, nil
+	case "setBlobPresign":
+		return in.setBlobPresign(r)
 	case "readRows":
 		var req struct {
 			Table string `json:"table"`

@@ -17,6 +17,8 @@
 //	GET  /i/{id}/realtime?clientId= WebSocket (§8)
 //	GET  /i/{id}/signed/{seg}?st=   a signed segment URL (§5.4), no auth
 //	POST /i/{id}/ctl/{op}           a host control (see instance.control)
+//	PUT  /i/{id}/blobs/{blob}        blobs (§5.9.3; upload-grant, GET §5.9.5)
+//	GET|PUT /i/{id}/blob-cdn/{token} presigned blob URLs (blobs.go)
 //
 // Every SSP2 route authenticates "Authorization: Bearer <actor>" (missing
 // or empty → 401 sync.auth_required); the partition is the instance's.
@@ -112,6 +114,7 @@ func New(cfg Config) (*Host, error) {
 	h.mux.HandleFunc("POST /instances", h.create)
 	h.mux.HandleFunc("POST /i/{id}/ctl/{op}", h.control)
 	h.mux.HandleFunc("/i/{id}/", h.protocol)
+	h.mux.HandleFunc("/i/{id}/blob-cdn/{token}", h.blobCDN)
 	return h, nil
 }
 
@@ -223,6 +226,7 @@ func (h *Host) create(w http.ResponseWriter, r *http.Request) {
 	h.next++
 	id := "i" + strconv.FormatUint(h.next, 10)
 	h.mu.Unlock()
+	req.cdnBase = "http://" + r.Host + "/i/" + id + "/blob-cdn"
 
 	in, err := h.newInstance(r.Context(), id, "http://"+r.Host+"/i/"+id+"/signed", req)
 	if err != nil {

@@ -26,6 +26,9 @@ type createRequest struct {
 	Limits     *createLimits     `json:"limits"`
 	SignedUrls *createSignedURLs `json:"signedUrls"`
 	Leases     json.RawMessage   `json:"leases"`
+	// cdnBase is where the instance's presigned blob URLs point
+	// (blobs.go): http://<the create request's Host>/i/{id}/blob-cdn.
+	cdnBase string
 }
 
 // createSignedURLs is upstream's ServerSignedUrlOptions: signed segment
@@ -56,6 +59,7 @@ type instance struct {
 	store     *sync.Store   // the served one: owner's Conn through faultConn
 	drop      func(context.Context) error
 	srv       *server.Server
+	blobs     *instanceBlobs // blobs.go
 
 	// idemFault arms faultConn's one idempotency lookup failure
 	// (failNextIdempotencyLookup).
@@ -126,6 +130,9 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 	if err = in.store.EnsureSchema(ctx, engine); err != nil {
 		return nil, fmt.Errorf("ensure the schema: %w", err)
 	}
+	if in.blobs, err = newInstanceBlobs(in, req.cdnBase); err != nil {
+		return nil, fmt.Errorf("the blob store: %w", err)
+	}
 	in.srv, err = server.New(in.store, server.Config{
 		Schema:         *schema,
 		Authenticate:   in.authenticate,
@@ -137,6 +144,7 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
 		Leases:         leases,
+		Blobs:          &server.BlobConfig{Store: in.blobs.store},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
@@ -252,6 +260,7 @@ func (in *instance) close() error {
 			_ = in.store.Close() // faultConn's Close: nothing
 		}
 		in.host.dispose(in.owner, in.drop)
+		in.blobs.close()
 	})
 	return in.closeErr
 }

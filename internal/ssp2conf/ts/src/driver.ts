@@ -9,6 +9,8 @@
  *   GET  /i/{id}/realtime         §8, WebSocket, ?clientId=
  *   GET  /i/{id}/signed/{seg}?st= §5.4 signed segment URL, no credential
  *   POST /i/{id}/ctl/{op}         host controls (JSON)
+ *   PUT|GET /i/{id}/blobs/{blob}  §5.9.3/§5.9.5 (POST …/upload-grant)
+ *   GET|PUT <presigned blob url>  the host's object store + CDN role
  *
  * It declares the optional capabilities the host serves (CAPABILITIES);
  * the runner skips the scenarios of the others. Everything crossing the
@@ -16,6 +18,8 @@
  * between is real.
  */
 import type {
+  BlobDownloadResult,
+  BlobUploadGrantResult,
   BytesResult,
   DriverError,
   DriverScopeMap,
@@ -39,6 +43,8 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'commit-validators',
   'signed-urls',
   'leases',
+  'blobs',
+  'blob-presign',
 ];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
@@ -232,9 +238,125 @@ class GoServerInstance implements ServerInstance {
     return { ok: true, bytes: new Uint8Array(await response.arrayBuffer()) };
   }
 
+  /** §5.9.3 upload: PUT /blobs/{blobId}, the raw bytes. */
+  async uploadBlob(
+    actorId: string,
+    blobId: string,
+    bytes: Uint8Array,
+    mediaType?: string,
+  ): Promise<{ ok: true } | { ok: false; error: DriverError }> {
+    const response = await fetch(
+      `${this.#base}/blobs/${encodeURIComponent(blobId)}`,
+      {
+        method: 'PUT',
+        headers: {
+          Authorization: bearer(actorId),
+          'Content-Type': mediaType ?? 'application/octet-stream',
+        },
+        body: bytes.slice(),
+      },
+    );
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'PUT /blobs') };
+    }
+    await response.arrayBuffer();
+    return { ok: true };
+  }
+
+  /**
+   * §5.9.5 download: the bytes, or — presign on — the JSON envelope
+   * {url, urlExpiresAtMs} (the server never serves a blob's own bytes as
+   * application/json, so the content type tells them apart).
+   */
+  async downloadBlob(actorId: string, blobId: string): Promise<BlobDownloadResult> {
+    const response = await fetch(
+      `${this.#base}/blobs/${encodeURIComponent(blobId)}`,
+      { headers: { Authorization: bearer(actorId) } },
+    );
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'GET /blobs') };
+    }
+    if ((response.headers.get('content-type') ?? '').includes('application/json')) {
+      const body = (await response.json()) as { url?: unknown; urlExpiresAtMs?: unknown };
+      if (typeof body.url !== 'string' || typeof body.urlExpiresAtMs !== 'number') {
+        throw new HostError(`GET /blobs: a JSON answer without {url, urlExpiresAtMs}`);
+      }
+      return { ok: true, url: body.url, urlExpiresAtMs: body.urlExpiresAtMs };
+    }
+    return { ok: true, bytes: new Uint8Array(await response.arrayBuffer()) };
+  }
+
   /** `signed-urls`: the TTL of URLs issued from now on (0 ⇒ born expired). */
   async setSignedUrlTtlSeconds(ttlSeconds: number): Promise<void> {
     await this.#control('setSignedUrlTtlSeconds', { ttlSeconds });
+  }
+
+  /** §5.9.5 CDN hop: GET the presigned url, no host authentication. */
+  async fetchBlobUrl(url: string): Promise<BytesResult> {
+    const response = await fetch(url);
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'GET <blob url>') };
+    }
+    return { ok: true, bytes: new Uint8Array(await response.arrayBuffer()) };
+  }
+
+  /** §5.9.3 upload grant: POST /blobs/{blobId}/upload-grant. */
+  async uploadBlobGrant(
+    actorId: string,
+    blobId: string,
+    byteLength: number,
+    mediaType?: string,
+  ): Promise<BlobUploadGrantResult> {
+    const response = await fetch(
+      `${this.#base}/blobs/${encodeURIComponent(blobId)}/upload-grant`,
+      {
+        method: 'POST',
+        headers: { Authorization: bearer(actorId), 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          byteLength,
+          ...(mediaType !== undefined ? { mediaType } : {}),
+        }),
+      },
+    );
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'POST /blobs/…/upload-grant') };
+    }
+    const body = (await response.json()) as {
+      url?: unknown;
+      urlExpiresAtMs?: unknown;
+      present?: unknown;
+    };
+    if (typeof body.url === 'string') {
+      return {
+        ok: true,
+        grant: {
+          kind: 'url',
+          url: body.url,
+          ...(typeof body.urlExpiresAtMs === 'number'
+            ? { urlExpiresAtMs: body.urlExpiresAtMs }
+            : {}),
+        },
+      };
+    }
+    if (body.present === true) return { ok: true, grant: { kind: 'present' } };
+    return { ok: true, grant: { kind: 'none' } };
+  }
+
+  /** §5.9.3 object-store hop: PUT the bytes to the presigned url, no host auth. */
+  async putBlobUrl(
+    url: string,
+    bytes: Uint8Array,
+  ): Promise<{ ok: true } | { ok: false; error: DriverError }> {
+    const response = await fetch(url, { method: 'PUT', body: bytes.slice() });
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'PUT <blob url>') };
+    }
+    await response.arrayBuffer();
+    return { ok: true };
+  }
+
+  async setBlobPresign(enabled: boolean): Promise<void> {
+    await this.#control('setBlobPresign', { enabled });
   }
 
   async setAllowedScopes(
