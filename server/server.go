@@ -109,6 +109,15 @@ type Config struct {
 	// the request's own host is always authorized. Empty: same origin,
 	// or no Origin header (non-browser clients).
 	WebSocketOriginPatterns []string
+
+	// CRDTMergers is the CRDT merger registry (SPEC §5.10.2): crdtType →
+	// the merger of the crdt columns naming it (crdt/yjs.Merger for
+	// "yjs-doc"). Set, every crdt column of Schema must name a registered
+	// crdtType (New fails otherwise, §5.10.1), and a push writing a crdt
+	// column writes merge(stored, pushed) — see CRDTMerger. nil: no
+	// merger; a push writing a non-NULL crdt value is rejected with
+	// sync.crdt_merge_failed.
+	CRDTMergers map[string]CRDTMerger
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -278,6 +287,8 @@ type table struct {
 	// crdtCols and blobCols index the columns whose pushed values the
 	// server cannot take without a merger or a blob store.
 	crdtCols, blobCols []int
+	// crdtMergers[i] merges crdtCols[i] (nil: no Config.CRDTMergers).
+	crdtMergers []CRDTMerger
 }
 
 // New returns a Server over store for cfg. The store's ensured schema must
@@ -359,6 +370,9 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 			case c.Type == ssp2.TypeBlobRef:
 				t.blobCols = append(t.blobCols, i)
 			}
+		}
+		if err := crdtMergers(&cfg, t); err != nil {
+			return nil, err
 		}
 		s.tables[ct.Name] = t
 	}
@@ -444,12 +458,16 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // serves, by upstream's names (of signed-urls, blobs, blob-presign, crdt,
 // validators, commit-validators, leases, backup-restore,
 // idempotency-fault): validators and commit-validators (Config.Validate,
-// Config.ValidateCommit) and idempotency-fault (a storage's unreadable
+// Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied). docs/syncular.md says what a client meets for the
+// nothing applied) and, with Config.CRDTMergers, crdt (§5.10). docs/syncular.md says what a client meets for the
 // others.
 func (s *Server) Capabilities() []string {
-	return []string{"validators", "commit-validators", "idempotency-fault"}
+	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	if s.cfg.CRDTMergers != nil {
+		caps = append(caps, "crdt")
+	}
+	return caps
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }
