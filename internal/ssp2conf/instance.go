@@ -124,6 +124,8 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		Limits:         limits,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
+		// The crdt capability (crdt.go).
+		CRDTMergers: crdtMergers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)

@@ -36,6 +36,7 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'idempotency-fault',
   'validators',
   'commit-validators',
+  'crdt',
 ];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
