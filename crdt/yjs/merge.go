@@ -28,7 +28,7 @@ import (
 // MaxUpdateBytes, the inputs together over MaxStructs or
 // MaxDeleteRanges, the result over MaxUpdateBytes).
 func Merge(updates ...[]byte) ([]byte, error) {
-	u := update{structs: map[uint64][]block{}, deletes: map[uint64][]span{}}
+	u := update{structs: map[uint64][]*block{}, deletes: map[uint64][]span{}}
 	for i, in := range updates {
 		if err := u.decode(in); err != nil {
 			var e *Error
@@ -88,19 +88,19 @@ type segment struct {
 	skip   bool
 	clock  uint64
 	length uint64
-	b      block
+	b      *block
 }
 
 // lay lays client's blocks on its clock line: sorted by clock (ties in
 // compareBlocks' order), each range taken from the first block covering
 // it, the rest of a partly covered block split off, gaps as skips, and
 // neighbouring GC ranges joined.
-func lay(bs []block, client uint64) []segment {
-	slices.SortFunc(bs, func(a, b block) int {
+func lay(bs []*block, client uint64) []segment {
+	slices.SortFunc(bs, func(a, b *block) int {
 		if c := cmp.Compare(a.clock, b.clock); c != 0 {
 			return c
 		}
-		return compareBlocks(&a, &b)
+		return compareBlocks(a, b)
 	})
 	var out []segment
 	var next uint64
@@ -112,12 +112,12 @@ func lay(bs []block, client uint64) []segment {
 			if b.clock > next {
 				out = append(out, segment{skip: true, clock: next, length: b.clock - next})
 			} else if b.clock < next {
-				b = b.sliceFrom(client, next-b.clock)
+				tail := b.sliceFrom(client, next-b.clock)
+				b = &tail
 			}
 		}
 		if n := len(out); n > 0 && b.ref == refGC && !out[n-1].skip && out[n-1].b.ref == refGC {
 			out[n-1].length += b.length
-			out[n-1].b.length += b.length
 		} else {
 			out = append(out, segment{clock: b.clock, length: b.length, b: b})
 		}
@@ -137,7 +137,12 @@ func (w *writer) client(c uint64, segs []segment) {
 			w.uint(segs[i].length)
 			continue
 		}
-		w.block(&segs[i].b)
+		if segs[i].b.ref == refGC {
+			w.byte(refGC)
+			w.uint(segs[i].length)
+			continue
+		}
+		w.block(segs[i].b)
 	}
 }
 

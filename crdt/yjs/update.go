@@ -2,7 +2,9 @@ package yjs
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,7 +86,7 @@ func (b *block) end() uint64 { return b.clock + b.length }
 // update is a decoded update: structs by client, in clock order, and the
 // delete set by client.
 type update struct {
-	structs map[uint64][]block
+	structs map[uint64][]*block
 	deletes map[uint64][]span
 	nStruct int
 	nRange  int
@@ -144,7 +146,7 @@ func (u *update) decode(in []byte) error {
 			}
 			clock += b.length
 			if b.ref != refSkip {
-				u.structs[client] = append(u.structs[client], b)
+				u.structs[client] = append(u.structs[client], &b)
 			}
 		}
 	}
@@ -445,9 +447,9 @@ func (w *writer) block(b *block) {
 }
 
 // compareBlocks orders two blocks of one client starting at the same
-// clock: the longer first, then a GC range before an item, then by
-// encoding — a total order, so a merge picks the same block whatever the
-// order of its inputs.
+// clock: the longer first, then a GC range before an item, then by kind,
+// origins, parent and content — a total order, so a merge picks the same
+// block whatever the order of its inputs.
 func compareBlocks(a, b *block) int {
 	switch {
 	case a.length != b.length:
@@ -461,8 +463,37 @@ func compareBlocks(a, b *block) int {
 		}
 		return 1
 	}
-	var wa, wb writer
-	wa.block(a)
-	wb.block(b)
-	return bytes.Compare(wa.buf, wb.buf)
+	if c := cmp.Or(cmp.Compare(a.ref, b.ref),
+		compareID(a.hasOrigin, a.origin, b.hasOrigin, b.origin),
+		compareID(a.hasRightOrigin, a.rightOrigin, b.hasRightOrigin, b.rightOrigin),
+		compareBool(a.parentIsKey, b.parentIsKey),
+		strings.Compare(a.parentKey, b.parentKey),
+		compareID(true, a.parentID, true, b.parentID),
+		compareBool(a.hasSub, b.hasSub),
+		strings.Compare(a.parentSub, b.parentSub),
+		strings.Compare(a.str, b.str),
+		bytes.Compare(a.raw, b.raw),
+		cmp.Compare(len(a.elems), len(b.elems))); c != 0 {
+		return c
+	}
+	for i := range a.elems {
+		if c := bytes.Compare(a.elems[i], b.elems[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareID(hasA bool, a id, hasB bool, b id) int {
+	return cmp.Or(compareBool(hasA, hasB), cmp.Compare(a.client, b.client), cmp.Compare(a.clock, b.clock))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
