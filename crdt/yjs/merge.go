@@ -24,9 +24,8 @@ import (
 //
 // An empty input (no bytes) is the empty update; Merge of nothing is the
 // empty update [0 0]. Errors: *Error with CodeMalformed (an input is not
-// a v1 update; Input says which) or CodeTooLarge (an input over
-// MaxUpdateBytes, the inputs together over MaxStructs or
-// MaxDeleteRanges, the result over MaxUpdateBytes).
+// a v1 update; Input says which) or CodeTooLarge (an input or the
+// result over MaxUpdateBytes, MaxStructs or MaxDeleteRanges).
 func Merge(updates ...[]byte) ([]byte, error) {
 	u := update{structs: map[uint64][]*block{}, deletes: map[uint64][]span{}}
 	for i, in := range updates {
@@ -41,13 +40,22 @@ func Merge(updates ...[]byte) ([]byte, error) {
 	var w writer
 	clients := sortedKeys(u.structs)
 	w.uint(uint64(len(clients)))
+	n := 0
 	for _, c := range clients {
-		w.client(c, lay(u.structs[c], c))
+		segs := lay(u.structs[c], c)
+		if n += len(segs); n > MaxStructs {
+			return nil, tooLarge("merged update over MaxStructs structs")
+		}
+		w.client(c, segs)
 	}
 	dclients := sortedKeys(u.deletes)
 	w.uint(uint64(len(dclients)))
+	n = 0
 	for _, c := range dclients {
 		spans := compact(u.deletes[c])
+		if n += len(spans); n > MaxDeleteRanges {
+			return nil, tooLarge("merged update over MaxDeleteRanges delete ranges")
+		}
 		w.uint(c)
 		w.uint(uint64(len(spans)))
 		for _, s := range spans {

@@ -15,11 +15,13 @@ const (
 	// the 4 MiB a push's values may weigh (sync.MaxPushBytes).
 	MaxUpdateBytes = 4 << 20
 	// MaxStructs bounds the structs (items, GC and skip ranges) of one
-	// update and of a merge's inputs together.
-	MaxStructs = 200_000
-	// MaxDeleteRanges bounds the delete-set ranges of one update and of a
-	// merge's inputs together.
-	MaxDeleteRanges = 200_000
+	// update: of each input, and of the merged update (so a merged value
+	// stays mergeable). A decoded struct takes about 200 bytes: a merge
+	// of two inputs holds at most about 40 MB.
+	MaxStructs = 100_000
+	// MaxDeleteRanges bounds the delete-set ranges of one update: of each
+	// input and of the merged update.
+	MaxDeleteRanges = 100_000
 )
 
 // Struct kinds: the low 5 bits of a struct's info byte (Yjs's
@@ -73,12 +75,12 @@ type block struct {
 	hasSub      bool
 
 	// Content. str: ContentString (UTF-8; length counted in UTF-16
-	// units). elems: ContentJSON's JSON texts or ContentAny's encoded
-	// values, one per unit. raw: the encoded content of the kinds of
-	// length 1 (binary, embed, format, type, doc), copied as is.
-	str   string
-	elems [][]byte
-	raw   []byte
+	// units). raw: ContentJSON's and ContentAny's encoded values (length
+	// of them; no per-value index is kept, a split finds its place by
+	// reading), or the encoded content of the kinds of length 1 (binary,
+	// embed, format, type, doc), copied as is.
+	str string
+	raw []byte
 }
 
 func (b *block) end() uint64 { return b.clock + b.length }
@@ -88,8 +90,6 @@ func (b *block) end() uint64 { return b.clock + b.length }
 type update struct {
 	structs map[uint64][]*block
 	deletes map[uint64][]span
-	nStruct int
-	nRange  int
 }
 
 type span struct{ clock, length uint64 }
@@ -106,6 +106,7 @@ func (u *update) decode(in []byte) error {
 	}
 	r := &reader{buf: in}
 	seen := map[uint64]bool{}
+	nStruct, nRange := 0, 0
 	nClients, err := r.uint()
 	if err != nil {
 		return err
@@ -129,8 +130,8 @@ func (u *update) decode(in []byte) error {
 			return err
 		}
 		for j := uint64(0); j < nStructs; j++ {
-			u.nStruct++
-			if u.nStruct > MaxStructs {
+			nStruct++
+			if nStruct > MaxStructs {
 				return tooLarge("more than MaxStructs structs")
 			}
 			at := r.pos
@@ -164,8 +165,8 @@ func (u *update) decode(in []byte) error {
 			return err
 		}
 		for j := uint64(0); j < n; j++ {
-			u.nRange++
-			if u.nRange > MaxDeleteRanges {
+			nRange++
+			if nRange > MaxDeleteRanges {
 				return tooLarge("more than MaxDeleteRanges delete ranges")
 			}
 			at := r.pos
@@ -269,7 +270,7 @@ func (r *reader) content(b *block) error {
 			return r.fail("more values than bytes left")
 		}
 		b.length = n
-		b.elems = make([][]byte, 0, n)
+		vals := r.pos
 		for i := uint64(0); i < n; i++ {
 			s := r.pos
 			if b.ref == refJSON {
@@ -283,8 +284,8 @@ func (r *reader) content(b *block) error {
 			} else if err := r.any(0); err != nil {
 				return err
 			}
-			b.elems = append(b.elems, r.buf[s:r.pos])
 		}
+		b.raw = r.buf[vals:r.pos]
 		return nil
 	case refString:
 		s, err := r.string()
@@ -366,7 +367,15 @@ func (b block) sliceFrom(client, k uint64) block {
 	case refString:
 		out.str = utf16Tail(b.str, k)
 	case refJSON, refAny:
-		out.elems = b.elems[k:]
+		r := reader{buf: b.raw}
+		for range k { // read and checked by decode already
+			if b.ref == refJSON {
+				_, _ = r.bytes()
+			} else {
+				_ = r.any(0)
+			}
+		}
+		out.raw = b.raw[r.pos:]
 	}
 	return out
 }
@@ -437,10 +446,8 @@ func (w *writer) block(b *block) {
 	case refString:
 		w.string(b.str)
 	case refJSON, refAny:
-		w.uint(uint64(len(b.elems)))
-		for _, e := range b.elems {
-			w.raw(e)
-		}
+		w.uint(b.length)
+		w.raw(b.raw)
 	default:
 		w.raw(b.raw)
 	}
@@ -472,14 +479,8 @@ func compareBlocks(a, b *block) int {
 		compareBool(a.hasSub, b.hasSub),
 		strings.Compare(a.parentSub, b.parentSub),
 		strings.Compare(a.str, b.str),
-		bytes.Compare(a.raw, b.raw),
-		cmp.Compare(len(a.elems), len(b.elems))); c != 0 {
+		bytes.Compare(a.raw, b.raw)); c != 0 {
 		return c
-	}
-	for i := range a.elems {
-		if c := bytes.Compare(a.elems[i], b.elems[i]); c != 0 {
-			return c
-		}
 	}
 	return 0
 }
