@@ -143,3 +143,33 @@ func appendUint(b []byte, n uint64) []byte {
 	}
 	return append(b, byte(n))
 }
+// FuzzMerge feeds arbitrary bytes to Merge: it must never panic, refuse
+// with an *Error only, and what it accepts must merge to a fixed point
+// (Merge(m) = m, Merge(m, in) = m) and commute with base.
+func FuzzMerge(f *testing.F) {
+	for _, s := range [][]byte{base, stateA, stateB, {0, 0}, {}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := yjs.Merge(in)
+		if err != nil {
+			var e *yjs.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not an *Error", err)
+			}
+			return
+		}
+		again, err := yjs.Merge(m)
+		if err != nil || !bytes.Equal(again, m) {
+			t.Fatalf("Merge(Merge(x)) = %x, %v; Merge(x) = %x", again, err, m)
+		}
+		if again, err = yjs.Merge(m, in); err != nil || !bytes.Equal(again, m) {
+			t.Fatalf("Merge(m, x) = %x, %v; m = %x", again, err, m)
+		}
+		ab, err1 := yjs.Merge(base, in)
+		ba, err2 := yjs.Merge(in, base)
+		if err1 != nil || err2 != nil || !bytes.Equal(ab, ba) {
+			t.Fatalf("Merge(base, x) = %x, %v; Merge(x, base) = %x, %v", ab, err1, ba, err2)
+		}
+	})
+}
