@@ -143,6 +143,7 @@ func appendUint(b []byte, n uint64) []byte {
 	}
 	return append(b, byte(n))
 }
+
 // FuzzMerge feeds arbitrary bytes to Merge: it must never panic, refuse
 // with an *Error only, and what it accepts must merge to a fixed point
 // (Merge(m) = m, Merge(m, in) = m) and commute with base.
