@@ -9,7 +9,7 @@ const (
 	// CodeMalformed: the input is not a Yjs update (format v1): a
 	// truncated or over-long value, an unknown struct or content kind, a
 	// string that is not UTF-8, a JSON value that is not JSON, a client
-	// listed twice, a zero-length struct, a clock beyond 2^53 − 1, bytes
+	// listed twice, a zero-length item, a clock beyond 2^53 − 1, bytes
 	// after the delete set.
 	CodeMalformed Code = "yjs.malformed"
 	// CodeTooLarge: an input or the merged update is over a bound

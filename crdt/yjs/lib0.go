@@ -207,11 +207,6 @@ func (w *writer) uint(n uint64) {
 	w.buf = append(w.buf, byte(n))
 }
 
-func (w *writer) bytes(b []byte) {
-	w.uint(uint64(len(b)))
-	w.buf = append(w.buf, b...)
-}
-
 func (w *writer) string(s string) {
 	w.uint(uint64(len(s)))
 	w.buf = append(w.buf, s...)

@@ -58,6 +58,19 @@ func TestMergeIsCommutativeAndIdempotent(t *testing.T) {
 	}
 }
 
+// TestMergeIgnoresEmptyRanges: Y.mergeUpdates may write a skip it
+// shortened to nothing; an empty skip or GC range is no struct.
+func TestMergeIgnoresEmptyRanges(t *testing.T) {
+	withEmpty := unhex("01020100" + "0000" + "0a00" + "00") // client 1: GC 0, skip 0
+	got, err := yjs.Merge(withEmpty, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := yjs.Merge(base); !bytes.Equal(got, want) {
+		t.Fatalf("Merge = %x, want %x", got, want)
+	}
+}
+
 func TestMergeOfNothingIsTheEmptyUpdate(t *testing.T) {
 	for _, ins := range [][][]byte{nil, {nil}, {{}, {0, 0}}} {
 		got, err := yjs.Merge(ins...)
@@ -73,7 +86,7 @@ func TestMergeRefusesMalformedInput(t *testing.T) {
 		"unknown struct kind":  unhex("0101010011000000"),
 		"unknown content kind": unhex("01010100" + "0c" + "0104746578740568656c6c6f00"),
 		"client twice":         unhex("0201010000010101000100"),
-		"zero-length GC":       unhex("010101000000"),
+		"zero-length item":     unhex("0101010004010174" + "00" + "00"),
 		"var-uint over 2^53":   unhex("01ffffffffffffffff7f"),
 		"string not UTF-8":     unhex("0101010004010474657874" + "02c328" + "00"),
 		"unknown type ref":     unhex("0101010007010174" + "09" + "00"),

@@ -140,7 +140,10 @@ func (u *update) decode(in []byte) error {
 				return err
 			}
 			if b.length == 0 {
-				return malformed(at, "zero-length struct")
+				if b.ref == refGC || b.ref == refSkip {
+					continue // Y.mergeUpdates may write an emptied skip
+				}
+				return malformed(at, "zero-length item")
 			}
 			if b.length > maxSafeInteger-clock {
 				return malformed(at, "clock beyond 2^53-1")
