@@ -7,7 +7,8 @@
 // text inserts, deletes and formatting, map sets and deletes, array
 // inserts and deletes, nested maps, arrays and texts, exchanging updates
 // now and then. A case's updates are full states and incremental updates
-// of the docs (some left out, so merges hold pending structs too).
+// of the docs (some left out, so merges hold pending structs too), Yjs's
+// own merges of some of them and state diffs.
 //
 // check: for each {updates, merged: [hex…]} the content of a fresh doc
 // after Y.applyUpdate of every update must equal the content after each
@@ -119,6 +120,10 @@ function gen(seed, n) {
     }
     for (const doc of docs) if (r() < 0.7) updates.push(Y.encodeStateAsUpdate(doc));
     if (updates.length === 0) updates.push(Y.encodeStateAsUpdate(docs[0]));
+    // Yjs's own merges of some updates (they may hold skips), and a
+    // state diffed against another doc's state vector.
+    if (r() < 0.4) updates.push(Y.mergeUpdates(updates.filter(() => r() < 0.5)));
+    if (r() < 0.3) updates.push(Y.encodeStateAsUpdate(pick(docs), Y.encodeStateVector(pick(docs))));
     cases.push({ updates: updates.map(hex) });
     for (const doc of docs) doc.destroy();
   }
