@@ -117,6 +117,18 @@ func TestMergeBounds(t *testing.T) {
 	if _, err := yjs.Merge(itemRuns(1, yjs.MaxStructs+1)); !errors.As(err, &e) || e.Code != yjs.CodeTooLarge {
 		t.Errorf("MaxStructs+1 structs: %v, want yjs.too_large", err)
 	}
+	// MaxStructs clients of no struct each.
+	var clients []byte
+	clients = appendUint(clients, yjs.MaxStructs+1)
+	for c := range yjs.MaxStructs + 1 {
+		clients = append(clients, 0)
+		clients = appendUint(clients, uint64(c))
+		clients = append(clients, 0)
+	}
+	clients = append(clients, 0)
+	if _, err := yjs.Merge(clients); !errors.As(err, &e) || e.Code != yjs.CodeTooLarge {
+		t.Errorf("MaxStructs+1 empty clients: %v, want yjs.too_large", err)
+	}
 	// Two inputs within the bound whose merge is not: refused, so a
 	// stored merged value always merges again.
 	half := yjs.MaxStructs/2 + 1

@@ -124,6 +124,13 @@ func (u *update) decode(in []byte) error {
 		if seen[client] {
 			return malformed(at, "client listed twice")
 		}
+		// A client's entry of no structs counts as one: such entries
+		// must not make a hostile input a map of a million clients.
+		if nStructs == 0 {
+			if nStruct++; nStruct > MaxStructs {
+				return tooLarge("more than MaxStructs structs")
+			}
+		}
 		seen[client] = true
 		clock, err := r.uint()
 		if err != nil {
