@@ -71,6 +71,20 @@ func TestMergeIgnoresEmptyRanges(t *testing.T) {
 	}
 }
 
+// TestMergeKeepsGCRangesDeleted: when an input holds a longer item where
+// another holds a GC range (content already collected), the item is
+// taken and the GC range is in the merged delete set.
+func TestMergeKeepsGCRangesDeleted(t *testing.T) {
+	gc3 := unhex("01010100" + "0003" + "00") // client 1: clocks 0…2 collected, no delete set
+	got, err := yjs.Merge(gc3, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte("hello")) || !bytes.HasSuffix(got, []byte{1, 1, 1, 0, 3}) {
+		t.Fatalf("Merge = %x, want the item and client 1's clocks 0…2 deleted", got)
+	}
+}
+
 func TestMergeOfNothingIsTheEmptyUpdate(t *testing.T) {
 	for _, ins := range [][][]byte{nil, {nil}, {{}, {0, 0}}} {
 		got, err := yjs.Merge(ins...)

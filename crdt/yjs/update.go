@@ -156,7 +156,15 @@ func (u *update) decode(in []byte) error {
 				return malformed(at, "clock beyond 2^53-1")
 			}
 			clock += b.length
-			if b.ref != refSkip {
+			switch b.ref {
+			case refSkip:
+			case refGC:
+				// A GC range is deleted by definition: its range joins the
+				// delete set, so an item another input holds for it, which
+				// the merge may take instead, stays deleted.
+				u.deletes[client] = append(u.deletes[client], span{b.clock, b.length})
+				fallthrough
+			default:
 				u.structs[client] = append(u.structs[client], &b)
 			}
 		}
