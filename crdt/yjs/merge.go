@@ -17,8 +17,8 @@ import (
 // line: a range two inputs both hold is taken once (a struct covering
 // more of it wins; one only partly covered is split, as Yjs splits
 // items), a range no input holds is a skip (Yjs keeps the items after it
-// pending until it arrives). Delete sets are united and their ranges
-// compacted. The result is canonical in this sense: Merge(a, b) and
+// pending until it arrives). Delete sets are united, with every GC
+// range (deleted by definition), and their ranges compacted. The result is canonical in this sense: Merge(a, b) and
 // Merge(b, a) are the same bytes, and a merged update merged again with
 // any of its inputs is unchanged in content.
 //
