@@ -10,6 +10,10 @@
 //	                      wake-ups, presence, sync rounds over the socket
 //	GET  /segments/{id}   a stored bootstrap segment, re-authorized
 //
+// and, with Config.SignedURLs, SignedSegmentHandler is a second handler,
+// mounted where SignedURLConfig.BaseURL leads (a CDN's origin): the
+// signed segment URLs of §5.4, served without authentication.
+//
 // The host supplies authentication (Config.Authenticate: request → the
 // partition and the actor), authorization (Config.ResolveScopes: actor →
 // the scope values it may read and write), the schema (Config.Schema, the

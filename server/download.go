@@ -90,16 +90,27 @@ func (s *Server) serveSegment(w http.ResponseWriter, r *http.Request, id Identit
 		return
 	}
 	h := w.Header()
+	h.Set("Cache-Control", "private, max-age=0")
+	h.Set("Vary", "Authorization, X-Syncular-Scopes, Accept-Encoding")
+	s.sendSegment(w, r, rec)
+}
+
+// sendSegment answers the bytes of segment rec once the caller has
+// authorized the request and set Cache-Control and Vary: Content-Type and
+// ETag (the segment id), 304 for a matching If-None-Match, no body for
+// HEAD, Content-Encoding negotiated (SPEC §5.5, §5.8), 404 sync.not_found
+// when the store has forgotten the bytes.
+func (s *Server) sendSegment(w http.ResponseWriter, r *http.Request, rec SegmentRecord) {
+	ctx := r.Context()
+	h := w.Header()
 	etag := `"` + rec.ID + `"`
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", "private, max-age=0")
-	h.Set("Vary", "Authorization, X-Syncular-Scopes, Accept-Encoding")
 	if etagMatches(r.Header.Values("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body, err := s.segments.Open(ctx, id.Partition, rec.ID)
+	body, err := s.segments.Open(ctx, rec.Partition, rec.ID)
 	if errors.Is(err, ErrSegmentNotFound) {
 		h.Del("ETag")
 		writeError(w, 0, perr(ssp2.CodeNotFound, "unknown segment (§5.5)"))

@@ -264,7 +264,7 @@ func (ps *pullStream) rowsSegment(ctx context.Context, p sync.PullPage) error {
 	if err := ps.r.s.segments.Put(ctx, rec, bytes.NewReader(ps.seg.Bytes())); err != nil {
 		return err
 	}
-	return ps.r.rw.SegmentRef(segmentRef(rec))
+	return ps.r.rw.SegmentRef(ps.ref(rec))
 }
 
 // record returns the stored-segment record of a segment of the current
@@ -304,7 +304,7 @@ func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, er
 	}
 	if found {
 		st.imageDone = true
-		return false, ps.r.rw.SegmentRef(segmentRef(rec))
+		return false, ps.r.rw.SegmentRef(ps.ref(rec))
 	}
 	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {
@@ -339,7 +339,7 @@ func (ps *pullStream) imagePage(ctx context.Context, p sync.PullPage) (bool, err
 		return false, err
 	}
 	st.imageDone = true
-	return false, ps.r.rw.SegmentRef(segmentRef(rec))
+	return false, ps.r.rw.SegmentRef(ps.ref(rec))
 }
 
 func (ps *pullStream) end(ctx context.Context, res sync.PullResult) error {

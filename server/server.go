@@ -90,6 +90,11 @@ type Config struct {
 	// take the defaults documented on Limits.
 	Limits Limits
 
+	// SignedURLs, if set, issues signed segment URLs (SPEC §5.4) to
+	// clients that advertise accept bit 3, served by
+	// SignedSegmentHandler. nil: descriptors never carry a url.
+	SignedURLs *SignedURLConfig
+
 	// Now is the clock of every time the server reads: commit and record
 	// times, segment TTLs, realtime timestamps, presence. Default
 	// time.Now. A test host passes a virtual clock.
@@ -262,6 +267,7 @@ type Server struct {
 	tables   map[string]*table
 	declared map[string]bool // every scope variable any table declares
 	segments SegmentStore
+	urls     *urlSigner // nil: no signed URLs
 	eng      engine
 	reg      registryCache
 	hub      *hub
@@ -331,6 +337,10 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	urls, err := newURLSigner(cfg.SignedURLs)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -347,6 +357,7 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 		tables:   map[string]*table{},
 		declared: map[string]bool{},
 		segments: cfg.Segments,
+		urls:     urls,
 	}
 	for _, ct := range compiled.Tables() {
 		t := &table{CompiledTable: ct, scopeVar: map[string]ssp2.CompiledPattern{}, imageable: true}
@@ -460,10 +471,14 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied) and, with Config.CRDTMergers, crdt (§5.10). docs/syncular.md says what a client meets for the
-// others.
+// nothing applied), with Config.SignedURLs, signed-urls, and with
+// Config.CRDTMergers, crdt (§5.10). docs/syncular.md says what a client
+// meets for the others.
 func (s *Server) Capabilities() []string {
 	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	if s.urls != nil {
+		caps = append(caps, "signed-urls")
+	}
 	if s.cfg.CRDTMergers != nil {
 		caps = append(caps, "crdt")
 	}

@@ -29,6 +29,7 @@ import (
 //	failNextIdempotencyLookup {}                                → {}
 //	installValidators  {specs: [ValidatorInstallSpec]}          → {}
 //	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
+//	setSignedUrlTtlSeconds {ttlSeconds}                         → {}
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -144,6 +145,20 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 		in.mu.Lock()
 		in.commitRule = rule
 		in.mu.Unlock()
+		return struct{}{}, nil
+	case "setSignedUrlTtlSeconds":
+		var req struct {
+			TTLSeconds int64 `json:"ttlSeconds"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		if req.TTLSeconds < 0 || req.TTLSeconds > int64(server.MaxSignedURLTTL/time.Second) {
+			return nil, badRequest("setSignedUrlTtlSeconds: ttlSeconds must be 0…%d", int64(server.MaxSignedURLTTL/time.Second))
+		}
+		if err := in.srv.SetSignedURLTTL(time.Duration(req.TTLSeconds) * time.Second); err != nil {
+			return nil, badRequest("setSignedUrlTtlSeconds: %v", err)
+		}
 		return struct{}{}, nil
 	case "readRows":
 		var req struct {

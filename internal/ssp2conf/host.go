@@ -15,6 +15,7 @@
 //	POST /i/{id}/sync               SSP2 (the instance's server, §1.1)
 //	GET  /i/{id}/segments/{seg}     SSG2 (§5.5)
 //	GET  /i/{id}/realtime?clientId= WebSocket (§8)
+//	GET  /i/{id}/signed/{seg}?st=   a signed segment URL (§5.4), no auth
 //	POST /i/{id}/ctl/{op}           a host control (see instance.control)
 //
 // Every SSP2 route authenticates "Authorization: Bearer <actor>" (missing
@@ -31,6 +32,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
@@ -222,7 +224,7 @@ func (h *Host) create(w http.ResponseWriter, r *http.Request) {
 	id := "i" + strconv.FormatUint(h.next, 10)
 	h.mu.Unlock()
 
-	in, err := h.newInstance(r.Context(), id, req)
+	in, err := h.newInstance(r.Context(), id, "http://"+r.Host+"/i/"+id+"/signed", req)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -282,6 +284,11 @@ func (h *Host) protocol(w http.ResponseWriter, r *http.Request) {
 	in, err := h.lookup(id)
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/i/"+id+"/signed/") {
+		// The URL host's role: no credential, the URL is the grant.
+		in.srv.SignedSegmentHandler().ServeHTTP(w, r)
 		return
 	}
 	http.StripPrefix("/i/"+id, in.srv).ServeHTTP(w, r)

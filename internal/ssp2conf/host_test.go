@@ -261,7 +261,9 @@ func TestHostRefusals(t *testing.T) {
 		{"an unknown field", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"extra":1}`, 400},
 		{"a bad schema", `{"schema":{"version":0,"tables":[]},"partition":"p","nowMs":1}`, 400},
 		{"no partition", `{"schema":` + fixtureSchema + `,"nowMs":1}`, 400},
-		{"signed URLs", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":9}}`, 501},
+		{"a signed-URL TTL past 15 min", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":901}}`, 400},
+		{"a negative signed-URL TTL", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"ttlSeconds":-1}}`, 400},
+		{"an unknown signedUrls field", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"signedUrls":{"key":"k"}}`, 400},
 		{"leases", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"leases":{"ttlMs":9}}`, 501},
 		{"a zero op cap", `{"schema":` + fixtureSchema + `,"partition":"p","nowMs":1,"limits":{"maxOperationsPerRequest":0}}`, 400},
 	} {
@@ -357,5 +359,49 @@ func TestRetentionPolicy(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Signed URLs: an instance created with signedUrls serves them at
+// /i/{id}/signed/{seg} without a credential (the URL host's role: a bad
+// token is 403 sync.forbidden, not 401) and takes its TTL at run time; an
+// instance without them refuses the TTL control and serves no URL.
+func TestHostSignedURLs(t *testing.T) {
+	h := newHost(t, 0, 0)
+	id := h.create(`,"signedUrls":{"ttlSeconds":0}`)
+	h.host.mu.Lock()
+	in := h.host.instances[id]
+	h.host.mu.Unlock()
+	if caps := in.srv.Capabilities(); caps[len(caps)-1] != "signed-urls" {
+		t.Fatalf("capabilities %v", caps)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(h.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Code string }
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Code
+	}
+	seg := "sha256:" + string(bytes.Repeat([]byte("0"), 64))
+	if st, code := get("/i/" + id + "/signed/" + seg + "?st=e30.AAAA"); st != 403 || code != "sync.forbidden" {
+		t.Fatalf("a forged token: %d %s", st, code)
+	}
+	ctl := func(id string, ttl int64) int {
+		return h.post("/i/"+id+"/ctl/setSignedUrlTtlSeconds", map[string]int64{"ttlSeconds": ttl}, nil)
+	}
+	for ttl, want := range map[int64]int{0: 200, 900: 200, 901: 400, -1: 400} {
+		if st := ctl(id, ttl); st != want {
+			t.Errorf("setSignedUrlTtlSeconds(%d): %d, want %d", ttl, st, want)
+		}
+	}
+	plain := h.create("")
+	if st := ctl(plain, 60); st != 400 {
+		t.Fatalf("setSignedUrlTtlSeconds without signed URLs: %d", st)
+	}
+	if st, code := get("/i/" + plain + "/signed/" + seg + "?st=e30.AAAA"); st != 404 || code != "sync.not_found" {
+		t.Fatalf("no signed URLs: %d %s", st, code)
 	}
 }

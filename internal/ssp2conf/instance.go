@@ -18,16 +18,22 @@ import (
 )
 
 // createRequest is upstream's ServerCreateOptions (driver.ts) as JSON.
-// signedUrls and leases belong to capabilities the TypeScript driver does
-// not declare, so the runner never asks for them; asked anyway, they are
-// refused rather than ignored.
+// leases belongs to a capability the TypeScript driver does not declare,
+// so the runner never asks for it; asked anyway, it is refused rather than
+// ignored.
 type createRequest struct {
-	Schema     json.RawMessage `json:"schema"`
-	Partition  string          `json:"partition"`
-	NowMs      int64           `json:"nowMs"`
-	Limits     *createLimits   `json:"limits"`
-	SignedUrls json.RawMessage `json:"signedUrls"`
-	Leases     json.RawMessage `json:"leases"`
+	Schema     json.RawMessage   `json:"schema"`
+	Partition  string            `json:"partition"`
+	NowMs      int64             `json:"nowMs"`
+	Limits     *createLimits     `json:"limits"`
+	SignedUrls *createSignedURLs `json:"signedUrls"`
+	Leases     json.RawMessage   `json:"leases"`
+}
+
+// createSignedURLs is upstream's ServerSignedUrlOptions: signed segment
+// URLs on (signedurl.go), ttlSeconds absent = 900.
+type createSignedURLs struct {
+	TTLSeconds *int64 `json:"ttlSeconds"`
 }
 
 // createLimits is upstream's ServerLimitsOptions; an absent field keeps
@@ -71,10 +77,9 @@ type instance struct {
 	closeErr  error
 }
 
-func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_ *instance, err error) {
-	if len(req.SignedUrls) > 0 && string(req.SignedUrls) != "null" {
-		return nil, &hostError{http.StatusNotImplemented, "host.unsupported", "signedUrls: this driver declares no signed-urls capability"}
-	}
+// newInstance creates instance id for req; urlBase is where the
+// instance's signed segment URLs lead (the host's own /i/{id}/signed).
+func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRequest) (_ *instance, err error) {
 	if len(req.Leases) > 0 && string(req.Leases) != "null" {
 		return nil, &hostError{http.StatusNotImplemented, "host.unsupported", "leases: this driver declares no leases capability"}
 	}
@@ -90,6 +95,10 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		return nil, badRequest("schema: %v", err)
 	}
 	limits, err := req.Limits.server()
+	if err != nil {
+		return nil, err
+	}
+	signed, ttl, err := req.SignedUrls.server(urlBase)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +131,7 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		Validate:       in.validate,
 		ValidateCommit: in.validateCommit,
 		Limits:         limits,
+		SignedURLs:     signed,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
 		// The crdt capability (crdt.go).
@@ -129,6 +139,11 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
+	}
+	if signed != nil {
+		if err = in.srv.SetSignedURLTTL(ttl); err != nil {
+			return nil, badRequest("signedUrls.ttlSeconds: %v", err)
+		}
 	}
 	return in, nil
 }

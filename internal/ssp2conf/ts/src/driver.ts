@@ -7,6 +7,7 @@
  *   POST /i/{id}/sync             §1.1, Authorization: Bearer <actor>
  *   GET  /i/{id}/segments/{seg}   §5.5, X-Syncular-Scopes
  *   GET  /i/{id}/realtime         §8, WebSocket, ?clientId=
+ *   GET  /i/{id}/signed/{seg}?st= §5.4 signed segment URL, no credential
  *   POST /i/{id}/ctl/{op}         host controls (JSON)
  *
  * It declares the optional capabilities the host serves (CAPABILITIES);
@@ -36,6 +37,7 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'idempotency-fault',
   'validators',
   'commit-validators',
+  'signed-urls',
   'crdt',
 ];
 
@@ -203,6 +205,36 @@ class GoServerInstance implements ServerInstance {
       code: 'sync.transport_failed',
       message: `the realtime socket closed before hello (a plain GET answered HTTP ${response.status})`,
     };
+  }
+
+  /**
+   * `signed-urls`: the §5.4 URL host's role. The host issues URLs leading
+   * to its own `/i/{id}/signed/…` route (served by the instance's
+   * `SignedSegmentHandler`, which verifies the `st` token on the server's
+   * clock), so the URL is fetched exactly as issued, with no credential:
+   * the URL is the whole grant. A URL leading elsewhere was not issued by
+   * this instance.
+   */
+  async fetchSegmentUrl(url: string): Promise<BytesResult> {
+    if (!url.startsWith(`${this.#base}/signed/`)) {
+      return {
+        ok: false,
+        error: {
+          code: 'sync.not_found',
+          message: 'not a signed URL of this instance',
+        },
+      };
+    }
+    const response = await fetch(url);
+    if (!response.ok) {
+      return { ok: false, error: await errorOf(response, 'GET signed URL') };
+    }
+    return { ok: true, bytes: new Uint8Array(await response.arrayBuffer()) };
+  }
+
+  /** `signed-urls`: the TTL of URLs issued from now on (0 ⇒ born expired). */
+  async setSignedUrlTtlSeconds(ttlSeconds: number): Promise<void> {
+    await this.#control('setSignedUrlTtlSeconds', { ttlSeconds });
   }
 
   async setAllowedScopes(
