@@ -1,6 +1,9 @@
 package ssp2conf
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // crdtSchema is the catalog's crdt table with the given crdtType.
 func crdtSchema(crdtType string) string {
@@ -24,7 +27,7 @@ func TestHostCRDT(t *testing.T) {
 	h.host.mu.Lock()
 	in := h.host.instances[out.ID]
 	h.host.mu.Unlock()
-	if caps := in.srv.Capabilities(); caps[len(caps)-1] != "crdt" {
+	if caps := in.srv.Capabilities(); !slices.Contains(caps, "crdt") {
 		t.Errorf("Capabilities() = %v, want crdt", caps)
 	}
 	out.Code = ""
