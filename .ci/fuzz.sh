@@ -32,6 +32,7 @@ targets=(
 	"./ssp2 FuzzParseControl"
 	"./ssp2 FuzzJSONValid"
 	"./server FuzzHandler"
+	"./crdt/yjs FuzzMerge"
 )
 
 # Every Fuzz function of the repository must be listed above: a new target

@@ -85,6 +85,15 @@ cp -r internal/ssp2conf/ts "$ws/packages/ssp2-conformance"
 go build -o "$work/ssp2host" ./internal/ssp2conf/cmd/ssp2host
 echo "setup: $(($(date +%s) - lane_start)) s (bun $("$bun" --version))"
 
+# crdt/yjs's merger against the workspace's real Yjs (the yjs-doc merger
+# the crdt scenarios below run through).
+yjs_dir=$(ls -d "$ws"/node_modules/.bun/yjs@*/node_modules/yjs 2>/dev/null | head -n 1 || true)
+if [ -z "$yjs_dir" ]; then
+	echo "FAIL: no yjs package in the workspace for crdt/yjs's differential test"
+	exit 1
+fi
+SYNCSTORE_YJS_DIR="$yjs_dir" SYNCSTORE_BUN="$bun" go test -count=1 -run '^TestMergeMatchesYjs$' ./crdt/yjs
+
 # run_driver DRIVER: the host, the catalog, the host's shutdown. Its
 # verdict is the report ($work/DRIVER.json) and $work/DRIVER.hostrc.
 run_driver() {

@@ -212,42 +212,47 @@ func forbidden() error {
 }
 
 // validateOp runs for each op that passed authorization and its base
-// version, in the push's Tx: an upsert writing a crdt column is refused
-// with sync.crdt_merge_failed (no merger is registered, §5.10.2), one
-// referencing a blob with blob.not_found when blobs are off (§6.6; on,
-// blobRefs checks it) — stored
-// with the result, as upstream does; and §3.4 rule 5: an upsert of an
-// existing row keeps the stored values of the table's scope columns (a
-// client cannot move a row across scopes).
+// version, in the push's Tx: an upsert writing a crdt column writes the
+// merge of the stored value and the pushed one (§5.10.3), refused with
+// sync.crdt_merge_failed without a merger (§5.10.2) or when it fails;
+// one referencing a blob is refused with blob.not_found when blobs are
+// off (§6.6; on, blobRefs checks it) — stored with the result, as
+// upstream does; and §3.4 rule 5: an upsert of an existing row keeps the
+// stored values of the table's scope columns (a client cannot move a row
+// across scopes).
 func (r *round) validateOp(ctx context.Context, in sync.OpInput) (sync.Values, error) {
-	vals, err := r.restoreScopes(in)
+	var vals sync.Values
+	var err error
+	if in.Op.Op == sync.OpUpsert {
+		vals, err = r.mergeCRDT(ctx, in, r.s.tables[in.Op.Table], nil)
+	}
+	if err == nil {
+		vals, err = r.restoreScopes(in, vals)
+	}
 	if err != nil || r.s.cfg.Validate == nil {
 		return vals, err
 	}
 	return vals, r.hostValidate(ctx, in, vals)
 }
 
-// restoreScopes is validateOp's protocol part: the crdt and blob
-// refusals and §3.4 rule 5.
-func (r *round) restoreScopes(in sync.OpInput) (sync.Values, error) {
+// restoreScopes is validateOp's protocol part after the crdt merge: the
+// blob refusal and §3.4 rule 5. vals are the values so far (nil: the
+// pushed ones); it returns them, changed or copied when a scope column
+// is put back.
+func (r *round) restoreScopes(in sync.OpInput, vals sync.Values) (sync.Values, error) {
 	if in.Op.Op != sync.OpUpsert {
 		return nil, nil
 	}
 	t := r.s.tables[in.Op.Table]
-	for _, k := range t.crdtCols {
-		if in.Op.Values[t.Columns[k].Name] != nil {
-			return nil, &sync.Refusal{Code: string(ssp2.CodeCRDTMergeFailed), Message: "the row writes a crdt column and this server has no CRDT merger registered (§5.10.2)"}
-		}
-	}
 	for _, k := range t.blobCols {
 		if r.s.blobs == nil && in.Op.Values[t.Columns[k].Name] != nil {
 			return nil, &sync.Refusal{Code: string(ssp2.CodeBlobNotFound), Message: "the row references a blob and this server has no blob store (§5.9.6)"}
 		}
 	}
 	if !in.Exists {
-		return nil, nil
+		return vals, nil
 	}
-	var out sync.Values
+	out := vals
 	for _, sc := range t.engine.Scopes {
 		stored := in.Current.Values[sc.Column]
 		if in.Op.Values[sc.Column] == stored {

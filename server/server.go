@@ -127,6 +127,15 @@ type Config struct {
 	// store must have the blob-refs capability (BLOB-1). nil: no blob
 	// routes, and a push referencing a blob is rejected blob.not_found.
 	Blobs *BlobConfig
+
+	// CRDTMergers is the CRDT merger registry (SPEC §5.10.2): crdtType →
+	// the merger of the crdt columns naming it (crdt/yjs.Merger for
+	// "yjs-doc"). Set, every crdt column of Schema must name a registered
+	// crdtType (New fails otherwise, §5.10.1), and a push writing a crdt
+	// column writes merge(stored, pushed) — see CRDTMerger. nil: no
+	// merger; a push writing a non-NULL crdt value is rejected with
+	// sync.crdt_merge_failed.
+	CRDTMergers map[string]CRDTMerger
 }
 
 // Limits bound every resource a client can make the server hold. A zero
@@ -298,6 +307,8 @@ type table struct {
 	// crdtCols and blobCols index the columns whose pushed values the
 	// server cannot take without a merger or a blob store.
 	crdtCols, blobCols []int
+	// crdtMergers[i] merges crdtCols[i] (nil: no Config.CRDTMergers).
+	crdtMergers []CRDTMerger
 }
 
 // New returns a Server over store for cfg. The store's ensured schema must
@@ -387,6 +398,9 @@ func New(store *sync.Store, cfg Config) (*Server, error) {
 			case c.Type == ssp2.TypeBlobRef:
 				t.blobCols = append(t.blobCols, i)
 			}
+		}
+		if err := crdtMergers(&cfg, t); err != nil {
+			return nil, err
 		}
 		s.tables[ct.Name] = t
 	}
@@ -480,8 +494,9 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied), with Config.SignedURLs signed-urls, and leases when
-// Config.Leases is on (SPEC §7.3).
+// nothing applied), with Config.SignedURLs signed-urls, with
+// Config.Leases leases (SPEC §7.3), with Config.Blobs blobs and
+// blob-presign (§5.9), and with Config.CRDTMergers crdt (§5.10).
 // docs/syncular.md says what a client meets for the others.
 func (s *Server) Capabilities() []string {
 	caps := []string{"validators", "commit-validators", "idempotency-fault"}
@@ -495,6 +510,9 @@ func (s *Server) Capabilities() []string {
 		// blobs (Config.Blobs) and blob-presign (a presigner, now or via
 		// SetBlobPresigner later).
 		caps = append(caps, "blobs", "blob-presign")
+	}
+	if s.cfg.CRDTMergers != nil {
+		caps = append(caps, "crdt")
 	}
 	return caps
 }

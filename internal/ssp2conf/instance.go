@@ -145,6 +145,8 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		Logger:         h.log.With("instance", id),
 		Leases:         leases,
 		Blobs:          &server.BlobConfig{Store: in.blobs.store},
+		// The crdt capability (crdt.go).
+		CRDTMergers: crdtMergers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)

@@ -45,6 +45,7 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'leases',
   'blobs',
   'blob-presign',
+  'crdt',
 ];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
