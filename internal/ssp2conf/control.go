@@ -29,6 +29,8 @@ import (
 //	failNextIdempotencyLookup {}                                → {}
 //	installValidators  {specs: [ValidatorInstallSpec]}          → {}
 //	installCommitValidator {spec?: CommitValidatorInstallSpec}  → {}
+//	captureBackup      {}                                       → {} (backup.go)
+//	restoreBackup      {}                                       → {rotated} (backup.go)
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {

@@ -52,6 +52,14 @@ type instance struct {
 	store     *sync.Store   // the served one: owner's Conn through faultConn
 	drop      func(context.Context) error
 	srv       *server.Server
+	// dsn is the store's, srvCfg what srv was made with: a restore
+	// (backup.go) reopens the store and makes the server again.
+	dsn    string
+	srvCfg server.Config
+	// gate: requests and controls hold it shared, captureBackup and
+	// restoreBackup alone while the store is closed (backup.go).
+	gate   gosync.RWMutex
+	backup *storeBackup
 
 	// idemFault arms faultConn's one idempotency lookup failure
 	// (failNextIdempotencyLookup).
@@ -101,7 +109,7 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	if err != nil {
 		return nil, err
 	}
-	in.host, in.owner, in.drop = h, fs.store, fs.drop
+	in.host, in.owner, in.drop, in.dsn = h, fs.store, fs.drop, fs.dsn
 	defer func() {
 		if err != nil {
 			_ = in.close()
@@ -115,7 +123,7 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 	if err = in.store.EnsureSchema(ctx, engine); err != nil {
 		return nil, fmt.Errorf("ensure the schema: %w", err)
 	}
-	in.srv, err = server.New(in.store, server.Config{
+	in.srvCfg = server.Config{
 		Schema:         *schema,
 		Authenticate:   in.authenticate,
 		ResolveScopes:  in.resolveScopes,
@@ -124,7 +132,8 @@ func (h *Host) newInstance(ctx context.Context, id string, req createRequest) (_
 		Limits:         limits,
 		Now:            in.now,
 		Logger:         h.log.With("instance", id),
-	})
+	}
+	in.srv, err = server.New(in.store, in.srvCfg)
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
 	}
@@ -224,13 +233,15 @@ func (in *instance) resolveScopes(_ context.Context, id server.Identity, _ strin
 // first call's error.
 func (in *instance) close() error {
 	in.closeOnce.Do(func() {
+		in.gate.Lock() // not while a backup control runs
+		defer in.gate.Unlock()
 		if in.srv != nil {
 			in.closeErr = in.srv.Close()
 		}
 		if in.store != nil {
 			_ = in.store.Close() // faultConn's Close: nothing
 		}
-		in.host.dispose(in.owner, in.drop)
+		in.host.dispose(in.owner, in.withBackupDrop(in.drop))
 	})
 	return in.closeErr
 }
