@@ -446,10 +446,11 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit) and idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied). docs/syncular.md says what a client meets for the
-// others.
+// nothing applied), and backup-restore (the restore procedure rotates
+// every partition's epoch, RotateAllLogEpochs). docs/syncular.md says
+// what a client meets for the others.
 func (s *Server) Capabilities() []string {
-	return []string{"validators", "commit-validators", "idempotency-fault"}
+	return []string{"validators", "commit-validators", "idempotency-fault", "backup-restore"}
 }
 
 func (s *Server) nowMs() int64 { return s.cfg.Now().UnixMilli() }

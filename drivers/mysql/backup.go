@@ -128,7 +128,7 @@ func baseTables(ctx context.Context, c *sql.Conn, schema string) ([]string, erro
 }
 
 // storedColumns lists the columns of schema.table an INSERT may set: all
-// but generated ones (MySQL answers '' for GENERATION_EXPRESSION of an
+// but generated ones (MySQL answers an empty GENERATION_EXPRESSION for an
 // ordinary column, MariaDB NULL).
 func storedColumns(ctx context.Context, c *sql.Conn, schema, table string) ([]string, error) {
 	return stringsOf(ctx, c, `SELECT COLUMN_NAME FROM information_schema.COLUMNS
