@@ -428,7 +428,8 @@ func (s *Server) Close() error {
 // reset response and bootstrap again. Other instances must be fenced by
 // the operator (restarted, or RotateLogEpoch's effect awaited: they read
 // the registry every Limits.PartitionTouchInterval). It returns the new
-// epoch.
+// epoch. A whole store restored from a backup is rotated with
+// RotateAllLogEpochs before any Server serves it.
 func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, error) {
 	epoch := newEpoch()
 	e, err := s.store.RotatePartitionLogEpoch(ctx, partition, epoch, s.nowMs())
