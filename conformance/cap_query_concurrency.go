@@ -63,8 +63,46 @@ func aqcRunaways(store *syncstore.Store, n int) (returned *atomic.Int64, stop fu
 // aqcP2Query is a small query of p2 and its rows.
 var aqcP2Query = driver.Query{SQL: `SELECT id FROM todos ORDER BY id`, Tables: []string{tTodos}}
 
+// aqcGauge watches the authoritative queries that reach the Conn it
+// wraps: how many of p1's run in the driver at once (the most seen), and
+// how many runaway queries had returned when p2's reached it. It is the
+// Store's admission that AQ-7 rules, so it is checked at the driver's
+// door, whatever the engine does with the queries once they are in.
+type aqcGauge struct {
+	driver.Conn
+	inP1, maxP1 atomic.Int64
+	returned    atomic.Pointer[atomic.Int64] // the runaways' count
+	p2At        atomic.Int64                 // returned runaways when p2's query came in, +1; 0: not yet
+}
+
+func (g *aqcGauge) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
+	if partition == "p1" {
+		n := g.inP1.Add(1)
+		defer g.inP1.Add(-1)
+		for m := g.maxP1.Load(); n > m && !g.maxP1.CompareAndSwap(m, n); m = g.maxP1.Load() {
+		}
+	} else if r := g.returned.Load(); r != nil {
+		g.p2At.CompareAndSwap(0, r.Load()+1)
+	}
+	return g.Conn.(driver.AuthoritativeQueryConn).AuthoritativeQuery(ctx, partition, q)
+}
+
+// aqcGaugeSlots is aqcGauge over a Conn with QuerySlots, which it keeps
+// visible to the Store (postgres caps the Store by its pool).
+type aqcGaugeSlots struct{ *aqcGauge }
+
+func (g aqcGaugeSlots) QuerySlots() int { return g.Conn.(driver.QuerySlotsConn).QuerySlots() }
+
 func aqcPartitionLimit(t T, h Harness) {
-	store := aqcStore(t, openStore(t, h))
+	conn := openStore(t, h)
+	gauge := &aqcGauge{Conn: conn}
+	var watched driver.Conn = gauge
+	if _, ok := conn.(driver.QuerySlotsConn); ok {
+		watched = aqcGaugeSlots{gauge}
+	}
+	aqSeed(t, conn)
+	store := syncstore.OpenConn(watched) // not closed: the harness closes conn
+	must(t, "setup: Store.EnsureSchema", store.EnsureSchema(t.Context(), TestSchema()))
 	must(t, "setup: SetQueryConcurrency", store.SetQueryConcurrency(syncstore.QueryConcurrency{PerStore: 4, PerPartition: 2}))
 	in := store.QueryConcurrency()
 	if in.PerStore < 2 {
@@ -72,10 +110,26 @@ func aqcPartitionLimit(t T, h Harness) {
 	}
 	if in.PerPartition >= in.PerStore {
 		must(t, "setup: SetQueryConcurrency", store.SetQueryConcurrency(syncstore.QueryConcurrency{PerStore: in.PerStore, PerPartition: in.PerStore - 1}))
+		in = store.QueryConcurrency()
 	}
 	returned, stop := aqcRunaways(store, aqcHostile)
+	gauge.returned.Store(returned)
 	defer stop()
 	time.Sleep(300 * time.Millisecond) // let the runaway queries take their slots; nothing is asserted on it
+	// Every driver, parallel partitions or not: p1 never has more than
+	// its PerPartition queries in the driver, and p2's query reaches the
+	// driver while all of p1's are still running (a slot of the Store was
+	// left to it) — what the engine then does with it is the engine's.
+	defer func() {
+		if m := gauge.maxP1.Load(); m > int64(in.PerPartition) {
+			t.Errorf("AQ-7: %d of p1's queries ran in the driver at once, over its PerPartition %d", m, in.PerPartition)
+		}
+		if at := gauge.p2At.Load(); at == 0 {
+			t.Errorf("AQ-7: p2's query never reached the driver")
+		} else if at > 1 {
+			t.Errorf("AQ-7: p2's query reached the driver only after %d of p1's %d runaway queries ended: p1 took every query slot", at-1, aqcHostile)
+		}
+	}()
 	ctx := t.Context()
 	if h.ParallelPartitions { // p2's query must end before any runaway query could
 		var cancel context.CancelFunc

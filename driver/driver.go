@@ -427,3 +427,22 @@ type Provisioner interface {
 	// it. drop is safe to call after every Conn to the store is closed.
 	Provision(ctx context.Context, baseDSN string) (dsn string, drop func(context.Context) error, err error)
 }
+
+// Backuper is implemented by a Driver that can copy a whole store and put
+// the copy back, for tests of a host's restore procedure (the conformance
+// host's backup-restore capability, docs/syncular.md "Backup and
+// restore"): every table the driver and the host's schema made, rows and
+// registry included. It is test support beside Provisioner, not a
+// production backup tool: an operator restores with the engine's own
+// tools (pg_dump, mysqldump, the SQLite backup API, D1 Time Travel).
+// Optional.
+type Backuper interface {
+	// Backup copies the whole store at dsn now and returns restore, which
+	// replaces the store's whole content with that copy (the copy is kept:
+	// restore may run again), and drop, which removes the copy. No Conn
+	// to dsn may be open while Backup or restore runs (PostgreSQL copies
+	// a database only while no session uses it); open a new Conn after
+	// restore. Errors: CodeInvalidArgument (malformed dsn),
+	// CodeUnavailable (the engine refused or could not be reached).
+	Backup(ctx context.Context, dsn string) (restore, drop func(context.Context) error, err error)
+}

@@ -476,7 +476,8 @@ func (s *Server) Close() error {
 // reset response and bootstrap again. Other instances must be fenced by
 // the operator (restarted, or RotateLogEpoch's effect awaited: they read
 // the registry every Limits.PartitionTouchInterval). It returns the new
-// epoch.
+// epoch. A whole store restored from a backup is rotated with
+// RotateAllLogEpochs before any Server serves it.
 func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, error) {
 	epoch := newEpoch()
 	e, err := s.store.RotatePartitionLogEpoch(ctx, partition, epoch, s.nowMs())
@@ -494,12 +495,13 @@ func (s *Server) RotateLogEpoch(ctx context.Context, partition string) (string, 
 // idempotency-fault): validators and commit-validators (Config.Validate,
 // Config.ValidateCommit), idempotency-fault (a storage's unreadable
 // push result answered as §6.3's retryable sync.idempotency_cache_miss,
-// nothing applied), with Config.SignedURLs signed-urls, with
+// nothing applied), backup-restore (the restore procedure rotates every
+// partition's epoch, RotateAllLogEpochs), with Config.SignedURLs signed-urls, with
 // Config.Leases leases (SPEC §7.3), with Config.Blobs blobs and
 // blob-presign (§5.9), and with Config.CRDTMergers crdt (§5.10).
 // docs/syncular.md says what a client meets for the others.
 func (s *Server) Capabilities() []string {
-	caps := []string{"validators", "commit-validators", "idempotency-fault"}
+	caps := []string{"validators", "commit-validators", "idempotency-fault", "backup-restore"}
 	if s.urls != nil {
 		caps = append(caps, "signed-urls")
 	}

@@ -89,6 +89,9 @@ func (in *instance) setBlobPresign(r *http.Request) (any, error) {
 	if err := in.srv.SetBlobPresigner(p); err != nil {
 		return nil, err
 	}
+	in.mu.Lock()
+	in.presigner = p
+	in.mu.Unlock()
 	return struct{}{}, nil
 }
 

@@ -33,6 +33,8 @@ import (
 //	setResolverOutage  {outage}                                 → {}
 //	revokeLease        {leaseId}                                → {}
 //	setBlobPresign     {enabled}                                → {} (blobs.go)
+//	captureBackup      {}                                       → {} (backup.go)
+//	restoreBackup      {}                                       → {rotated} (backup.go)
 func (in *instance) control(r *http.Request, op string) (any, error) {
 	ctx := r.Context()
 	switch op {
@@ -164,6 +166,9 @@ func (in *instance) control(r *http.Request, op string) (any, error) {
 		if err := in.srv.SetSignedURLTTL(time.Duration(req.TTLSeconds) * time.Second); err != nil {
 			return nil, badRequest("setSignedUrlTtlSeconds: %v", err)
 		}
+		in.mu.Lock()
+		in.signedTTL = time.Duration(req.TTLSeconds) * time.Second
+		in.mu.Unlock()
 		return struct{}{}, nil
 	case "setBlobPresign":
 		return in.setBlobPresign(r)

@@ -34,7 +34,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	gosync "sync"
 
 	"github.com/syncstore/syncstore/driver"
@@ -68,8 +67,11 @@ const maxControlBytes = 1 << 20
 type Host struct {
 	cfg  Config
 	prov driver.Provisioner
-	log  *slog.Logger
-	mux  *http.ServeMux
+	// backuper: the driver's whole-store copy, nil without one
+	// (backup.go: the backup-restore controls answer 501).
+	backuper driver.Backuper
+	log      *slog.Logger
+	mux      *http.ServeMux
 
 	mu        gosync.Mutex
 	next      uint64
@@ -105,6 +107,7 @@ func New(cfg Config) (*Host, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	h := &Host{cfg: cfg, prov: prov, log: lg, instances: map[string]*instance{}, spares: make(chan *freshStore, max(cfg.Spares, 0))}
+	h.backuper, _ = d.(driver.Backuper)
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
 	if cfg.Spares > 0 {
 		h.fillers.Add(1)
@@ -275,7 +278,7 @@ func (h *Host) control(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, struct{}{})
 		return
 	}
-	out, err := in.control(r, op)
+	out, err := in.gatedControl(r, op)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -290,10 +293,5 @@ func (h *Host) protocol(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/i/"+id+"/signed/") {
-		// The URL host's role: no credential, the URL is the grant.
-		in.srv.SignedSegmentHandler().ServeHTTP(w, r)
-		return
-	}
-	http.StripPrefix("/i/"+id, in.srv).ServeHTTP(w, r)
+	in.serve(w, r)
 }

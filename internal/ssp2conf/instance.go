@@ -61,6 +61,15 @@ type instance struct {
 	srv       *server.Server
 	blobs     *instanceBlobs // blobs.go
 
+	// dsn is the store's, srvCfg what srv was made with: a restore
+	// (backup.go) reopens the store and makes the server again.
+	dsn    string
+	srvCfg server.Config
+	// gate: requests and controls hold it shared, captureBackup and
+	// restoreBackup alone while the store is closed (backup.go).
+	gate   gosync.RWMutex
+	backup *storeBackup
+
 	// idemFault arms faultConn's one idempotency lookup failure
 	// (failNextIdempotencyLookup).
 	idemFault atomic.Bool
@@ -77,6 +86,12 @@ type instance struct {
 	// (validators.go); none accepts everything.
 	validators map[string]opRule
 	commitRule func(server.CommitValidation) error
+
+	// presigner and signedTTL: what setBlobPresign and
+	// setSignedUrlTtlSeconds set at run time (signedTTL < 0: never set),
+	// kept so a restore's new server (backup.go) starts with them too.
+	presigner server.BlobPresigner
+	signedTTL time.Duration
 
 	closeOnce gosync.Once
 	closeErr  error
@@ -109,14 +124,14 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		return nil, err
 	}
 
-	in := &instance{id: id, partition: req.Partition, schema: schema, engine: engine, grants: map[string]map[string][]string{}}
+	in := &instance{id: id, partition: req.Partition, schema: schema, engine: engine, grants: map[string]map[string][]string{}, signedTTL: -1}
 	in.nowMs.Store(req.NowMs)
 
 	fs, err := h.take(ctx)
 	if err != nil {
 		return nil, err
 	}
-	in.host, in.owner, in.drop = h, fs.store, fs.drop
+	in.host, in.owner, in.drop, in.dsn = h, fs.store, fs.drop, fs.dsn
 	defer func() {
 		if err != nil {
 			_ = in.close()
@@ -133,7 +148,7 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 	if in.blobs, err = newInstanceBlobs(in, req.cdnBase); err != nil {
 		return nil, fmt.Errorf("the blob store: %w", err)
 	}
-	in.srv, err = server.New(in.store, server.Config{
+	in.srvCfg = server.Config{
 		Schema:         *schema,
 		Authenticate:   in.authenticate,
 		ResolveScopes:  in.resolveScopes,
@@ -147,7 +162,8 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		Blobs:          &server.BlobConfig{Store: in.blobs.store},
 		// The crdt capability (crdt.go).
 		CRDTMergers: crdtMergers,
-	})
+	}
+	in.srv, err = server.New(in.store, in.srvCfg)
 	if err != nil {
 		return nil, fmt.Errorf("server.New: %w", err)
 	}
@@ -155,6 +171,7 @@ func (h *Host) newInstance(ctx context.Context, id, urlBase string, req createRe
 		if err = in.srv.SetSignedURLTTL(ttl); err != nil {
 			return nil, badRequest("signedUrls.ttlSeconds: %v", err)
 		}
+		in.signedTTL = ttl
 	}
 	return in, nil
 }
@@ -255,13 +272,15 @@ func (in *instance) resolveScopes(_ context.Context, id server.Identity, _ strin
 // first call's error.
 func (in *instance) close() error {
 	in.closeOnce.Do(func() {
+		in.gate.Lock() // not while a backup control runs
+		defer in.gate.Unlock()
 		if in.srv != nil {
 			in.closeErr = in.srv.Close()
 		}
 		if in.store != nil {
 			_ = in.store.Close() // faultConn's Close: nothing
 		}
-		in.host.dispose(in.owner, in.drop)
+		in.host.dispose(in.owner, in.withBackupDrop(in.drop))
 		in.blobs.close()
 	})
 	return in.closeErr

@@ -18,6 +18,7 @@ import (
 // freshStore is a provisioned, opened, empty store.
 type freshStore struct {
 	store *sync.Store
+	dsn   string
 	drop  func(context.Context) error
 }
 
@@ -32,7 +33,7 @@ func (h *Host) provision(ctx context.Context) (*freshStore, error) {
 		_ = drop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open the %s store: %w", h.cfg.Driver, err)
 	}
-	return &freshStore{store: st, drop: drop}, nil
+	return &freshStore{store: st, dsn: dsn, drop: drop}, nil
 }
 
 // take returns a spare, or provisions one now.

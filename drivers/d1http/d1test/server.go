@@ -8,6 +8,8 @@
 //	DELETE /accounts/{account}/d1/database/{database}         delete it
 //	POST   /accounts/{account}/d1/database/{database}/query   rows as objects
 //	POST   /accounts/{account}/d1/database/{database}/raw     rows as arrays, with column names
+//	GET    /accounts/{account}/d1/database/{database}/time_travel/bookmark  a bookmark of now (timetravel.go)
+//	POST   /accounts/{account}/d1/database/{database}/time_travel/restore   back to a bookmark
 //
 // with D1's shapes: a body {sql, params} or {batch: [{sql, params}, …]}
 // (a batch is applied all-or-nothing); the answer {success, errors
@@ -75,9 +77,10 @@ type Handler struct {
 // database is one D1 database: a private in-memory SQLite database on one
 // connection, so statements run one at a time.
 type database struct {
-	name string
-	db   *sql.DB
-	mu   gosync.Mutex
+	name  string
+	db    *sql.DB
+	mu    gosync.Mutex
+	marks bookmarks // Time Travel (timetravel.go); under mu
 }
 
 // NewHandler returns a double that accepts "Authorization: Bearer token"
@@ -207,6 +210,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.serveQuery(w, r, d, parts[7] == "raw")
+	case len(parts) == 9 && parts[7] == "time_travel":
+		h.mu.Lock()
+		d, ok := h.dbs[account+"/"+parts[6]]
+		h.mu.Unlock()
+		if !ok {
+			writeJSON(w, http.StatusNotFound, failure(7404, "The database could not be found"))
+			return
+		}
+		h.serveTimeTravel(w, r, d, parts[8])
 	default:
 		writeJSON(w, http.StatusNotFound, failure(7000, "No route for that URI"))
 	}

@@ -46,6 +46,7 @@ export const CAPABILITIES: readonly ServerCapability[] = [
   'blobs',
   'blob-presign',
   'crdt',
+  'backup-restore',
 ];
 
 const SSP2_CONTENT_TYPE = 'application/vnd.syncular.sync.v2';
@@ -373,6 +374,18 @@ class GoServerInstance implements ServerInstance {
 
   async installCommitValidator(spec?: CommitValidatorInstallSpec): Promise<void> {
     await this.#control('installCommitValidator', spec !== undefined ? { spec } : {});
+  }
+
+  /** `backup-restore`: a whole-store copy by the engine (the host stops
+   * the instance while it copies). */
+  async captureBackup(): Promise<void> {
+    await this.#control('captureBackup');
+  }
+
+  /** `backup-restore`: the store put back to the copy, every partition's
+   * log epoch rotated (§2.1), then a new server over it. */
+  async restoreBackup(): Promise<void> {
+    await this.#control('restoreBackup');
   }
 
   async failNextIdempotencyLookup(): Promise<void> {
