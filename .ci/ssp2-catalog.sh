@@ -12,7 +12,8 @@
 # catalog test in a workspace made by shared/syncular/setup.sh (Bun comes
 # from npm). Prints pass / skip / FAIL per scenario and a summary; exits 1
 # when a scenario that ran (no capability gates it, or the driver declares
-# its capability) fails on any driver, or a
+# its capability) fails on any driver, when any is skipped (every
+# capability of the catalog is declared: a skip means one was dropped), or a
 # host does not shut down cleanly (every store dropped).
 #
 # Environment:

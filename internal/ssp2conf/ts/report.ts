@@ -5,7 +5,9 @@
  * did not hold this run, with the SPEC section and why) or FAIL (with the
  * error) — then a summary per driver. Exits 1 when any scenario that ran (one
  * no capability gates, or one of a capability the driver declares) did not pass
- * on any driver, or a report is missing.
+ * on any driver, when any scenario was skipped (the driver declares every
+ * capability of the catalog, so a skip means one was dropped), or a report
+ * is missing.
  *
  *   bun report.ts sqlite=/tmp/sqlite.json postgres=/tmp/pg.json …
  */
@@ -66,7 +68,7 @@ for (const arg of process.argv.slice(2)) {
   const loops = loopback.length > 0 ? `, ${loopback.length} loopback-assumption (${loopback.join(', ')})` : '';
   const line = `${driver}: ${passed} passed, ${skipped} skipped${loops}, ${failed.length} failed`;
   summary.push(failed.length > 0 ? `${line}: ${failed.join(', ')}` : line);
-  if (failed.length > 0) bad = true;
+  if (failed.length > 0 || skipped > 0) bad = true;
 }
 console.log('\n--- SSP2 catalog summary');
 for (const line of summary) console.log(`  ${line}`);
