@@ -185,7 +185,8 @@ type PullResult struct {
 //
 //   - a bootstrap: Page for each page as it is read — at least one (an
 //     empty scope is one empty page), then more while rows remain and
-//     Page returns true;
+//     Page returns true; none for a snapshot SkipSnapshot took over
+//     (PULL-14);
 //   - an incremental pull: Commits once, with the window (maybe empty);
 //   - a reset: nothing;
 //

@@ -9,14 +9,15 @@ import (
 	"os"
 	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
+	"github.com/syncstore/syncstore/driver"
 	_ "github.com/syncstore/syncstore/drivers/mysql"
 	_ "github.com/syncstore/syncstore/drivers/postgres"
-	"github.com/syncstore/syncstore/driver"
-	"github.com/syncstore/syncstore/ssp2"
 	"github.com/syncstore/syncstore/server"
+	"github.com/syncstore/syncstore/ssp2"
 )
 
 // BenchmarkLoadRound measures the sync rounds of upstream's load suite
@@ -92,8 +93,56 @@ func BenchmarkLoadRound(b *testing.B) {
 				b.ReportMetric(float64(pulls[len(pulls)/2].Nanoseconds())/1e3, "pull-p50-µs")
 				b.ReportMetric(float64(pushes[len(pushes)/2].Nanoseconds())/1e3, "push-p50-µs")
 			})
+			b.Run("pull-vs-push-20", func(b *testing.B) { benchPullVsPush20(b, l, c.epoch) })
 		})
 	}
+}
+
+// benchPullVsPush20 runs 20 clients at once, each alternating a push
+// round and a pull round of its own (b.N rounds of each in all; the
+// pushes land in the storm project, so each pull carries the commits of
+// the others since its last), and reports the p50 and p95 of each kind: pull against push at one load.
+func benchPullVsPush20(b *testing.B, h http.Handler, epoch string) {
+	const clients = 20
+	type client struct {
+		pusher, puller *benchClient
+		pulls, pushes  []time.Duration
+	}
+	cs := make([]*client, clients)
+	for i := range cs {
+		cs[i] = &client{pusher: newBenchClient(b, h, fmt.Sprintf("c20-push-%d-%d", b.N, i), epoch),
+			puller: newBenchClient(b, h, fmt.Sprintf("c20-pull-%d-%d", b.N, i), epoch)}
+		cs[i].puller.bootstrap()
+	}
+	b.ResetTimer()
+	var wg gosync.WaitGroup
+	for i, c := range cs {
+		n := b.N / clients
+		if i < b.N%clients {
+			n++
+		}
+		wg.Go(func() {
+			for j := range n {
+				t0 := time.Now()
+				c.pusher.pushTo(j, StormProject)
+				t1 := time.Now()
+				c.puller.pull()
+				c.pushes, c.pulls = append(c.pushes, t1.Sub(t0)), append(c.pulls, time.Since(t1))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	var pulls, pushes []time.Duration
+	for _, c := range cs {
+		pulls, pushes = append(pulls, c.pulls...), append(pushes, c.pushes...)
+	}
+	slices.Sort(pulls)
+	slices.Sort(pushes)
+	b.ReportMetric(float64(pulls[len(pulls)/2].Nanoseconds())/1e3, "pull-p50-µs")
+	b.ReportMetric(float64(pushes[len(pushes)/2].Nanoseconds())/1e3, "push-p50-µs")
+	b.ReportMetric(float64(pulls[len(pulls)*95/100].Nanoseconds())/1e3, "pull-p95-µs")
+	b.ReportMetric(float64(pushes[len(pushes)*95/100].Nanoseconds())/1e3, "push-p95-µs")
 }
 
 // benchClient is a minimal SSP2 client of one storm subscription.
@@ -169,14 +218,17 @@ func (c *benchClient) bootstrap() int {
 	return n
 }
 
-func (c *benchClient) push(i int) {
+func (c *benchClient) push(i int) { c.pushTo(i, "bench") }
+
+// pushTo pushes one upsert of a row of project.
+func (c *benchClient) pushTo(i int, project string) {
 	id := fmt.Sprintf("bench-%s-%d", c.id, i)
 	comp, err := ssp2.Compile(&Schema)
 	if err != nil {
 		c.b.Fatal(err)
 	}
 	t, _ := comp.Table(Table)
-	v, err := t.Codec.Append(nil, driver.Values{"id": id, "project_id": "bench", "title": "t", "done": false, "priority": int64(1), "updated_at_ms": int64(1)})
+	v, err := t.Codec.Append(nil, driver.Values{"id": id, "project_id": project, "title": "t", "done": false, "priority": int64(1), "updated_at_ms": int64(1)})
 	if err != nil {
 		c.b.Fatal(err)
 	}
