@@ -423,12 +423,12 @@ func (ss *session) hearLocked(c sync.Commit) {
 	h := heardCommit{seq: c.Seq}
 	for _, ch := range c.Changes {
 		if !slices.ContainsFunc(h.touches, func(t touch) bool { return t.table == ch.Table && maps.Equal(t.scopes, ch.Scopes) }) {
+			if ss.heardN+len(h.touches) >= maxHeardTouches {
+				ss.blindTo = max(ss.blindTo, c.Seq) // past the bound: kept as unread
+				return
+			}
 			h.touches = append(h.touches, touch{ch.Table, ch.Scopes})
 		}
-	}
-	if ss.heardN+len(h.touches) > maxHeardTouches {
-		ss.blindTo = max(ss.blindTo, c.Seq)
-		return
 	}
 	ss.heardN += len(h.touches)
 	ss.heard = append(ss.heard, h)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/syncstore/syncstore/ssp2"
@@ -54,5 +55,24 @@ func TestRealtimeRoundEndWakesOnlyForMatches(t *testing.T) {
 				t.Fatalf("owed %q (want %q), roundOpen %v, %d registrations", ss.owed, c.want, ss.roundOpen, len(ss.regs))
 			}
 		})
+	}
+}
+
+// TestRealtimeRoundEndHeardBound: past maxHeardTouches what a round hears
+// counts as unread, so the round's end still owes a wake-up for it.
+func TestRealtimeRoundEndHeardBound(t *testing.T) {
+	e := newEnv(t, sqliteLane())
+	ss := &session{s: e.srv, cursor: -1, wv: ssp2.MaxWireVersion, notify: make(chan struct{}, 1), roundOpen: true}
+	var chs []sync.Change
+	for i := range maxHeardTouches + 1 {
+		chs = append(chs, sync.Change{Table: "tasks", RowID: "r", Op: sync.OpUpsert, Scopes: sync.Scopes{"project_id": fmt.Sprintf("q%d", i)}})
+	}
+	ss.deliver(sync.Commit{Seq: 5, Changes: chs})
+	ss.roundEnd(&round{pulled: true, pullHead: 4, wv: ssp2.MaxWireVersion, subs: []*subPlan{
+		{frame: &ssp2.Subscription{ID: "s1"}, t: e.srv.tables["tasks"], active: true, eff: p1}}})
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.owed != ssp2.WakeCatchupRequired || ss.heardN != 0 || ss.heard != nil {
+		t.Fatalf("owed %q, %d touches kept", ss.owed, ss.heardN)
 	}
 }
