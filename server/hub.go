@@ -288,7 +288,9 @@ func (h *hub) fanout(ph *partHub) {
 			registered := false
 			for ss := range ph.sessions {
 				sessions = append(sessions, ss)
-				registered = registered || ss.registered()
+				// A session in a round may register at its end: its
+				// commits are read so that the end can tell (§8.7).
+				registered = registered || ss.registered() || ss.inRound()
 			}
 			if gone {
 				ph.running = false
@@ -301,7 +303,7 @@ func (h *hub) fanout(ph *partHub) {
 			}
 			if !registered { // nobody registered: nothing to read
 				for _, ss := range sessions {
-					ss.observe(target)
+					ss.observeBlind(target)
 				}
 				ph.cursor = target
 				break
@@ -312,7 +314,7 @@ func (h *hub) fanout(ph *partHub) {
 				// Pruned past what this instance fanned out: every session
 				// catches up by pulling.
 				for _, ss := range sessions {
-					ss.observe(target)
+					ss.observeBlind(target)
 					ss.owe(ssp2.WakeCatchupRequired)
 				}
 				ph.cursor = target
@@ -323,7 +325,7 @@ func (h *hub) fanout(ph *partHub) {
 				}
 				h.s.log.LogAttrs(ctx, levelWarn, "ssp2 server: fanout read failed; sessions will catch up", errAttr(err))
 				for _, ss := range sessions {
-					ss.observe(target)
+					ss.observeBlind(target)
 					ss.owe(ssp2.WakeCatchupRequired)
 				}
 				ph.cursor = target

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/syncstore/syncstore/ssp2"
 	"github.com/syncstore/syncstore/sync"
@@ -52,6 +53,9 @@ func (r *round) pull(ctx context.Context) error {
 		if es.Cursor < 0 || sp.restart {
 			es.Cursor, es.BootstrapToken = sync.PullBootstrap, ""
 		}
+		if es.Cursor == sync.PullBootstrap && es.BootstrapToken == "" && r.limits.accept&ssp2.AcceptSQLite != 0 && sp.t.imageable {
+			es.SkipSnapshot = r.imageHook(sp)
+		}
 		req.Subscriptions = append(req.Subscriptions, es)
 		req.recordScopes = append(req.recordScopes, scopeFilter(sp.frame.Scopes))
 		ps.active = append(ps.active, sp)
@@ -66,6 +70,43 @@ func (r *round) pull(ctx context.Context) error {
 	}
 	r.pulled, r.pullHead = true, resp.MaxCommitSeq
 	return nil
+}
+
+// imageHook is a fresh image-lane bootstrap's SkipSnapshot (PULL-14): an
+// unexpired image of the pin is served as it is, so the engine reads no
+// page of it (§5.3: an image is built once and reused for every client).
+// It runs on a goroutine of the pull's; the round reads what it set only
+// after the engine hands the subscription over.
+func (r *round) imageHook(sp *subPlan) func(context.Context, int64) (bool, error) {
+	return func(ctx context.Context, asOf int64) (bool, error) {
+		rec, found, err := r.s.segments.Find(ctx, r.imageKey(sp, asOf), r.s.nowMs())
+		switch {
+		case err != nil:
+			return false, err
+		case !found:
+			sp.imageLooked = true
+			return false, nil
+		case !morePages(rec.RowCount, r.limits.limitRows):
+			// A snapshot of one page stays on the rows lane, as when the
+			// page is read (pullStream.page).
+			return false, nil
+		}
+		sp.image = &rec
+		return true, nil
+	}
+}
+
+// morePages reports whether a snapshot of rows rows is more than one
+// page of limitRows: the engine's PullPage.More on its first page (a full
+// page at sync.MaxLimit says more).
+func morePages(rows int64, limitRows int) bool {
+	return rows > int64(limitRows) || limitRows >= sync.MaxLimit && rows >= int64(limitRows)
+}
+
+// imageKey is the key of sp's SQLite image pinned at asOf.
+func (r *round) imageKey(sp *subPlan, asOf int64) SegmentKey {
+	return SegmentKey{Partition: r.id.Partition, LogEpoch: r.entry.Epoch, Table: sp.t.Name,
+		SchemaVersion: r.s.version, MediaType: ssp2.MediaSQLite, ScopeDigest: sp.digest, AsOfCommitSeq: asOf}
 }
 
 // pullStream is the pull half's sink: it writes each subscription's
@@ -139,7 +180,18 @@ func (ps *pullStream) start(ctx context.Context, res sync.PullResult) error {
 		f = &ssp2.SubStart{ID: sp.frame.ID, Status: ssp2.SubReset, ReasonCode: string(ssp2.CodeCursorExpired),
 			EffectiveScopes: map[string][]string{}}
 	}
-	return ps.r.rw.SubStart(f)
+	if err := ps.r.rw.SubStart(f); err != nil {
+		return err
+	}
+	if res.Skipped {
+		// The image the hook found stands for the snapshot (§5.3).
+		if sp.image == nil {
+			return errors.New("ssp2 server: a skipped snapshot without its image")
+		}
+		ps.cur.imageDone = true
+		return ps.r.rw.SegmentRef(ps.ref(*sp.image))
+	}
+	return nil
 }
 
 // commits writes an incremental window (§4.5), trimmed so a response
@@ -296,15 +348,15 @@ func segmentRef(rec SegmentRecord) *ssp2.SegmentRef {
 // built from this and every following page.
 func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, error) {
 	st := &ps.cur
-	key := SegmentKey{Partition: ps.r.id.Partition, LogEpoch: ps.r.entry.Epoch, Table: st.plan.t.Name,
-		SchemaVersion: ps.r.s.version, MediaType: ssp2.MediaSQLite, ScopeDigest: st.plan.digest, AsOfCommitSeq: st.res.AsOfCommitSeq}
-	rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
-	if err != nil {
-		return false, err
-	}
-	if found {
-		st.imageDone = true
-		return false, ps.r.rw.SegmentRef(ps.ref(rec))
+	if !st.plan.imageLooked { // the hook looked it up at this pin already
+		rec, found, err := ps.r.s.segments.Find(ctx, ps.r.imageKey(st.plan, st.res.AsOfCommitSeq), ps.r.s.nowMs())
+		if err != nil {
+			return false, err
+		}
+		if found {
+			st.imageDone = true
+			return false, ps.r.rw.SegmentRef(ps.ref(rec))
+		}
 	}
 	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	gosync "sync"
 	"time"
@@ -59,6 +61,9 @@ type session struct {
 	kinds     []msgKind           // (mu) parallel to queue
 	queued    int64               // (mu) bytes in queue
 	roundOpen bool                // (mu) a round's request is in, its END not yet handed over
+	heard     []heardCommit       // (mu) commits heard while a round is open that matched no registration
+	heardN    int                 // (mu) touches in heard (bounded by maxHeardTouches)
+	blindTo   int64               // (mu) highest seq observed without its commit's changes (or past heard's bound)
 	ackCursor int64               // (mu) the ack to persist
 	acking    bool                // (mu) an ack persister is running
 	notify    chan struct{}       // writer wake-up
@@ -67,6 +72,25 @@ type session struct {
 	closing   chan struct{} // closed when a close handshake this side started ends
 	closeBusy bool          // (closeOnce) a close handshake was started
 }
+
+// heardCommit is what a session keeps of a commit that landed while a
+// round was open and matched none of its registrations: the commit's
+// distinct (table, scopes) pairs, enough to tell at the round's end
+// whether the registrations the round installs match it (§8.7).
+type heardCommit struct {
+	seq     int64
+	touches []touch
+}
+
+type touch struct {
+	table  string
+	scopes sync.Scopes
+}
+
+// maxHeardTouches bounds what a session keeps of the commits heard during
+// one round; past it the rest counts as observed blind (the round's end
+// then owes a wake-up whenever they lie past the pull's head).
+const maxHeardTouches = 1024
 
 type msgKind uint8
 
@@ -375,11 +399,48 @@ func (ss *session) persistAcks() {
 	}
 }
 
-// observe records that the partition's log reached seq.
+// observe records that the partition's log reached seq, every commit up
+// to it having been delivered to the session.
 func (ss *session) observe(seq int64) {
 	ss.mu.Lock()
 	ss.lastKnown = max(ss.lastKnown, seq)
 	ss.mu.Unlock()
+}
+
+// observeBlind records that the partition's log reached seq without the
+// session having seen the commits in between: a round ending with a head
+// below seq owes a wake-up.
+func (ss *session) observeBlind(seq int64) {
+	ss.mu.Lock()
+	ss.lastKnown = max(ss.lastKnown, seq)
+	ss.blindTo = max(ss.blindTo, seq)
+	ss.mu.Unlock()
+}
+
+// hearLocked keeps what a round's end needs of a commit that matched no
+// registration while the round was open (ss.mu held).
+func (ss *session) hearLocked(c sync.Commit) {
+	h := heardCommit{seq: c.Seq}
+	for _, ch := range c.Changes {
+		if !slices.ContainsFunc(h.touches, func(t touch) bool { return t.table == ch.Table && maps.Equal(t.scopes, ch.Scopes) }) {
+			if ss.heardN+len(h.touches) >= maxHeardTouches {
+				ss.blindTo = max(ss.blindTo, c.Seq) // past the bound: kept as unread
+				return
+			}
+			h.touches = append(h.touches, touch{ch.Table, ch.Scopes})
+		}
+	}
+	ss.heardN += len(h.touches)
+	ss.heard = append(ss.heard, h)
+}
+
+// inRound reports whether a round is open on the session (the fanout then
+// reads commits for it even when it has no registration yet: the round
+// may install some).
+func (ss *session) inRound() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.roundOpen
 }
 
 // owe makes the writer send a wake-up (coalesced with any not yet sent)
@@ -433,6 +494,9 @@ func (ss *session) deliver(c sync.Commit) {
 		}
 	}
 	if len(sections) == 0 {
+		if ss.roundOpen {
+			ss.hearLocked(c)
+		}
 		return
 	}
 	if ss.roundOpen || ss.wakeDue {
@@ -504,6 +568,7 @@ func (ss *session) ownCommit(c sync.Commit) {
 			}
 		}
 	}
+	ss.hearLocked(c)
 }
 
 // sendText queues a control event; a client too slow to take it is
@@ -694,8 +759,11 @@ func (w *roundWriter) Write(p []byte) (int, error) {
 // roundEnd applies a completed round to the session: a round that pulled
 // replaces its registrations with the round's active subscriptions
 // (effective scopes as the round resolved them) and sets the wire version
-// of later deltas; commits past the head the pull served may have missed
-// the new registrations, so they are caught up with a wake-up.
+// of later deltas. A commit past the head the pull served that the new
+// registrations match was heard against the old ones only, so it is
+// caught up with a wake-up (§8.7); so is any stretch of the log past that
+// head the session observed without reading. A commit they do not match
+// owes nothing (the client has nothing to pull for it).
 func (ss *session) roundEnd(rd *round) {
 	if rd != nil && rd.pulled {
 		var regs []registration
@@ -707,14 +775,32 @@ func (ss *session) roundEnd(rd *round) {
 		ss.setRegistrations(regs)
 		ss.mu.Lock()
 		ss.wv = rd.wv
-		if ss.lastKnown > rd.pullHead {
+		if ss.blindTo > rd.pullHead || heardMatch(ss.heard, rd.pullHead, regs) {
 			ss.oweLocked(ssp2.WakeCatchupRequired)
 		}
 		ss.mu.Unlock()
 	}
 	ss.mu.Lock()
 	ss.roundOpen = false
+	ss.heard, ss.heardN = nil, 0
 	ss.mu.Unlock()
+}
+
+// heardMatch reports whether a commit heard past head touches any of regs.
+func heardMatch(heard []heardCommit, head int64, regs []registration) bool {
+	for _, h := range heard {
+		if h.seq <= head {
+			continue
+		}
+		for _, t := range h.touches {
+			for _, r := range regs {
+				if t.table == r.t.Name && matchesEffective(t.scopes, r.eff) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // runRound runs one socket round (§8.7) through the same round code as

@@ -59,6 +59,10 @@ type subPlan struct {
 	// §4.7).
 	token   string
 	restart bool
+	// Set by the pull's SkipSnapshot hook (a fresh bootstrap on the image
+	// lane, §5.3): the stored image of the pin was looked up, and found.
+	imageLooked bool
+	image       *SegmentRecord
 }
 
 // pullLimits are PULL_HEADER's limits, clamped (§4.2).

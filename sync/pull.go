@@ -496,6 +496,16 @@ func (ps *pullServer) serve(ctx context.Context, p pullPlan) (pullFirst, error) 
 // bootstrap reads the first page of p's bootstrap pinned at asOf, after
 // afterRowID: "" starts a fresh bootstrap.
 func (ps *pullServer) bootstrap(ctx context.Context, p pullPlan, asOf int64, afterRowID string) (pullFirst, error) {
+	if afterRowID == "" && p.sub.SkipSnapshot != nil {
+		skip, err := p.sub.SkipSnapshot(ctx, asOf)
+		if err != nil {
+			return pullFirst{}, err
+		}
+		if skip { // PULL-14: the caller serves the snapshot
+			return pullFirst{res: PullResult{ID: p.sub.ID, Status: PullActive, Bootstrap: true, Fresh: true,
+				AsOfCommitSeq: asOf, NextCursor: asOf, Skipped: true}}, nil
+		}
+	}
 	page, err := ps.page(ctx, p, afterRowID)
 	if err != nil {
 		return pullFirst{}, err
@@ -538,7 +548,7 @@ func (ps *pullServer) deliver(ctx context.Context, p pullPlan, first *pullFirst,
 		return PullResult{}, err
 	}
 	switch {
-	case res.Status != PullActive:
+	case res.Status != PullActive, res.Skipped:
 	case res.Bootstrap:
 		for {
 			next, err := sink.Page(ctx, page)

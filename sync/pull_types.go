@@ -85,6 +85,18 @@ type PullSubscription struct {
 	// Keys and values are checked as text (V-6); any number of keys, an
 	// empty list included. Nothing is read with them.
 	RecordScopes ScopeFilter `json:"-"`
+	// SkipSnapshot, when set, is asked with the pin before the first page
+	// of a fresh bootstrap of the subscription is read (PULL-14): true
+	// means the caller serves that snapshot itself — a stored image of
+	// the same table, scopes and pin, say — and no row of it is read: the
+	// result is the fresh bootstrap's with Skipped set, no Rows and no
+	// BootstrapToken (PullTo's sink gets Start and End, no Page). It is
+	// called at most once per subscription and pull, from a goroutine of
+	// the pull's own (possibly while the sink handles an earlier
+	// subscription), and not for a resumed bootstrap, a window or a
+	// reset. An error it returns stops the pull: PullTo returns it as it
+	// is, nothing is written.
+	SkipSnapshot func(ctx context.Context, asOf int64) (bool, error) `json:"-"`
 }
 
 // PullStatus says how a subscription was served.
@@ -143,6 +155,9 @@ type PullResult struct {
 	// AsOfCommitSeq is the commit seq a bootstrap is pinned at (its first
 	// page read it as the partition's head); 0 when not bootstrapping.
 	AsOfCommitSeq int64 `json:"asOfCommitSeq"`
+	// Skipped reports a fresh bootstrap whose snapshot the subscription's
+	// SkipSnapshot took over: no page was read (PULL-14).
+	Skipped bool `json:"skipped,omitempty"`
 	// Rows is one bootstrap page, at most the subscription's LimitRows
 	// (Store.Pull; Store.PullTo hands pages to PullSink.Page instead).
 	Rows []Row `json:"rows,omitempty"`
@@ -170,7 +185,8 @@ type PullResult struct {
 //
 //   - a bootstrap: Page for each page as it is read — at least one (an
 //     empty scope is one empty page), then more while rows remain and
-//     Page returns true;
+//     Page returns true; none for a snapshot SkipSnapshot took over
+//     (PULL-14);
 //   - an incremental pull: Commits once, with the window (maybe empty);
 //   - a reset: nothing;
 //
