@@ -54,6 +54,11 @@ func TestSuiteCatchesBrokenCapabilities(t *testing.T) {
 		{"leases-revoked-id-comes-back", driver.CapLeases, "^LEASE-",
 			func(c driver.Conn) driver.Conn { return &leaseResurrects{connWrap{c}, c.(driver.LeasesConn)} },
 			[]string{"LEASE-3", "LEASE-4"}},
+		{"leases-survive-a-rotation", driver.CapLeases, "^LEASE-",
+			func(c driver.Conn) driver.Conn {
+				return &leaseSurvivesRotation{connWrap: connWrap{c}, LeasesConn: c.(driver.LeasesConn), issued: map[[2]string]bool{}}
+			},
+			[]string{"LEASE-5"}},
 	}
 	list := make([]brokenDriver, 0, len(broken))
 	for _, b := range broken {
@@ -255,4 +260,52 @@ func (c *leaseResurrects) IssueLease(ctx context.Context, p, client string, g dr
 		g.LeaseID = old.LeaseID
 	}
 	return c.LeasesConn.IssueLease(ctx, p, client, g)
+}
+
+// ---- a log epoch rotation leaves the partition's leases as they were
+// (LEASE-5): the wrapper puts back, after the rotation, every lease it saw
+// issued in the partition, revoked ones revoked — the store before LEASE-5 ----
+
+type leaseSurvivesRotation struct {
+	connWrap
+	driver.LeasesConn
+	mu     gosync.Mutex
+	issued map[[2]string]bool // (partition, client id)
+}
+
+func (c *leaseSurvivesRotation) IssueLease(ctx context.Context, p, client string, g driver.LeaseGrant) (driver.Lease, error) {
+	c.mu.Lock()
+	c.issued[[2]string{p, client}] = true
+	c.mu.Unlock()
+	return c.LeasesConn.IssueLease(ctx, p, client, g)
+}
+
+func (c *leaseSurvivesRotation) RotatePartitionLogEpoch(ctx context.Context, p, epoch string, atMs int64) (driver.PartitionEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := map[string]driver.Lease{}
+	for k := range c.issued {
+		if k[0] != p {
+			continue
+		}
+		if l, found, err := c.LeasesConn.GetLease(ctx, p, k[1]); err == nil && found {
+			kept[k[1]] = l
+		}
+	}
+	e, err := c.connWrap.RotatePartitionLogEpoch(ctx, p, epoch, atMs)
+	if err != nil {
+		return e, err
+	}
+	for client, l := range kept {
+		g := driver.LeaseGrant{LeaseID: l.LeaseID, ActorID: l.ActorID, AllowedScopes: l.AllowedScopes, IssuedAtMs: l.IssuedAtMs, ExpiresAtMs: l.ExpiresAtMs}
+		if _, err := c.LeasesConn.IssueLease(ctx, p, client, g); err != nil {
+			return e, err
+		}
+		if l.Revoked {
+			if _, err := c.LeasesConn.RevokeLease(ctx, p, l.LeaseID); err != nil {
+				return e, err
+			}
+		}
+	}
+	return e, nil
 }

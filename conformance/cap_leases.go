@@ -7,7 +7,7 @@ import (
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
-// Cases of the leases capability (docs/contract.md LEASE-1…LEASE-4): one
+// Cases of the leases capability (docs/contract.md LEASE-1…LEASE-5): one
 // durable auth-lease record per (partition, client id), refreshed in
 // place under a stable id, revocable by that id; a revoked id never comes
 // back; expiry is the caller's clock.
@@ -28,6 +28,11 @@ func init() {
 		Case{Name: "LEASE-3/partitions-and-clients-are-isolated", Capability: c, Run: leaseIsolated},
 		// Catches: Store input that reaches the driver, or a validity check off by one at the expiry instant.
 		Case{Name: "LEASE-4/store-checks-input-and-expiry", Capability: c, Run: leaseStoreChecks},
+		// Catches: leases that survive a log epoch rotation (a lease revoked
+		// after a backup point authorizing rounds again once the backup is
+		// restored and rotated), a rotation reaching another partition's
+		// leases, or a refused rotation deleting leases.
+		Case{Name: "LEASE-5/rotation-deletes-the-partitions-leases", Capability: c, Run: leaseRotationDeletes},
 	)
 }
 
@@ -225,4 +230,53 @@ func leaseStoreChecks(t T, h Harness) {
 	if !errors.Is(err, driver.ErrInvalidArgument) {
 		t.Errorf("LEASE-4: RevokeLease with an empty id = %v; want invalid_argument", err)
 	}
+}
+
+func leaseRotationDeletes(t T, h Harness) {
+	ctx := t.Context()
+	conn := openStore(t, h)
+	live := grant("lease_a", "actor-1", `{"project":["p1"]}`, 1000, 500)
+	leaseIssue(t, conn, "p1", "c1", live)
+	leaseIssue(t, conn, "p1", "c2", grant("lease_b", "actor-2", `{"project":["p1"]}`, 1000, 500))
+	if !leaseRevoke(t, conn, "p1", "lease_b") {
+		t.Fatalf("LEASE-3: RevokeLease(p1, lease_b) reported no lease")
+	}
+	other := grant("lease_c", "actor-1", `{"project":["p2"]}`, 1000, 500)
+	leaseIssue(t, conn, "p2", "c1", other)
+	if _, err := conn.TouchPartition(ctx, "p1", 900, "e0"); err != nil {
+		t.Fatalf("TouchPartition(p1): %v", err)
+	}
+	// A refused rotation changes nothing.
+	if _, err := conn.RotatePartitionLogEpoch(ctx, "p1", "", 1100); err == nil {
+		t.Fatalf("REG-2: RotatePartitionLogEpoch with an empty epoch succeeded")
+	}
+	got, found := leaseGet(t, conn, "p1", "c1")
+	expectEqual(t, "LEASE-5: p1/c1 after a refused rotation found", true, found)
+	expectEqual(t, "LEASE-5: p1/c1 after a refused rotation", leaseOf(live, "lease_a", false), got)
+
+	if _, err := conn.RotatePartitionLogEpoch(ctx, "p1", "e1", 1200); err != nil {
+		t.Fatalf("RotatePartitionLogEpoch(p1): %v", err)
+	}
+	check := func(conn driver.Conn, when string) {
+		t.Helper()
+		for _, client := range []string{"c1", "c2"} {
+			if l, found := leaseGet(t, conn, "p1", client); found {
+				t.Errorf("LEASE-5: %s, p1/%s still holds a lease: %+v", when, client, l)
+			}
+		}
+		got, found := leaseGet(t, conn, "p2", "c1")
+		expectEqual(t, "LEASE-5: "+when+", p2/c1 found", true, found)
+		expectEqual(t, "LEASE-5: "+when+", p2/c1 untouched", leaseOf(other, "lease_c", false), got)
+	}
+	check(conn, "after the rotation")
+	if h.Reopen != nil {
+		conn = h.Reopen(t, conn)
+		check(conn, "after the rotation and a reopen")
+	}
+	if leaseRevoke(t, conn, "p1", "lease_a") {
+		t.Errorf("LEASE-5: RevokeLease(p1, lease_a) after the rotation reported a lease")
+	}
+	// The next issue is a first one: it takes the grant's fresh id.
+	g := grant("lease_d", "actor-1", `{"project":["p1"]}`, 1300, 500)
+	expectEqual(t, "LEASE-5: the first issue after the rotation", leaseOf(g, "lease_d", false), leaseIssue(t, conn, "p1", "c1", g))
 }

@@ -187,7 +187,8 @@ type Conn interface {
 	// RotatePartitionLogEpoch atomically sets the entry's epoch,
 	// EpochRequired=true and UpdatedAtMs, registering the partition if
 	// needed, and deletes the partition's client records. Nothing else
-	// changes (REG-2). Returns the stored entry.
+	// changes (REG-2) — but a driver with capability leases deletes the
+	// partition's leases in the same step (LEASE-5). Returns the stored entry.
 	RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (PartitionEntry, error)
 	// ListPartitionRegistry returns registry entries with partition >
 	// afterPartition, ascending bytewise, at most limit (1…10,000) (REG-3).

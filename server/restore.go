@@ -18,7 +18,11 @@ const rotatePage = 1000
 // a client whose cursor or acknowledged commits are ahead of the backup
 // then gets the reset response (§6.3) on its next pull, drops its local
 // copy of the synced tables and bootstraps again, and its unacknowledged
-// outbox is pushed once more. Servers that ran before the restore must
+// outbox is pushed once more. The rotation also deletes every auth lease
+// of the partition (LEASE-5), so a lease revoked after the backup point
+// cannot authorize a round again; until a live round issues a fresh one,
+// a client meets sync.auth_lease_required during a resolver outage.
+// Servers that ran before the restore must
 // not serve the restored store: they cache each partition's epoch
 // (Limits.PartitionTouchInterval) and hold realtime sessions; restart
 // them on it. A partition not in the registry needs nothing: its next

@@ -475,6 +475,8 @@ func (s *Store) TouchPartition(ctx context.Context, partition string, atMs int64
 
 // RotatePartitionLogEpoch is a primitive (REG-2), an operator's call: no
 // engine call rotates an epoch.
+// With capability leases, the rotation deletes the partition's auth
+// leases in the same step (LEASE-5).
 //
 // RotatePartitionLogEpoch is driver.Conn's, after V-1 and a non-empty
 // epoch (REG-1, V-2 → CodeInvalidArgument).

@@ -83,13 +83,14 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs
-// and deletes the partition's client records, in one batch (REG-2).
+// and deletes the partition's client records and leases, in one batch
+// (REG-2, LEASE-5).
 func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
 	if epoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
 	}
 	return c.registryWrite(ctx, "d1http: rotate partition epoch", partition,
-		st(sqlitesql.DeleteClients, partition), st(sqlitesql.RotateEpoch, partition, epoch, dec(atMs)))
+		st(sqlitesql.DeleteClients, partition), st(sqlitesql.DeleteLeases, partition), st(sqlitesql.RotateEpoch, partition, epoch, dec(atMs)))
 }
 
 // registryWrite applies stmts followed by a read of the entry, in one

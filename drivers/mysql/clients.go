@@ -48,8 +48,8 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
-// registering the partition if needed, and deletes its client records, in
-// one transaction (REG-2). Returns the stored entry.
+// registering the partition if needed, and deletes its client records and
+// leases, in one transaction (REG-2, LEASE-5). Returns the stored entry.
 func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
 	if epoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
@@ -62,6 +62,9 @@ func (c *Conn) registryWrite(ctx context.Context, what string, clearClients bool
 	err := c.writeTx(ctx, what, func(tx *sql.Tx) error {
 		if clearClients {
 			if _, err := c.exec(ctx, tx, deleteClients, partition); err != nil {
+				return err
+			}
+			if _, err := c.exec(ctx, tx, deleteLeases, partition); err != nil {
 				return err
 			}
 		}

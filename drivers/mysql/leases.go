@@ -47,6 +47,9 @@ ON DUPLICATE KEY UPDATE
 WHERE p = ? AND client_id = ?`
 	// revokeLease: p, lease id (LEASE-3); counts matched rows (clientFoundRows).
 	revokeLease = `UPDATE _sync_leases SET revoked = 1 WHERE p = ? AND lease_id = ?`
+	// deleteLeases: p; run by a log epoch rotation in its transaction
+	// (LEASE-5, REG-2).
+	deleteLeases = `DELETE FROM _sync_leases WHERE p = ?`
 )
 
 var _ driver.LeasesConn = (*Conn)(nil)

@@ -66,8 +66,8 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
-// registering the partition if needed, and deletes its client records, in
-// one transaction (REG-2). Returns the stored entry.
+// registering the partition if needed, and deletes its client records and
+// leases, in one transaction (REG-2, LEASE-5). Returns the stored entry.
 func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
 	if epoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
@@ -76,6 +76,7 @@ func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch str
 	err := c.inTx(ctx, "postgres: rotate partition epoch", func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlDeleteClients, partition)
+		b.Queue(sqlDeleteLeases, partition)
 		b.Queue(sqlRotateEpoch, partition, epoch, atMs).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&e.Partition, &e.Epoch, &e.EpochRequired, &e.UpdatedAtMs)
 		})

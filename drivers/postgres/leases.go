@@ -49,6 +49,9 @@ RETURNING lease_id, actor_id, allowed_scopes, issued_at_ms, expires_at_ms, revok
 WHERE partition = $1 AND client_id = $2`
 	// sqlRevokeLease: $1 partition, $2 lease id (LEASE-3).
 	sqlRevokeLease = `UPDATE _sync_leases SET revoked = true WHERE partition = $1 AND lease_id = $2`
+	// sqlDeleteLeases: $1 partition; run by a log epoch rotation in its
+	// transaction (LEASE-5, REG-2).
+	sqlDeleteLeases = `DELETE FROM _sync_leases WHERE partition = $1`
 )
 
 var _ driver.LeasesConn = (*Conn)(nil)

@@ -19,13 +19,13 @@ func (c *Conn) TouchPartition(ctx context.Context, partition string, atMs int64,
 }
 
 // RotatePartitionLogEpoch sets epoch, EpochRequired=true and UpdatedAtMs,
-// registering the partition if needed, and deletes its client records, in
-// one transaction (REG-2). Returns the stored entry.
+// registering the partition if needed, and deletes its client records and
+// leases, in one transaction (REG-2, LEASE-5). Returns the stored entry.
 func (c *Conn) RotatePartitionLogEpoch(ctx context.Context, partition, epoch string, atMs int64) (driver.PartitionEntry, error) {
 	if epoch == "" {
 		return driver.PartitionEntry{}, driver.Errorf(driver.CodeInvalidArgument, "epoch must not be empty (REG-2)")
 	}
-	return c.registryWrite(ctx, "sqlite: rotate partition epoch", []string{sqlitesql.DeleteClients}, sqlitesql.RotateEpoch, partition, epoch, atMs)
+	return c.registryWrite(ctx, "sqlite: rotate partition epoch", []string{sqlitesql.DeleteClients, sqlitesql.DeleteLeases}, sqlitesql.RotateEpoch, partition, epoch, atMs)
 }
 
 // registryWrite runs the registry upsert q (…RETURNING the entry) and,

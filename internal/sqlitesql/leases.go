@@ -32,7 +32,7 @@ var LeasesDDL = []string{
 
 func init() {
 	InfraDDL = append(InfraDDL, LeasesDDL...)
-	InfraStatements = append(InfraStatements, IssueLease, SelectLease, RevokeLease)
+	InfraStatements = append(InfraStatements, IssueLease, SelectLease, RevokeLease, DeleteLeases)
 	ReadStatements = append(ReadStatements, SelectLease)
 }
 
@@ -53,4 +53,7 @@ ON CONFLICT (partition, client_id) DO UPDATE SET
 WHERE partition = ?1 AND client_id = ?2`
 	// RevokeLease: ?1 partition, ?2 lease id (LEASE-3).
 	RevokeLease = `UPDATE _sync_leases SET revoked = 1 WHERE partition = ?1 AND lease_id = ?2`
+	// DeleteLeases: ?1 partition. Run by a log epoch rotation, in its
+	// transaction or batch (LEASE-5, REG-2).
+	DeleteLeases = `DELETE FROM _sync_leases WHERE partition = ?1`
 )
