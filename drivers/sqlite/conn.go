@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"runtime"
 	gosync "sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/driver/fanpoll"
@@ -15,6 +17,9 @@ import (
 	"github.com/syncstore/syncstore/internal/sqlrows"
 	"github.com/syncstore/syncstore/internal/stmtcache"
 	"github.com/syncstore/syncstore/internal/txset"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // committedReads and txReads are sqlrows' read halves, embedded in Conn
@@ -86,7 +91,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 		return fail(err, "sqlite: open the writer")
 	}
 	c.wr = stmtcache.New(c.w)
-	if err := c.initInfra(ctx); err != nil {
+	if err := c.initInfraBusyRetry(ctx, t.busyMs); err != nil {
 		return fail(err, "sqlite: initialize the store")
 	}
 	if c.r, err = openDB(t.dsnFor(false), max(4, runtime.GOMAXPROCS(0))); err != nil {
@@ -112,6 +117,29 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 // initInfra creates the infrastructure tables in one write transaction
 // (idempotent; concurrent openers serialize on BEGIN IMMEDIATE), checks
 // the stored format and upgrades an older one (retention.go).
+// initInfraBusyRetry is initInfra, again while it meets SQLITE_BUSY,
+// within busyMs. The writer's first connection switches a file not yet in
+// WAL to WAL as it opens (its journal_mode pragma), which takes an
+// exclusive lock SQLite does not wait for through the busy handler: when
+// several Conns open such a file at once (a new store, or one of an older
+// format a rollback-journal tool made), all but one meet SQLITE_BUSY at
+// once rather than after the DSN's _busy_timeout.
+func (c *Conn) initInfraBusyRetry(ctx context.Context, busyMs int) error {
+	deadline := time.Now().Add(time.Duration(busyMs) * time.Millisecond)
+	for {
+		err := c.initInfra(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func (c *Conn) initInfra(ctx context.Context) error {
 	tx, err := c.w.BeginTx(ctx, nil)
 	if err != nil {
