@@ -27,20 +27,7 @@ func TestRestoreDropsRevokedLease(t *testing.T) {
 	forEachLane(t, func(t *testing.T, l lane) {
 		bl := bls[l.name]
 		ctx := context.Background()
-		dsn, drop, err := bl.drv.Provision(ctx, bl.base(t))
-		if err != nil {
-			t.Fatalf("provision: %v", err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = drop(ctx)
-		})
-		sch := testSchema()
-		ds, err := sch.DriverSchema()
-		if err != nil {
-			t.Fatal(err)
-		}
+		dsn, ds := provisionForBackup(t, bl.drv, bl.base(t))
 		var outage atomic.Bool
 		open := func() (*env, func()) {
 			st, err := sync.Open(l.name, dsn)

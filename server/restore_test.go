@@ -25,6 +25,27 @@ type backupDriver interface {
 
 // backupLanes are lanes() with the driver and base DSN exposed, for the
 // whole-store copy the restore procedure starts from.
+// provisionForBackup provisions a store on drv under base, dropped when
+// t ends, and returns its DSN and the test schema's engine form.
+func provisionForBackup(t *testing.T, drv backupDriver, base string) (string, driver.Schema) {
+	t.Helper()
+	dsn, drop, err := drv.Provision(context.Background(), base)
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = drop(ctx)
+	})
+	sch := testSchema()
+	ds, err := sch.DriverSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn, ds
+}
+
 func backupLanes() map[string]struct {
 	drv  backupDriver
 	base func(testing.TB) string
@@ -62,20 +83,7 @@ func TestRestoreRotatesEveryEpoch(t *testing.T) {
 	forEachLane(t, func(t *testing.T, l lane) {
 		bl := bls[l.name]
 		ctx := context.Background()
-		dsn, drop, err := bl.drv.Provision(ctx, bl.base(t))
-		if err != nil {
-			t.Fatalf("provision: %v", err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = drop(ctx)
-		})
-		sch := testSchema()
-		ds, err := sch.DriverSchema()
-		if err != nil {
-			t.Fatal(err)
-		}
+		dsn, ds := provisionForBackup(t, bl.drv, bl.base(t))
 		// open starts a server over the store at dsn; stop ends both.
 		open := func() (*env, func()) {
 			st, err := sync.Open(l.name, dsn)
