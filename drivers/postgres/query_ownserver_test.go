@@ -147,6 +147,7 @@ func TestAQPlannerEndsOnOwnServer(t *testing.T) {
 		{"cte-doubling-24", chain(`x || x`, doubling, 24)},
 		{"cte-abs-40", chain(`abs(x) - abs(x)`, count, 40)},
 		{"cte-self-join-20", selfJoins(20)},
+		{"derived-abs-30-renamed", nest(`x`, nest(`abs(x) - abs(x)`, nest(`x`, nest(`abs(x) - abs(x)`, nest(`x`, nest(`abs(x) - abs(x)`, count, 10), 3), 10), 3), 10), 3)},
 		{"one-level-2000x2000", `SELECT ` + terms("x", 2000) + ` AS n FROM (SELECT ` + terms("length(title)", 2000) + ` AS x FROM todos) AS d`},
 	} {
 		if n, _ := call(a.name, a.sql); n > 0 {

@@ -1,5 +1,7 @@
 package querylang
 
+import "strings"
+
 // QueryBody is one parenthesized query — "(" followed by SELECT, WITH or
 // VALUES — in a statement's pieces: a derived table, a sub-query, a CTE's
 // body or a parenthesized member of a compound SELECT. Drivers use it to
@@ -20,6 +22,12 @@ type QueryBody struct {
 	// Limited: LIMIT or OFFSET at the body's own level (not inside a
 	// nested parenthesis).
 	Limited bool
+	// Computes: a result column of one of its SELECTs is more than a
+	// column reference (`a`, `t.a`, `*`, `t.*`), a literal or a bind
+	// value, optionally aliased; or it is VALUES; or it has a FULL JOIN at
+	// its own level (a merged USING column is a COALESCE). A body that
+	// does not compute only renames columns of the level below.
+	Computes bool
 }
 
 // QueryBodies returns the parenthesized queries of ps in the order their
@@ -33,6 +41,7 @@ func QueryBodies(ps []Piece) []QueryBody {
 		name      string // a CTE body's name, lower case
 		recursive bool   // a WITH RECURSIVE was seen at this frame's level
 		reads     bool   // the CTE's name occurs in its body
+		selects   []int  // the SELECT words at this frame's level
 	}
 	stack := []frame{{}} // the statement's own level at the bottom
 	var out []QueryBody
@@ -51,7 +60,7 @@ func QueryBodies(ps []Piece) []QueryBody {
 			if j := FirstSignificant(ps, i+1); j >= 0 && ps[j].Kind == TokWord &&
 				(ps[j].Name == "select" || ps[j].Name == "with" || ps[j].Name == "values") {
 				f.body = true
-				f.qb = QueryBody{Open: i, NotMaterialized: -1}
+				f.qb = QueryBody{Open: i, NotMaterialized: -1, Computes: ps[j].Name == "values"}
 				k := prevSig(i)
 				if k >= 0 && ps[k].Kind == TokWord {
 					switch ps[k].Name {
@@ -95,6 +104,9 @@ func QueryBodies(ps []Piece) []QueryBody {
 					if f.name == "" || !f.reads {
 						f.qb.Recursive = false
 					}
+					for _, sel := range f.selects {
+						f.qb.Computes = f.qb.Computes || !bareResult(ps, sel, i)
+					}
 					out = append(out, f.qb)
 				}
 			}
@@ -103,6 +115,10 @@ func QueryBodies(ps []Piece) []QueryBody {
 			switch p.Name {
 			case "limit", "offset":
 				top.qb.Limited = true
+			case "full":
+				top.qb.Computes = true
+			case "select":
+				top.selects = append(top.selects, i)
 			case "with":
 				top.recursive = false
 				if j := FirstSignificant(ps, i+1); j >= 0 && ps[j].Name == "recursive" {
@@ -121,4 +137,72 @@ func QueryBodies(ps []Piece) []QueryBody {
 		}
 	}
 	return out
+}
+
+// bareResult reports whether the result columns of the SELECT word at sel
+// (ending at the first clause word at its level, or at end) are each a
+// column reference, `*`, a literal or a bind value, optionally aliased.
+// It reads only the pieces of the result list: each piece is read by at
+// most one call. An operator's text may carry spaces (a driver's
+// rewriting).
+func bareResult(ps []Piece, sel, end int) bool {
+	var item []Piece // the significant pieces of the current item
+	bare := func() bool {
+		n := len(item)
+		if n >= 2 && item[n-2].Kind == TokWord && item[n-2].Name == "as" {
+			n -= 2 // AS alias
+		} else if n >= 2 && (item[n-1].Kind == TokWord || item[n-1].Kind == TokQuotedID) &&
+			(item[n-2].Kind == TokWord || item[n-2].Kind == TokQuotedID) {
+			n-- // alias without AS
+		}
+		switch {
+		case n == 1:
+			k := item[0].Kind
+			return k == TokWord || k == TokQuotedID || k == TokString || k == TokNumber || k == TokBlob || k == TokParam ||
+				(k == TokOp && strings.TrimSpace(item[0].Text) == "*")
+		case n >= 3 && n%2 == 1: // a.b, a.b.c, a.*
+			for k := 0; k < n; k++ {
+				p := item[k]
+				switch {
+				case k%2 == 1 && !(p.Kind == TokOp && p.Text == "."):
+					return false
+				case k%2 == 0 && k == n-1 && p.Kind == TokOp && strings.TrimSpace(p.Text) == "*":
+				case k%2 == 0 && p.Kind != TokWord && p.Kind != TokQuotedID:
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	first := true
+	for i := sel + 1; i < end; i++ {
+		p := ps[i]
+		if p.Kind == TokSpace {
+			continue
+		}
+		if p.Kind == TokWord {
+			switch p.Name {
+			case "distinct", "all":
+				if first {
+					continue
+				}
+			case "from", "where", "group", "having", "window", "order", "limit", "offset", "union", "intersect", "except":
+				return len(item) == 0 || bare()
+			}
+		}
+		first = false
+		switch {
+		case p.Kind == TokOp && p.Text == ",":
+			if !bare() {
+				return false
+			}
+			item = item[:0]
+		case p.Kind == TokOp && (p.Text == "(" || p.Text == ")"):
+			return false // a call or an expression in parentheses
+		default:
+			item = append(item, p)
+		}
+	}
+	return len(item) == 0 || bare()
 }
