@@ -55,9 +55,9 @@ cmd_stop() {
 	local pid
 	if pid=$(head -1 "$dir/data/postmaster.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
 		# A backend stuck in the planner does not end on a fast shutdown;
-		# an immediate one (SIGQUIT) ends it, and SIGKILL the rest.
-		as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 10 stop >/dev/null 2>&1 || true
-		if kill -0 "$pid" 2>/dev/null; then
+		# an immediate one (SIGQUIT) ends it; else SIGKILL the postmaster's
+		# children and the postmaster.
+		if ! as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 10 stop >/dev/null 2>&1; then
 			say "immediate shutdown did not end in 10 s; killing $pid and its backends"
 			pkill -KILL -P "$pid" 2>/dev/null || true
 			kill -KILL "$pid" 2>/dev/null || true
