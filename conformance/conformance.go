@@ -68,6 +68,13 @@ type Harness struct {
 	// partitions run at the same time (TX-1). When true, the suite checks
 	// that a Tx on one partition never waits for a Tx on another.
 	ParallelPartitions bool
+	// QueriesApart says the engine runs authoritative queries on
+	// connections of their own, so a push or read of any partition never
+	// waits for queries (AQ-7), even when transactions of different
+	// partitions do not run in parallel (SQLite's one writer). The AQ-7
+	// cases then hold p2's push and read to the strict order they check
+	// with ParallelPartitions.
+	QueriesApart bool
 	// ParallelCases says the stores Open returns share nothing (a
 	// database of their own on a server, a file of their own), so Run
 	// may run cases in parallel: each case's subtest calls t.Parallel,

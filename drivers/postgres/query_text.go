@@ -209,6 +209,9 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 	if err := parity(pieces); err != nil {
 		return pgQuery{}, err
 	}
+	if fenceQueries {
+		pieces = fence(pieces)
+	}
 
 	pgArgs = append(pgArgs, partition)
 	partParam := "$" + strconv.Itoa(len(pgArgs)) + "::text"
@@ -222,6 +225,65 @@ func rewriteQuery(text string, args []any, schema string, declared []string, col
 			" WHERE "+quote(partitionColumn)+" = "+partParam+")")
 	}
 	return pgQuery{sql: querylang.PrependCTEs(pieces, strings.Join(ctes, ", "), join), args: pgArgs}, nil
+}
+
+// fenceQueries turns fence on; only a test turns it off, to show what
+// the planner does without it.
+var fenceQueries = true
+
+// fence keeps PostgreSQL's planner from merging the host's sub-queries
+// into the queries around them (AQ-6), and returns the pieces with the
+// fences in: every parenthesized query (a derived table, a CTE body, a
+// scalar sub-query, a member of a compound SELECT) that computes a result
+// column (querylang.QueryBody.Computes) gets OFFSET 0, unless it already
+// has LIMIT or OFFSET (which fence it alike), is the operand of EXISTS,
+// IN, ANY, SOME or ALL (turned into a semi-join whose result expression
+// is copied once), or is the body of a recursive CTE reading itself
+// (never merged; PostgreSQL refuses OFFSET there); and every CTE's AS NOT
+// MATERIALIZED becomes AS (a CTE read twice is then computed once).
+//
+// Why: the planner pulls a simple sub-query up into its parent by
+// copying its result expressions into every place the parent names them,
+// and inlines a CTE read once the same way, without checking for
+// interrupts. Nested levels that each name the level below twice (x||x,
+// abs(x)-abs(x)) copy 2^levels expressions, and one level naming a
+// column n times of an expression of n terms copies n²: planning then
+// outlives statement_timeout by minutes and grows the backend until the
+// kernel or the allocator stops it. A query with OFFSET 0 is planned on
+// its own and its result computed once per row, so planning is linear in
+// the text, and the executor, which checks for interrupts between rows,
+// ends the statement at statement_timeout. A sub-query that only renames
+// columns of the level below (`SELECT id, title FROM todos WHERE …`)
+// copies nothing when merged and is left to the planner: a condition of
+// the outer query is still pushed into it (a fenced one is read whole:
+// 20–30× slower on a 100,000-row partition; docs/authoritative-query.md,
+// "What the engines cannot bound").
+func fence(ps []piece) []piece {
+	at := map[int]bool{} // the ")" pieces OFFSET 0 goes before
+	for _, b := range querylang.QueryBodies(ps) {
+		if b.NotMaterialized >= 0 {
+			if m := querylang.FirstSignificant(ps, b.NotMaterialized+1); m >= 0 {
+				ps[b.NotMaterialized] = piece{Kind: querylang.TokSpace, Text: " "}
+				ps[m] = piece{Kind: querylang.TokSpace, Text: " "}
+			}
+		}
+		if b.Computes && !b.Sublink && !b.Limited && !b.Recursive {
+			at[b.Close] = true
+		}
+	}
+	if len(at) == 0 {
+		return ps
+	}
+	out := make([]piece, 0, len(ps)+len(at))
+	for i, p := range ps {
+		if at[i] {
+			// A piece the walkers skip (as whitespace): json_each's
+			// rendering still finds its parentheses.
+			out = append(out, piece{Kind: querylang.TokSpace, Text: " OFFSET 0 "})
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // join renders pieces, rewriting json_each(X) calls.

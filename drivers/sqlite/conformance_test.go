@@ -21,6 +21,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.QueriesApart = true // a pool of query connections of their own: pushes use the writer, reads the readers
 	h.Unreachable = func(ct conformance.T) driver.Conn {
 		ct.Helper()
 		conn := h.Open(ct)
