@@ -279,13 +279,22 @@ function httpEndpoint(baseUrl: string): Endpoint {
 /**
  * upstream's bench seeding (loopback.ts seedServerRows: the same rows from
  * the same generator and seed, straight into storage), committed every
- * 5,000 rows as upstream's load server seeds: one 100,000-row transaction,
- * as seedServerRows writes it, takes over 20 minutes on bun:sqlite here
- * (2,000 rows 1.2 s, 20,000 rows 57 s). Not timed.
+ * 5,000 rows as upstream's load server seeds, with a temporary index
+ * dropped before any client runs. Upstream's SqliteServerStorage.writeRow
+ * deletes a row's scopes by (partition, tbl, row_id), which
+ * sync_row_scopes' primary key (partition, tbl, var, value, row_id) cannot
+ * serve: every written row scans the table's scopes, so seeding is
+ * quadratic (2,000 rows 1.2 s, 20,000 rows 57 s here; 100,000 rows did
+ * not finish in 10 minutes). Not timed.
  */
 async function seedBatched(server: BenchServer, count: number): Promise<void> {
   const rand = seededRandom(0xb6b6b6);
   await server.storage.ensureSchema(compileSchema(SCHEMA));
+  // oxlint-disable-next-line typescript/no-explicit-any -- bun:sqlite handle.
+  const db = (server.storage as any).db as { exec(sql: string): void } | undefined;
+  db?.exec(
+    'CREATE INDEX bench_seed_scopes ON sync_row_scopes(partition, tbl, row_id)',
+  );
   for (let start = 0; start < count; start += 5_000) {
     const tx = await server.storage.begin(PARTITION);
     for (let i = start; i < Math.min(start + 5_000, count); i++) {
@@ -298,6 +307,7 @@ async function seedBatched(server: BenchServer, count: number): Promise<void> {
     }
     await tx.commit();
   }
+  db?.exec('DROP INDEX bench_seed_scopes');
 }
 
 // -- cells ----------------------------------------------------------------------
