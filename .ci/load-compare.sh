@@ -26,7 +26,8 @@
 # replica, rows lane and SQLite image lane, from upstream's server in
 # process (its bench lane) and over loopback HTTP (bun:sqlite, PostgreSQL)
 # and from ours over loopback HTTP (sqlite, postgres, mysql), with each
-# server's peak RSS; about 10 minutes on a quiet machine.
+# server's peak RSS; about 10 minutes (upstream-pg only when --targets
+# names it).
 #
 # Environment:
 #   SYNCULAR_UPSTREAM          upstream/ directory (its parent holds setup.sh);

@@ -9,6 +9,7 @@
  *                     function call — upstream's own "100k rows" figure
  *   upstream-sqlite   upstream's load server over loopback HTTP, bun:sqlite
  *   upstream-pg       upstream's load server over loopback HTTP, PostgreSQL
+ *                     (only when --targets names it: its seeding is slow)
  *   ours-sqlite       ssp2load -driver sqlite   over loopback HTTP
  *   ours-postgres     ssp2load -driver postgres over loopback HTTP
  *   ours-mysql        ssp2load -driver mysql    over loopback HTTP
@@ -108,7 +109,9 @@ const CLIENT_SCHEMA: ClientSchema = {
 
 function parseArgs(argv: readonly string[]) {
   let rows = [10_000, 100_000];
-  let targets = TARGETS.map((t) => t.name);
+  // upstream-pg only when named: upstream's load server seeds PostgreSQL
+  // row by row (~3 ms a row on a busy 2-core machine).
+  let targets = TARGETS.filter((t) => t.pg !== true).map((t) => t.name);
   let lanes: Lane[] = ['rows', 'image'];
   let runs = 5;
   let out = join(tmpdir(), `bootstrap-bench-${Date.now()}.json`);
@@ -184,6 +187,15 @@ function memOf(pid: number | 'self'): { rss: number; hwm: number } {
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
 }
 
+/** User+system CPU time of a process, in ms (/proc/<pid>/stat). */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime (fields 14, 15 of stat(5), counted from the state, 3),
+  // in clock ticks of 10 ms.
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 /** Resets the process's peak resident set (VmHWM) to its current one. */
 function resetPeak(pid: number | 'self'): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -257,7 +269,10 @@ async function bootstrapOnce(
     );
     if (n !== rows) throw new Error(`replica has ${n} rows, want ${rows}`);
     if (lane === 'image' && imageSegments !== 1) {
-      throw new Error(`image lane downloaded ${imageSegments} images`);
+      // A snapshot that fits one page (1,000 rows) comes inline, no image.
+      throw new Error(
+        `image lane downloaded ${imageSegments} images (want 1; under 1,000 rows the snapshot is inline)`,
+      );
     }
     if (lane === 'rows' && imageSegments !== 0) {
       throw new Error(`rows lane downloaded ${imageSegments} images`);
@@ -325,6 +340,9 @@ interface Cell {
   readonly serverRssStart: number | null;
   /** Server peak RSS during the cell (VmHWM), bytes; in-process: growth. */
   readonly serverPeakRss: number;
+  /** Server CPU time per bootstrap (mean over the cell's runs, warm-up
+   * included), ms; null in-process. */
+  readonly serverCpuMsPerRun: number | null;
   readonly seedMs: number;
 }
 
@@ -344,6 +362,7 @@ async function runCell(
 ): Promise<Cell> {
   Bun.gc(true);
   const start = memOf(pid);
+  const cpu0 = pid === 'self' ? 0 : cpuMsOf(pid);
   resetPeak(pid);
   const all: number[] = [];
   let coldMs = 0;
@@ -355,6 +374,7 @@ async function runCell(
     segs = r.imageSegments + r.rowSegments;
   }
   const end = memOf(pid);
+  const cpu = pid === 'self' ? null : (cpuMsOf(pid) - cpu0) / (runs + 1);
   const med = median(all);
   return {
     target,
@@ -367,6 +387,7 @@ async function runCell(
     segmentsPerRun: segs,
     serverRssStart: pid === 'self' ? null : start.rss,
     serverPeakRss: pid === 'self' ? end.hwm - start.rss : end.hwm,
+    serverCpuMsPerRun: cpu,
     seedMs,
   };
 }
@@ -442,6 +463,7 @@ function table(cells: readonly Cell[]): string {
     'runs ms',
     'server RSS after seed MB',
     'server peak RSS MB',
+    'server CPU ms/run',
   ];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const c of cells) {
@@ -457,6 +479,7 @@ function table(cells: readonly Cell[]): string {
         c.serverRssStart === null
           ? `+${mb(c.serverPeakRss)} (process, client incl.)`
           : mb(c.serverPeakRss),
+        c.serverCpuMsPerRun === null ? '—' : c.serverCpuMsPerRun.toFixed(0),
       ].join(' | ')} |`,
     );
   }
@@ -480,7 +503,8 @@ async function main(): Promise<void> {
       for (const c of got) {
         process.stderr.write(
           `  ${c.lane}: median ${ms(c.medianMs)} ms (cold ${ms(c.coldMs)}), ` +
-            `server peak RSS ${mb(c.serverPeakRss)} MB, seeded in ${ms(c.seedMs)} ms\n`,
+            `server peak RSS ${mb(c.serverPeakRss)} MB, ` +
+            `server CPU ${c.serverCpuMsPerRun?.toFixed(0) ?? '—'} ms/run, seeded in ${ms(c.seedMs)} ms\n`,
         );
       }
       cells.push(...got);
