@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # .ci/load-compare.sh [--smoke] [--scenarios a,b] [--targets x,y] [--out FILE]
+# .ci/load-compare.sh --bootstrap [--rows 10000,100000] [--lanes rows,image]
+#                     [--targets x,y] [--runs 5] [--out FILE]
 #
 # Upstream Syncular's load suite (load/: push-pull, bootstrap-storm,
 # reconnect-storm, maintenance-churn, mixed-soak) run side by side against
@@ -17,6 +19,15 @@
 # launcher (internal/ssp2load/ts/server.ts) in place of load/src/server.ts
 # (upstream's moves to upstream-server.ts and still serves the upstream
 # targets) and runs internal/ssp2load/ts/compare.ts.
+#
+# --bootstrap runs internal/ssp2load/ts/bootstrap.ts instead (from the
+# workspace's bench/, beside upstream's bench): upstream's real TypeScript
+# client bootstrapping 10,000 and 100,000 seeded rows to a fully applied
+# replica, rows lane and SQLite image lane, from upstream's server in
+# process (its bench lane) and over loopback HTTP (bun:sqlite, PostgreSQL)
+# and from ours over loopback HTTP (sqlite, postgres, mysql), with each
+# server's peak RSS; about 10 minutes (upstream-pg only when --targets
+# names it).
 #
 # Environment:
 #   SYNCULAR_UPSTREAM          upstream/ directory (its parent holds setup.sh);
@@ -57,9 +68,26 @@ export PATH="$(dirname "$bun"):$PATH" # the harness spawns servers with `bun run
 (cd "$ws" && patch -s -p1 <"$root/internal/ssp2load/ts/load-epoch.patch")
 mv "$ws/load/src/server.ts" "$ws/load/src/upstream-server.ts"
 cp "$root/internal/ssp2load/ts/server.ts" "$root/internal/ssp2load/ts/compare.ts" "$ws/load/src/"
+cp "$root/internal/ssp2load/ts/bootstrap.ts" "$ws/bench/src/"
 
 GOFLAGS=${GOFLAGS:--p=1} go build -o "$work/ssp2load" ./internal/ssp2load/cmd/ssp2load
 export SSP2LOAD_BIN=$work/ssp2load
 
-cd "$ws/load"
-"$bun" run src/compare.ts "$@"
+if [ "${1:-}" = --bootstrap ]; then
+	shift
+	# Upstream's bun:sqlite storage deletes a written row's scopes by
+	# (partition, tbl, row_id), which no index of sync_row_scopes serves:
+	# seeding is quadratic (100,000 rows: over 10 minutes here). A
+	# temporary index serves it while the load server seeds, and is
+	# dropped before the server listens. Same rows, same schema after.
+	perl -0pi -e 's/(  const rand = seededRandom\(0x10adb6\);\n)/  const seedDb = (storage as any).db;\n  seedDb?.exec?.("CREATE INDEX load_seed_scopes ON sync_row_scopes(partition, tbl, row_id)");\n$1/; s/(    await tx.commit\(\);\n  \}\n)/$1  seedDb?.exec?.("DROP INDEX load_seed_scopes");\n/' "$ws/load/src/upstream-server.ts"
+	if [ "$(grep -c load_seed_scopes "$ws/load/src/upstream-server.ts")" != 2 ]; then
+		echo "load-compare: upstream's load/src/server.ts seeding changed; the seed index patch did not apply" >&2
+		exit 2
+	fi
+	cd "$ws/bench"
+	"$bun" run src/bootstrap.ts "$@"
+else
+	cd "$ws/load"
+	"$bun" run src/compare.ts "$@"
+fi

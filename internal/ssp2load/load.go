@@ -105,6 +105,11 @@ type Config struct {
 	Shutdown func()
 	// Logger receives the SSP2 server's logs; nil discards them.
 	Logger *slog.Logger
+	// SegmentDir, when not "", keeps external segments (rows pages and
+	// SQLite images) in files in that directory (server.FileSegmentStore)
+	// instead of this process's memory (server.MemorySegmentStore, as
+	// upstream's load server does). Close leaves the directory.
+	SegmentDir string
 }
 
 // maxSeedRows bounds Config.SeedRows.
@@ -186,7 +191,13 @@ func Open(ctx context.Context, cfg Config) (_ *Load, err error) {
 	if l.seedSeq, err = l.store.MaxCommitSeq(ctx, Partition); err != nil {
 		return nil, err
 	}
-	l.segs = &countingSegments{SegmentStore: server.NewMemorySegmentStore(0)}
+	var segStore server.SegmentStore = server.NewMemorySegmentStore(0)
+	if cfg.SegmentDir != "" {
+		if segStore, err = server.NewFileSegmentStore(cfg.SegmentDir); err != nil {
+			return nil, err
+		}
+	}
+	l.segs = &countingSegments{SegmentStore: segStore}
 	l.srv, err = server.New(l.store, server.Config{
 		Schema: Schema,
 		Authenticate: func(*http.Request) (server.Identity, error) {

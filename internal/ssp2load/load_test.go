@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	_ "github.com/syncstore/syncstore/drivers/sqlite"
+	"github.com/syncstore/syncstore/server"
 	"github.com/syncstore/syncstore/sync"
 )
 
@@ -139,5 +141,23 @@ func TestCloseDropsTheStore(t *testing.T) {
 	after, _ := os.ReadDir(dir)
 	if len(after) != 0 {
 		t.Errorf("left behind in %s: %v", dir, after)
+	}
+}
+
+// TestSegmentDir: Config.SegmentDir keeps segments in files there (the
+// server's FileSegmentStore, creating the directory), not in memory.
+func TestSegmentDir(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "segs")
+	l, err := Open(ctx, Config{Driver: "sqlite", SegmentDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, ok := l.segs.SegmentStore.(*server.FileSegmentStore); !ok {
+		t.Errorf("segment store is %T, want *server.FileSegmentStore", l.segs.SegmentStore)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("segment directory %s: %v", dir, err)
 	}
 }

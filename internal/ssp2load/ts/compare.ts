@@ -119,7 +119,7 @@ function parseArgs(argv: readonly string[]) {
 const BunSQL = (Bun as any).SQL as new (url: string) => any;
 
 /** A fresh PostgreSQL database for one upstream-pg run; returns its URL. */
-async function createPgDb(name: string): Promise<string> {
+export async function createPgDb(name: string): Promise<string> {
   const admin = new BunSQL(PG_ADMIN);
   try {
     await admin.unsafe(`CREATE DATABASE "${name}"`);
@@ -131,7 +131,7 @@ async function createPgDb(name: string): Promise<string> {
   return url.toString();
 }
 
-async function dropPgDb(name: string): Promise<void> {
+export async function dropPgDb(name: string): Promise<void> {
   const admin = new BunSQL(PG_ADMIN);
   try {
     await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
@@ -350,4 +350,5 @@ async function main(): Promise<void> {
   if (rows.some((r) => !r.pass)) process.exitCode = 1;
 }
 
-await main();
+// bootstrap.ts imports the PostgreSQL helpers above without running the suite.
+if (import.meta.main) await main();

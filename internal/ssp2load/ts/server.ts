@@ -9,8 +9,10 @@
  *   upstream        upstream's own load server, in this process (bun:sqlite,
  *                   or PostgreSQL when SYNCULAR_PG_URL is set)
  *   go:<driver>     our SSP2 server: the ssp2load binary at SSP2LOAD_BIN
- *                   (internal/ssp2load/cmd/ssp2load) with -driver <driver>,
- *                   as a child whose stdout is the harness's pipe
+ *                   (internal/ssp2load/cmd/ssp2load) with -driver <driver>
+ *                   and the flags in SSP2LOAD_FLAGS (split on spaces, e.g.
+ *                   "-pprof 127.0.0.1:7441"), as a child whose stdout is
+ *                   the harness's pipe
  *
  * When SYNCULAR_LOAD_STATS names a file, the CPU time the server process
  * spent from its ready line to its exit — startup and seeding left out —
@@ -62,7 +64,8 @@ if (target === 'upstream') {
   if (bin === undefined || bin === '') {
     throw new Error('SYNCULAR_LOAD_TARGET=go:… needs SSP2LOAD_BIN');
   }
-  const child = Bun.spawn([bin, '-driver', target.slice(3)], {
+  const flags = (process.env.SSP2LOAD_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = Bun.spawn([bin, '-driver', target.slice(3), ...flags], {
     env: process.env,
     stdout: 'pipe',
     stderr: 'inherit',

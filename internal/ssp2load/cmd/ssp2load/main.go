@@ -11,6 +11,12 @@
 // 127.0.0.1 and prints "LOAD_SERVER_READY <port>" on stdout. POST
 // /__load/shutdown, SIGTERM or SIGINT closes the server and the store,
 // drops the store and exits 0 (1 when the drop failed).
+//
+// -segments DIR keeps external segments in files in DIR instead of in
+// memory (the directory is left behind). -pprof ADDR (e.g.
+// 127.0.0.1:7441) also serves net/http/pprof's /debug/pprof/ there, on
+// its own listener, for profiling the server under a run:
+// go tool pprof http://ADDR/debug/pprof/profile?seconds=30.
 package main
 
 import (
@@ -22,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -38,10 +45,17 @@ import (
 func main() {
 	drv := flag.String("driver", "sqlite", "the store's driver: sqlite, postgres, mysql")
 	dsn := flag.String("dsn", "", "base DSN the run's store is provisioned on (\"\" = the driver's default)")
+	pprofAddr := flag.String("pprof", "", "also serve /debug/pprof/ on this address (\"\" = not at all)")
+	segDir := flag.String("segments", "", "keep external segments in files in this directory (\"\" = in memory)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("ssp2load: ")
-	if err := run(*drv, *dsn); err != nil {
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := run(*drv, *dsn, *segDir); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -58,7 +72,7 @@ func envInt(name string) (int, error) {
 	return n, nil
 }
 
-func run(drv, dsn string) error {
+func run(drv, dsn, segDir string) error {
 	port, err := envInt("SYNCULAR_LOAD_PORT")
 	if err != nil {
 		return err
@@ -80,7 +94,7 @@ func run(drv, dsn string) error {
 	}
 	ctx := context.Background()
 	l, err := ssp2load.Open(ctx, ssp2load.Config{
-		Driver: drv, BaseDSN: dsn, SeedRows: seedRows, Shutdown: stop,
+		Driver: drv, BaseDSN: dsn, SeedRows: seedRows, Shutdown: stop, SegmentDir: segDir,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -113,4 +127,21 @@ func run(drv, dsn string) error {
 		return errors.Join(serveErr, err)
 	}
 	return err
+}
+
+// servePprof serves net/http/pprof's handlers on addr until the process
+// exits; it returns once the address is bound.
+func servePprof(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("-pprof %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	go func() { _ = http.Serve(ln, mux) }()
+	return nil
 }
