@@ -12,21 +12,9 @@ import (
 // writer serializes it with every other write, a PutClientRecord
 // included. It reports whether it acked; otherwise nothing was written.
 func (c *Conn) AckClientCursor(ctx context.Context, partition, clientID, actorID string, cursor, atMs int64) (bool, error) {
-	if err := c.check(); err != nil {
+	n, err := c.writeCount(ctx, "sqlite: ack client cursor", sqlitesql.AckClient, partition, clientID, actorID, cursor, atMs)
+	if err != nil {
 		return false, err
-	}
-	const what = "sqlite: ack client cursor"
-	st, err := c.wr.Get(ctx, sqlitesql.AckClient)
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
-	}
-	res, err := st.ExecContext(ctx, partition, clientID, actorID, cursor, atMs)
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
 	}
 	return n > 0, nil
 }

@@ -28,11 +28,12 @@ func (c *Conn) ListClientCursors(ctx context.Context, partition, afterClientID s
 }
 
 // PutClientRecord stores rec, replacing any record of rec.ClientID (CR-1).
+// Concurrent calls share writer transactions (recordBatcher): N records
+// queued while the writer is busy are written in one transaction.
 func (c *Conn) PutClientRecord(ctx context.Context, partition string, rec driver.ClientRecord) error {
 	subs, err := storelayout.EncodeSubscriptions(rec.Subscriptions)
 	if err != nil {
 		return err
 	}
-	return c.writeOne(ctx, "sqlite: put client record", sqlitesql.UpsertClient,
-		partition, rec.ClientID, rec.ActorID, rec.WireVersion, rec.Cursor, rec.UpdatedAtMs, subs)
+	return c.putRecord(ctx, partition, rec.ClientID, rec.ActorID, rec.WireVersion, rec.Cursor, rec.UpdatedAtMs, subs)
 }

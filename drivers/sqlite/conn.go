@@ -63,6 +63,8 @@ type Conn struct {
 	aq      *queryPool     // authoritative-query connections (query.go)
 	fan     fanpoll.Hub    // commit fanout (fanout.go)
 	fanFile string         // the store file's URI, the key of the in-process hub
+	recs    recordBatcher  // PutClientRecord's group commit (recordbatch.go)
+	gate    writerGate     // the order of the writer's takers (writergate.go)
 
 	// promote lists statements write transactions prepared for
 	// themselves, to be prepared on the writer's pool (stage.go).
@@ -82,6 +84,7 @@ func open(ctx context.Context, dsn string) (*Conn, error) {
 	}
 	c := &Conn{tmpDir: t.tmpDir, aq: newQueryPool(t.dsnFor(false))}
 	c.committedReads = sqlrows.NewCommitted(c.reader(), c.reads())
+	c.gate.weight = c.recs.queued
 	c.joinFanout(t.fanKey())
 	fail := func(err error, what string) (*Conn, error) {
 		_ = c.Close()

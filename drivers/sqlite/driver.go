@@ -45,6 +45,12 @@
 //     wait for each other: SQLite has one writer). A Conn-level write (or
 //     EnsureSchema) waits while any Tx of the store is open; made from the
 //     goroutine that holds that Tx, it waits until its own context ends.
+//   - The Conn's writes take the writer through a gate that picks the
+//     next one at random, as database/sql would, and concurrent
+//     PutClientRecord calls share one writer transaction, which the gate
+//     weighs as many writes as the records it carries (writergate.go,
+//     recordbatch.go): under concurrent pushes a pull's record no longer
+//     takes a turn of its own at the writer.
 //   - A pool of query_only reader connections serves every read outside a
 //     Tx: they see committed data only (TX-4, SEQ-6).
 //   - A cancelled Begin context rolls the Tx back and frees the writer (TX-6).

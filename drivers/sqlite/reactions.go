@@ -198,22 +198,8 @@ func (c *Conn) PruneReactions(ctx context.Context, partition string, req driver.
 // writeChanged runs one autocommit write on the writer and reports whether
 // it changed a row (the owner operations' true/false, RX-5).
 func (c *Conn) writeChanged(ctx context.Context, what, q string, args ...any) (bool, error) {
-	if err := c.check(); err != nil {
-		return false, err
-	}
-	st, err := c.wr.Get(ctx, q)
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
-	}
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, c.mapErr(ctx, err, what)
-	}
-	return n == 1, nil
+	n, err := c.writeCount(ctx, what, q, args...)
+	return n == 1, err
 }
 
 // scanReactions reads rows of sqlitesql.ReactionColumns and closes them.

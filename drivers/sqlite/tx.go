@@ -56,7 +56,11 @@ func (c *Conn) Begin(ctx context.Context, partition string) (driver.Tx, error) {
 		return nil, err
 	}
 	c.promoteStatements(ctx)
+	if err := c.gate.acquire(ctx, false); err != nil {
+		return nil, c.mapErr(ctx, err, "sqlite: begin")
+	}
 	sqlTx, err := c.w.BeginTx(ctx, nil)
+	c.gate.release()
 	if err != nil {
 		return nil, c.mapErr(ctx, err, "sqlite: begin")
 	}

@@ -71,6 +71,10 @@ func (c *Conn) writeTx(ctx context.Context, what string, fn func(t *txStmts) err
 	if err := c.check(); err != nil {
 		return err
 	}
+	if err := c.gate.acquire(ctx, false); err != nil {
+		return c.mapErr(ctx, err, what+": begin")
+	}
+	defer c.gate.release()
 	tx, err := c.w.BeginTx(ctx, nil)
 	if err != nil {
 		return c.mapErr(ctx, err, what+": begin")
@@ -102,15 +106,31 @@ func (c *Conn) readTx(ctx context.Context, what string, fn func(r runner) error)
 
 // writeOne runs a single autocommit write statement on the writer.
 func (c *Conn) writeOne(ctx context.Context, what, q string, args ...any) error {
+	_, err := c.writeCount(ctx, what, q, args...)
+	return err
+}
+
+// writeCount runs a single autocommit write statement on the writer,
+// after the writer gate, and returns the number of rows it changed.
+func (c *Conn) writeCount(ctx context.Context, what, q string, args ...any) (int64, error) {
 	if err := c.check(); err != nil {
-		return err
+		return 0, err
 	}
 	st, err := c.wr.Get(ctx, q)
 	if err != nil {
-		return c.mapErr(ctx, err, what)
+		return 0, c.mapErr(ctx, err, what)
 	}
-	if _, err := st.ExecContext(ctx, args...); err != nil {
-		return c.mapErr(ctx, err, what)
+	if err := c.gate.acquire(ctx, false); err != nil {
+		return 0, c.mapErr(ctx, err, what)
 	}
-	return nil
+	defer c.gate.release()
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, c.mapErr(ctx, err, what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, c.mapErr(ctx, err, what)
+	}
+	return n, nil
 }

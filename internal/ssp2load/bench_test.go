@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,15 +54,15 @@ func BenchmarkLoadRound(b *testing.B) {
 			c := &benchClient{b: b, h: l, id: "bench-epoch"}
 			c.epoch = c.acquire()
 			b.Run("bootstrap", func(b *testing.B) {
-				rounds := 0
+				rounds, run := 0, benchRuns.Add(1)
 				for i := range b.N {
-					cl := newBenchClient(b, l, fmt.Sprintf("boot-%d-%d", b.N, i), c.epoch)
+					cl := newBenchClient(b, l, fmt.Sprintf("boot-%d-%d", run, i), c.epoch)
 					rounds += cl.bootstrap()
 				}
 				b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
 			})
 			b.Run("pull", func(b *testing.B) {
-				cl := newBenchClient(b, l, fmt.Sprintf("pull-%d", b.N), c.epoch)
+				cl := newBenchClient(b, l, fmt.Sprintf("pull-%d", benchRuns.Add(1)), c.epoch)
 				cl.bootstrap()
 				b.ResetTimer()
 				for range b.N {
@@ -69,15 +70,16 @@ func BenchmarkLoadRound(b *testing.B) {
 				}
 			})
 			b.Run("push", func(b *testing.B) {
-				cl := newBenchClient(b, l, fmt.Sprintf("push-%d", b.N), c.epoch)
+				cl := newBenchClient(b, l, fmt.Sprintf("push-%d", benchRuns.Add(1)), c.epoch)
 				for i := range b.N {
 					cl.push(i)
 				}
 			})
 			b.Run("pull-vs-push", func(b *testing.B) {
-				puller := newBenchClient(b, l, fmt.Sprintf("pvp-pull-%d", b.N), c.epoch)
+				run := benchRuns.Add(1)
+				puller := newBenchClient(b, l, fmt.Sprintf("pvp-pull-%d", run), c.epoch)
 				puller.bootstrap()
-				pusher := newBenchClient(b, l, fmt.Sprintf("pvp-push-%d", b.N), c.epoch)
+				pusher := newBenchClient(b, l, fmt.Sprintf("pvp-push-%d", run), c.epoch)
 				var pulls, pushes []time.Duration
 				b.ResetTimer()
 				for i := range b.N {
@@ -109,9 +111,10 @@ func benchPullVsPush20(b *testing.B, h http.Handler, epoch string) {
 		pulls, pushes  []time.Duration
 	}
 	cs := make([]*client, clients)
+	run := benchRuns.Add(1)
 	for i := range cs {
-		cs[i] = &client{pusher: newBenchClient(b, h, fmt.Sprintf("c20-push-%d-%d", b.N, i), epoch),
-			puller: newBenchClient(b, h, fmt.Sprintf("c20-pull-%d-%d", b.N, i), epoch)}
+		cs[i] = &client{pusher: newBenchClient(b, h, fmt.Sprintf("c20-push-%d-%d", run, i), epoch),
+			puller: newBenchClient(b, h, fmt.Sprintf("c20-pull-%d-%d", run, i), epoch)}
 		cs[i].puller.bootstrap()
 	}
 	b.ResetTimer()
@@ -144,6 +147,13 @@ func benchPullVsPush20(b *testing.B, h http.Handler, epoch string) {
 	b.ReportMetric(float64(pulls[len(pulls)*95/100].Nanoseconds())/1e3, "pull-p95-µs")
 	b.ReportMetric(float64(pushes[len(pushes)*95/100].Nanoseconds())/1e3, "push-p95-µs")
 }
+
+// benchRuns numbers the runs of a sub-benchmark within the process, so
+// that each (-count N, and the testing package's own first run of b.N=1)
+// has client ids and commit ids of its own: a push of an id pushed before
+// is a replay (PUSH-1), which writes nothing and leaves the pulls nothing
+// to carry.
+var benchRuns atomic.Int64
 
 // benchClient is a minimal SSP2 client of one storm subscription.
 type benchClient struct {

@@ -64,8 +64,17 @@ if (target === 'upstream') {
   if (bin === undefined || bin === '') {
     throw new Error('SYNCULAR_LOAD_TARGET=go:… needs SSP2LOAD_BIN');
   }
-  const flags = (process.env.SSP2LOAD_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = Bun.spawn([bin, '-driver', target.slice(3), ...flags], {
+  const drv = target.slice(3);
+  const args = [bin, '-driver', drv];
+  // Like for like on PostgreSQL: upstream's Bun.SQL connects without TLS
+  // when its URL does not ask for it, pgx's default (sslmode=prefer)
+  // encrypts even a loopback connection. Ours gets the same server, user
+  // and database as its default base DSN, without TLS.
+  if (drv === 'postgres') {
+    args.push('-dsn', 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable');
+  }
+  args.push(...(process.env.SSP2LOAD_FLAGS ?? '').split(' ').filter(Boolean));
+  const child = Bun.spawn(args, {
     env: process.env,
     stdout: 'pipe',
     stderr: 'inherit',
