@@ -73,18 +73,20 @@ cp "$root/internal/ssp2load/ts/bootstrap.ts" "$ws/bench/src/"
 GOFLAGS=${GOFLAGS:--p=1} go build -o "$work/ssp2load" ./internal/ssp2load/cmd/ssp2load
 export SSP2LOAD_BIN=$work/ssp2load
 
+# Upstream's bun:sqlite storage deletes a written row's scopes by
+# (partition, tbl, row_id), which no index of sync_row_scopes serves:
+# seeding is quadratic (100,000 rows: over 10 minutes here; bootstrap-
+# storm's full profile seeds 100,000 rows, mixed-soak's 20,000). A
+# temporary index serves it while the load server seeds, and is dropped
+# before the server listens: same rows, same schema after. Seeding is not
+# timed in either mode.
+perl -0pi -e 's/(  const rand = seededRandom\(0x10adb6\);\n)/  const seedDb = (storage as any).db;\n  seedDb?.exec?.("CREATE INDEX load_seed_scopes ON sync_row_scopes(partition, tbl, row_id)");\n$1/; s/(    await tx.commit\(\);\n  \}\n)/$1  seedDb?.exec?.("DROP INDEX load_seed_scopes");\n/' "$ws/load/src/upstream-server.ts"
+if [ "$(grep -c load_seed_scopes "$ws/load/src/upstream-server.ts")" != 2 ]; then
+	echo "load-compare: upstream's load/src/server.ts seeding changed; the seed index patch did not apply" >&2
+	exit 2
+fi
 if [ "${1:-}" = --bootstrap ]; then
 	shift
-	# Upstream's bun:sqlite storage deletes a written row's scopes by
-	# (partition, tbl, row_id), which no index of sync_row_scopes serves:
-	# seeding is quadratic (100,000 rows: over 10 minutes here). A
-	# temporary index serves it while the load server seeds, and is
-	# dropped before the server listens. Same rows, same schema after.
-	perl -0pi -e 's/(  const rand = seededRandom\(0x10adb6\);\n)/  const seedDb = (storage as any).db;\n  seedDb?.exec?.("CREATE INDEX load_seed_scopes ON sync_row_scopes(partition, tbl, row_id)");\n$1/; s/(    await tx.commit\(\);\n  \}\n)/$1  seedDb?.exec?.("DROP INDEX load_seed_scopes");\n/' "$ws/load/src/upstream-server.ts"
-	if [ "$(grep -c load_seed_scopes "$ws/load/src/upstream-server.ts")" != 2 ]; then
-		echo "load-compare: upstream's load/src/server.ts seeding changed; the seed index patch did not apply" >&2
-		exit 2
-	fi
 	cd "$ws/bench"
 	"$bun" run src/bootstrap.ts "$@"
 else
