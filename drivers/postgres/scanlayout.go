@@ -64,10 +64,10 @@ const maxIndexColumns = 32
 
 // cover is the index pair of one scope column of one table.
 type cover struct {
-	inline     string // predicate: the row's entry fits in the cover
-	index      string // name of the cover: (partition, column, id) INCLUDE (…) WHERE inline
-	rest       string // name of the rest: (partition, column, id) WHERE NOT inline
-	createSQL  [2]string
+	inline    string // predicate: the row's entry fits in the cover
+	index     string // name of the cover: (partition, column, id) INCLUDE (…) WHERE inline
+	rest      string // name of the rest: (partition, column, id) WHERE NOT inline
+	createSQL [2]string
 }
 
 // isVariable reports whether a column type is stored with a length
