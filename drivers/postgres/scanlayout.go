@@ -1,12 +1,17 @@
 package postgres
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/schemaplan"
 	"github.com/syncstore/syncstore/internal/storelayout"
 )
 
@@ -45,7 +50,7 @@ import (
 // pair is missing or not valid (a table created by an earlier release, an
 // interrupted CREATE INDEX CONCURRENTLY) is scanned through its scope
 // index alone, as before (coverSQL gives the statements that add a pair to
-// a live store without blocking writes). A table with more columns than an
+// a live store without blocking writes: Conn.CreateScanIndexes). A table with more columns than an
 // index may include (INDEX_MAX_KEYS = 32) or whose fixed-width columns
 // leave too little room for values has no pair.
 
@@ -193,3 +198,80 @@ func tableOfLayout(lt storelayout.LayoutTable) driver.Table {
 const sqlValidIndexes = `SELECT coalesce(array_agg(c.relname::text), '{}') FROM pg_class AS c
 JOIN pg_index AS i ON i.indexrelid = c.oid JOIN pg_namespace AS ns ON ns.oid = c.relnamespace
 WHERE c.relname = ANY($1::text[]) AND i.indisvalid AND ns.nspname = current_schema()`
+
+// CreateScanIndexes adds the missing index pairs of the ensured schema's
+// tables (scanlayout.go) to a live store: a store whose tables were
+// created by a release without them, which scans through its scope indexes
+// alone until then. Each index is built with CREATE INDEX CONCURRENTLY,
+// which never blocks the table's reads or writes (it waits for the
+// transactions already running and reads the table twice: minutes for
+// millions of rows), on a connection of the pool in autocommit — one
+// statement at a time, so PgBouncer in transaction mode serves it too. An
+// invalid index of the same name (a build that was cancelled or failed)
+// is dropped first (DROP INDEX CONCURRENTLY). When it returns nil, this
+// Conn's scans use the pairs; other Conns on the store use them from
+// their next EnsureSchema. Two calls at once are safe: the later one
+// finds the index built, or waits for the first build and builds again.
+// It fails with CodeUnavailable on a standby (the primary's pairs reach it
+// by replay), CodeUnknownTable before EnsureSchema, and with the engine's
+// mapped error otherwise (a valid index is never dropped).
+func (c *Conn) CreateScanIndexes(ctx context.Context) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.replica {
+		return driver.Errorf(driver.CodeUnavailable, "postgres: create the scan index pairs on the primary")
+	}
+	e := c.state.Load()
+	if e == nil {
+		return driver.Errorf(driver.CodeUnknownTable, "postgres: no schema ensured yet (SCH-8)")
+	}
+	var schema driver.Schema
+	for _, x := range e.Tables {
+		schema.Tables = append(schema.Tables, x.def)
+	}
+	sort.Slice(schema.Tables, func(i, j int) bool { return schema.Tables[i].Name < schema.Tables[j].Name })
+	valid, err := c.validIndexes(ctx, schema.Tables)
+	if err != nil {
+		return err
+	}
+	for _, t := range schema.Tables {
+		for _, s := range t.Scopes {
+			cv, ok := coverOf(t, s.Column)
+			if !ok {
+				continue
+			}
+			for i, name := range []string{cv.index, cv.rest} {
+				if valid[name] {
+					continue
+				}
+				// An invalid leftover of the same name would make IF NOT
+				// EXISTS a no-op; names are derived, never input.
+				for _, q := range []string{"DROP INDEX CONCURRENTLY IF EXISTS " + quote(name), "CREATE INDEX CONCURRENTLY IF NOT EXISTS " + cv.createSQL[i]} {
+					if _, err := c.pool.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+						return c.mapErr(ctx, err, "postgres: create the scan index pairs")
+					}
+				}
+				valid[name] = true
+			}
+		}
+	}
+	if valid, err = c.validIndexes(ctx, schema.Tables); err != nil {
+		return err
+	}
+	c.state.Store(schemaplan.NewEnsured(schema, e.Layout, func(t driver.Table) *table { return newTableWith(t, valid) }, struct{}{}))
+	return nil
+}
+
+// validIndexes returns which index pair names of tables are valid in the store.
+func (c *Conn) validIndexes(ctx context.Context, tables []driver.Table) (map[string]bool, error) {
+	var names []string
+	if err := c.queryRow(ctx, c.pool, sqlValidIndexes, []any{coverNames(tables)}, &names); err != nil {
+		return nil, c.mapErr(ctx, err, "postgres: read the scan index pairs")
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	return have, nil
+}

@@ -102,7 +102,7 @@ func TestScanRowsOfAnySize(t *testing.T) {
 
 // TestScanIndexPairsFollowTheSchema: a table created by an earlier
 // release (no index pairs) is scanned through its scope indexes, as
-// before; a migration that appends a column to a table replaces its pairs
+// before, until CreateScanIndexes builds its pairs; a migration that appends a column to a table replaces its pairs
 // by pairs that include the column (the old pairs are dropped, the new
 // ones used); and a pair left invalid is not used.
 func TestScanIndexPairsFollowTheSchema(t *testing.T) {
@@ -155,25 +155,28 @@ func TestScanIndexPairsFollowTheSchema(t *testing.T) {
 	if got := scanned(openDSN(t, dsn)); len(got) != 0 {
 		t.Fatalf("without index pairs, scans use pairs of %v", got)
 	}
-	// The pairs built on the live store (CREATE INDEX CONCURRENTLY), one
-	// left invalid: its scope is scanned without it.
-	s := c.state.Load()
-	for _, q := range coverSQL(s.Tables["todos"].def, "CONCURRENTLY ") {
-		if _, err := c.pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	// The pairs built on the live store (CreateScanIndexes): used at once
+	// by the Conn that built them.
+	c2 := openDSN(t, dsn)
+	if err := c2.CreateScanIndexes(ctx); err != nil {
+		t.Fatal(err)
 	}
+	if got := scanned(c2); len(got) != 2 || !slices.Equal(pairs(), before) {
+		t.Fatalf("after CreateScanIndexes, scans use pairs of %v, the table has %v; want two, %v", got, pairs(), before)
+	}
+	// One left invalid (as by a cancelled build): its scope is scanned
+	// without it, and the next CreateScanIndexes builds it again.
 	if _, err := c.pool.Exec(ctx, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, before[0]); err != nil {
 		t.Fatal(err)
 	}
 	if got := scanned(openDSN(t, dsn)); len(got) != 1 {
 		t.Fatalf("with one pair valid, scans use pairs of %v; want one", got)
 	}
-	if _, err := c.pool.Exec(ctx, `UPDATE pg_index SET indisvalid = true WHERE indexrelid = $1::regclass`, before[0]); err != nil {
+	if err := c2.CreateScanIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := scanned(openDSN(t, dsn)); len(got) != 2 {
-		t.Fatalf("with both pairs, scans use pairs of %v; want two", got)
+		t.Fatalf("with both pairs rebuilt, scans use pairs of %v; want two", got)
 	}
 	// A migration appending a column replaces the pairs.
 	next := conformance.TestSchema()

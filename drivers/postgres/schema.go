@@ -39,13 +39,9 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 				return err
 			}
 		}
-		var valid []string
-		if err := c.queryRow(ctx, c.pool, sqlValidIndexes, []any{coverNames(schema.Tables)}, &valid); err != nil {
+		have, err := c.validIndexes(ctx, schema.Tables)
+		if err != nil {
 			return err
-		}
-		have := make(map[string]bool, len(valid))
-		for _, n := range valid {
-			have[n] = true
 		}
 		c.state.Store(schemaplan.NewEnsured(schema, layout, func(t driver.Table) *table { return newTableWith(t, have) }, struct{}{}))
 		return nil
