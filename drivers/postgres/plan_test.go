@@ -118,15 +118,15 @@ func TestPlansUseIndexes(t *testing.T) {
 		{"client cursors, next page (CR-3)", sqlListClientCursors, []any{"p", "c-02500", int64(100)}, "_sync_clients_pkey"},
 		{"client records, first page (ADM-2)", sqlAdminListClients, []any{"p", int64(100)}, "_sync_clients_by_time"},
 		{"client records, next page (ADM-2)", sqlAdminListClientsAfter, []any{"p", int64(350), "c-02500", int64(100)}, "_sync_clients_by_time"},
-		{"scan, one value", x.scans["project"][0], []any{"p", "p7", "", []string(nil), int64(100)}, "scope"},
-		{"scan, value list", x.scans["project"][1], []any{"p", []string{"p1", "p7"}, "", []string{"o1", "o2"}, int64(100)}, "scope"},
-		{"scan by owner", x.scans["owner"][0], []any{"p", "o7", "r", []string{"p7"}, int64(100)}, "scope"},
+		{"scan, one value", x.scans["project"][0], []any{"p", "p7", "", []string(nil), int64(100)}, "cover"},
+		{"scan, value list", x.scans["project"][1], []any{"p", []string{"p1", "p7"}, "", []string{"o1", "o2"}, int64(100)}, "cover"},
+		{"scan by owner", x.scans["owner"][0], []any{"p", "o7", "r", []string{"p7"}, int64(100)}, "cover"},
 	}
 	checkPlanUse(t, c, checks)
 }
 
 // planCheck is one statement whose plan must use the index want ("scope":
-// any scope or declared index of the table).
+// any scope or declared index of the table; "cover": checkCoverScan).
 type planCheck struct {
 	name, q string
 	args    []any
@@ -143,7 +143,9 @@ func checkPlanUse(t *testing.T, c *Conn, checks []planCheck) {
 			if strings.Contains(plan, "Seq Scan") {
 				t.Errorf("%s (%s): sequential scan:\n%s", ck.name, mode, plan)
 			}
-			if !strings.Contains(plan, ck.want) && !(ck.want == "scope" && (strings.Contains(plan, "_sync_sx_") || strings.Contains(plan, "_sync_ix_"))) {
+			if ck.want == "cover" {
+				checkCoverScan(t, ck.name+" ("+mode+")", plan)
+			} else if !strings.Contains(plan, ck.want) && !(ck.want == "scope" && (strings.Contains(plan, "_sync_sx_") || strings.Contains(plan, "_sync_ix_"))) {
 				t.Errorf("%s (%s): plan does not use %s:\n%s", ck.name, mode, ck.want, plan)
 			}
 			if strings.HasPrefix(ck.name, "window") && (!strings.Contains(plan, "_sync_changes_pkey") || !strings.Contains(plan, "_sync_commits_pkey")) {
@@ -236,6 +238,26 @@ FROM generate_series(1, 20000) AS s, generate_series(0, 9) AS i, (VALUES ('proje
 			checkWindowBounded(t, "scope activity, "+ck.name+" ("+mode+")", plan)
 		}
 	}
+	// A scan page keeps the scope's index pair without statistics too:
+	// each branch walks its own partial index (the rest's walk never
+	// becomes a filter on every row of the scope).
+	if _, err := c.pool.Exec(ctx, `INSERT INTO todos (_sync_partition, _sync_version, id, title, done, project_id, owner_id, updated_at)
+SELECT 'p', 1, 'r' || lpad(n::text, 7, '0'), CASE WHEN n % 1000 = 7 THEN repeat('x', 3000) ELSE 'todo' END, false, 'p' || (n % 20), 'o' || (n % 50), n
+FROM generate_series(1, 200000) AS n`); err != nil {
+		t.Fatal(err)
+	}
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explain(t, c.pool, mode, x.scans["project"][0], "p", "p7", "r0100000", []string(nil), int64(1000))
+		t.Logf("scan (%s):\n%s", mode, plan)
+		checkCoverScan(t, "scan ("+mode+")", plan)
+		plan = explain(t, c.pool, mode, x.scans["project"][1], "p", []string{"p3", "p7"}, "r0100000", []string(nil), int64(1000))
+		t.Logf("scan, value list (%s):\n%s", mode, plan)
+		checkCoverScan(t, "scan, value list ("+mode+")", plan)
+	}
 	// HZ-3 keeps its index without statistics too.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		plan := explain(t, c.pool, mode, sqlCommitSeqBefore, "p", int64(100))
@@ -283,8 +305,8 @@ func TestPlansManyPartitions(t *testing.T) {
 	for _, ck := range []planCheck{
 		{"window, one value", sqlWindow, []any{tenant, "todos", "project", []string{"p7"}, int64(0), int64(1), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
 		{"window, value list", sqlWindow, []any{tenant, "todos", "project", []string{"p1", "p7"}, int64(0), int64(1), int64(500), int64(0)}, "_sync_change_scopes_pkey"},
-		{"scan, one value", x.scans["project"][0], []any{tenant, "p7", "", []string(nil), int64(1000)}, "_sync_sx_"},
-		{"scan, value list", x.scans["project"][1], []any{tenant, []string{"p1", "p7"}, "", []string(nil), int64(1000)}, "_sync_sx_"},
+		{"scan, one value", x.scans["project"][0], []any{tenant, "p7", "", []string(nil), int64(1000)}, "_sync_sc_"},
+		{"scan, value list", x.scans["project"][1], []any{tenant, []string{"p1", "p7"}, "", []string(nil), int64(1000)}, "_sync_sc_"},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			plan := explain(t, c.pool, mode, ck.q, ck.args...)
@@ -366,4 +388,20 @@ func TestPlanPushRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("2,003 rows, analyzed")
+}
+
+// checkCoverScan checks a scan page's plan (scanlayout.go): the rows that
+// fit are read from the scope's cover by an index-only scan, the others
+// from the rest, each walk in id order up to the limit and merged (Merge
+// Append), never a sequential scan nor the plain scope index.
+func checkCoverScan(t *testing.T, what, plan string) {
+	t.Helper()
+	for _, w := range []string{"Index Only Scan using _sync_sc_", "Index Scan using _sync_sr_", "Merge Append", "Limit"} {
+		if !strings.Contains(plan, w) {
+			t.Errorf("%s: want %q:\n%s", what, w, plan)
+		}
+	}
+	if strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "_sync_sx_") {
+		t.Errorf("%s: a sequential scan or the plain scope index:\n%s", what, plan)
+	}
 }

@@ -39,7 +39,11 @@ func (c *Conn) EnsureSchema(ctx context.Context, schema driver.Schema) error {
 				return err
 			}
 		}
-		c.state.Store(schemaplan.NewEnsured(schema, layout, newTable, struct{}{}))
+		have, err := c.validIndexes(ctx, schema.Tables)
+		if err != nil {
+			return err
+		}
+		c.state.Store(schemaplan.NewEnsured(schema, layout, func(t driver.Table) *table { return newTableWith(t, have) }, struct{}{}))
 		return nil
 	})
 }
@@ -113,7 +117,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 // this dialect's: drop retired tables, add tables, append nullable
 // columns, drop and re-create changed indexes.
 func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
-	return schemaplan.MigrationSQL(old, s, schemaplan.Dialect{
+	ddl, err := schemaplan.MigrationSQL(old, s, schemaplan.Dialect{
 		DropTable:   func(table string) string { return "DROP TABLE " + quote(table) },
 		CreateTable: func(t driver.Table) []string { return newTable(t).createSQL() },
 		AddColumn: func(table string, c driver.Column) string {
@@ -122,4 +126,22 @@ func migrationSQL(old storelayout.Layout, s driver.Schema) ([]string, error) {
 		DropIndex:   func(table, index string) string { return "DROP INDEX " + quote(declaredIndexName(table, index)) },
 		CreateIndex: func(t driver.Table, ix driver.Index) string { return createIndexSQL(t.Name, ix) },
 	})
+	if err != nil {
+		return nil, err
+	}
+	// A table whose columns changed gets the index pairs of its new
+	// columns in place of its old ones (scanlayout.go): the old pair's
+	// cover lacks the new columns and its predicate no longer matches the
+	// scan's, so no scan would use it.
+	for _, t := range s.Tables {
+		ot, ok := old.Table(t.Name)
+		if !ok || len(ot.Columns) == len(t.Columns) {
+			continue
+		}
+		for _, n := range coverNames([]driver.Table{tableOfLayout(ot)}) {
+			ddl = append(ddl, "DROP INDEX IF EXISTS "+quote(n))
+		}
+		ddl = append(ddl, coverSQL(t, "IF NOT EXISTS ")...)
+	}
+	return ddl, nil
 }

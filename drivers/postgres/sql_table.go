@@ -125,9 +125,16 @@ type table struct {
 	scopeCol map[string]string    // scope variable → column
 	others   map[string][]string  // driving variable → other variables, in parameter order
 	scans    map[string][2]string // driving variable → [one value, value list]
+	covered  []string             // variables scanned through their scope column's index pair
 }
 
-func newTable(t driver.Table) *table {
+// newTable is newTableWith(t, nil): scans through the scope indexes alone.
+func newTable(t driver.Table) *table { return newTableWith(t, nil) }
+
+// newTableWith builds t's statements; a scope column whose index pair
+// (coverOf) is in valid (by name, both indexes) is scanned through the
+// pair.
+func newTableWith(t driver.Table, valid map[string]bool) *table {
 	x := &table{def: t, scopeCol: map[string]string{}, others: map[string][]string{}, scans: map[string][2]string{}}
 	for _, ix := range t.Indexes {
 		x.unique = x.unique || ix.Unique
@@ -199,7 +206,8 @@ func newTable(t driver.Table) *table {
 		x.others[s.Variable] = others
 		limit := "$" + strconv.Itoa(n)
 		where := " WHERE " + part + " = $1 AND " + quote(s.Column)
-		rest := " AND " + pk + " > $3" + strings.Join(preds, "") + " ORDER BY " + pk + " LIMIT " + limit
+		cond := " AND " + pk + " > $3" + strings.Join(preds, "")
+		tail := " ORDER BY " + pk + " LIMIT " + limit
 		// One value walks the scope index (partition, column, id) in id
 		// order and stops at the limit. A list takes at most limit rows
 		// from each value's index range (LATERAL), then sorts those: the
@@ -207,10 +215,23 @@ func newTable(t driver.Table) *table {
 		// aliases carry the reserved prefix (SCH-2): with "v(value)", a
 		// table named v read its own column "value" as the list's
 		// (SCAN-1/tables-named-like-sql-aliases).
+		one := func(value string) string { return sel + " FROM " + tq + where + " = " + value + cond + tail }
+		if cv, ok := coverOf(t, s.Column); ok && valid[cv.index] && valid[cv.rest] {
+			// With the scope's index pair (scanlayout.go): the same walk
+			// over the cover (index-only) and over the rest, merged in id
+			// order. Each branch repeats the pair's predicate, so each
+			// can use its partial index only.
+			one = func(value string) string {
+				return "SELECT _sync_b.* FROM ((" + sel + " FROM " + tq + where + " = " + value + cond + " AND " + cv.inline + tail +
+					") UNION ALL (" + sel + " FROM " + tq + where + " = " + value + cond + " AND NOT (" + cv.inline + ")" + tail +
+					")) AS _sync_b ORDER BY _sync_b." + pk + " LIMIT " + limit
+			}
+			x.covered = append(x.covered, s.Variable)
+		}
 		x.scans[s.Variable] = [2]string{
-			sel + " FROM " + tq + where + " = $2" + rest,
+			one("$2"),
 			"SELECT _sync_r.* FROM unnest($2::text[]) AS _sync_v(_sync_value) CROSS JOIN LATERAL (" +
-				sel + " FROM " + tq + where + " = _sync_v._sync_value" + rest + ") AS _sync_r ORDER BY _sync_r." + pk + " LIMIT " + limit,
+				one("_sync_v._sync_value") + ") AS _sync_r ORDER BY _sync_r." + pk + " LIMIT " + limit,
 		}
 	}
 	return x
@@ -235,6 +256,7 @@ func (x *table) createSQL() []string {
 		out = append(out, "CREATE INDEX "+quote(scopeIndexName(t.Name, s.Column))+" ON "+quote(t.Name)+
 			" ("+quote(partitionColumn)+", "+quote(s.Column)+", "+quote(t.PrimaryKey)+")")
 	}
+	out = append(out, coverSQL(t, "")...)
 	for _, ix := range t.Indexes {
 		out = append(out, createIndexSQL(t.Name, ix))
 	}
