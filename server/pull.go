@@ -79,7 +79,18 @@ func (r *round) pull(ctx context.Context) error {
 // after the engine hands the subscription over.
 func (r *round) imageHook(sp *subPlan) func(context.Context, int64) (bool, error) {
 	return func(ctx context.Context, asOf int64) (bool, error) {
-		rec, found, err := r.s.segments.Find(ctx, r.imageKey(sp, asOf), r.s.nowMs())
+		key := r.imageKey(sp, asOf)
+		rec, found, err := r.s.segments.Find(ctx, key, r.s.nowMs())
+		if err == nil && !found {
+			// Another round is building this image: wait for it rather
+			// than read the snapshot to build it again.
+			if ch := r.s.images.inFlight(key); ch != nil {
+				if err := r.s.waitFlight(ctx, ch); err != nil {
+					return false, err
+				}
+				rec, found, err = r.s.segments.Find(ctx, key, r.s.nowMs())
+			}
+		}
 		switch {
 		case err != nil:
 			return false, err
@@ -120,6 +131,9 @@ type pullStream struct {
 	seg    bytes.Buffer
 	row    []byte
 	image  *imageBuilder
+	// imageKey is the key image is built for, claimed in
+	// Server.images until close.
+	imageKey SegmentKey
 }
 
 // subState is the subscription being streamed.
@@ -132,10 +146,13 @@ type subState struct {
 	imageDone bool
 }
 
+// close drops an image being built (its file, and this round's claim
+// of its key).
 func (ps *pullStream) close() {
 	if ps.image != nil {
 		ps.image.close()
 		ps.image = nil
+		ps.r.s.images.release(ps.imageKey)
 	}
 }
 
@@ -348,21 +365,39 @@ func segmentRef(rec SegmentRecord) *ssp2.SegmentRef {
 // built from this and every following page.
 func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, error) {
 	st := &ps.cur
-	if !st.plan.imageLooked { // the hook looked it up at this pin already
-		rec, found, err := ps.r.s.segments.Find(ctx, ps.r.imageKey(st.plan, st.res.AsOfCommitSeq), ps.r.s.nowMs())
-		if err != nil {
+	key := ps.r.imageKey(st.plan, st.res.AsOfCommitSeq)
+	looked := st.plan.imageLooked // the hook looked it up at this pin already
+	for {
+		if !looked {
+			rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
+			if err != nil {
+				return false, err
+			}
+			if found {
+				st.imageDone = true
+				return false, ps.r.rw.SegmentRef(ps.ref(rec))
+			}
+		}
+		mine, ch := ps.r.s.images.claim(key)
+		if mine {
+			break
+		}
+		// Built by another round now: wait, then look again.
+		if err := ps.r.s.waitFlight(ctx, ch); err != nil {
 			return false, err
 		}
-		if found {
-			st.imageDone = true
-			return false, ps.r.rw.SegmentRef(ps.ref(rec))
-		}
+		looked = false
 	}
 	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {
+		ps.r.s.images.release(key)
 		return false, err
 	}
-	ps.image = b
+	ps.image, ps.imageKey = b, key
+	ps.r.s.stats.imagesBuilt.Add(1)
+	if ps.r.s.onImageBuild != nil {
+		ps.r.s.onImageBuild()
+	}
 	return ps.imagePage(ctx, p)
 }
 
@@ -377,10 +412,7 @@ func (ps *pullStream) imagePage(ctx context.Context, p sync.PullPage) (bool, err
 		return true, nil
 	}
 	b := ps.image
-	defer func() {
-		b.close()
-		ps.image = nil
-	}()
+	defer ps.close()
 	f, info, err := b.finish(ps.r.s.version, st.res.AsOfCommitSeq, st.plan.digest)
 	if err != nil {
 		return false, err

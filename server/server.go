@@ -286,6 +286,10 @@ type Server struct {
 	reg      registryCache
 	hub      *hub
 	stats    stats
+	images   imageFlights // SQLite images being built (§5.3)
+	// onImageBuild, when set (tests), runs as a round begins building an
+	// image, before its first page is added.
+	onImageBuild func()
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -425,6 +429,8 @@ type stats struct {
 	livePages, peakPages   atomic.Int64 // bootstrap pages being handled
 	peakSegmentBytes       atomic.Int64 // largest rows-segment buffer
 	liveImages, peakImages atomic.Int64 // SQLite images being built
+	imagesBuilt            atomic.Int64 // SQLite image builds begun
+	imageWaits             atomic.Int64 // rounds that waited for another's build (imageFlights)
 }
 
 func raise(peak *atomic.Int64, v int64) {
