@@ -12,8 +12,10 @@ import (
 // image is stored builds the same image from the same pages: at 100,000
 // rows and 50 clients, 50 builds of the same file. A round that finds the
 // key being built waits for that build (bounded by its own context), then
-// looks the image up again; when the build failed, one waiter takes the
-// key and builds. The zero value is ready to use.
+// looks the image up again; when that build stored nothing (it failed, or
+// its round ended before the snapshot's last page), the round builds its
+// own without waiting again, so a build that never stores cannot chain
+// every later round behind it. The zero value is ready to use.
 type imageFlights struct {
 	mu       gosync.Mutex
 	building map[SegmentKey]chan struct{}

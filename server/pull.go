@@ -133,7 +133,8 @@ type pullStream struct {
 	image  *imageBuilder
 	// imageKey is the key image is built for, claimed in
 	// Server.images until close.
-	imageKey SegmentKey
+	imageKey     SegmentKey
+	imageClaimed bool
 }
 
 // subState is the subscription being streamed.
@@ -152,7 +153,9 @@ func (ps *pullStream) close() {
 	if ps.image != nil {
 		ps.image.close()
 		ps.image = nil
-		ps.r.s.images.release(ps.imageKey)
+		if ps.imageClaimed {
+			ps.r.s.images.release(ps.imageKey)
+		}
 	}
 }
 
@@ -367,6 +370,7 @@ func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, er
 	st := &ps.cur
 	key := ps.r.imageKey(st.plan, st.res.AsOfCommitSeq)
 	looked := st.plan.imageLooked // the hook looked it up at this pin already
+	waited, claimed := false, false
 	for {
 		if !looked {
 			rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
@@ -378,22 +382,28 @@ func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, er
 				return false, ps.r.rw.SegmentRef(ps.ref(rec))
 			}
 		}
-		mine, ch := ps.r.s.images.claim(key)
-		if mine {
+		if waited { // the build waited for stored nothing: build unclaimed
 			break
 		}
-		// Built by another round now: wait, then look again.
+		mine, ch := ps.r.s.images.claim(key)
+		if mine {
+			claimed = true
+			break
+		}
+		// Built by another round now: wait once, then look again.
 		if err := ps.r.s.waitFlight(ctx, ch); err != nil {
 			return false, err
 		}
-		looked = false
+		looked, waited = false, true
 	}
 	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {
-		ps.r.s.images.release(key)
+		if claimed {
+			ps.r.s.images.release(key)
+		}
 		return false, err
 	}
-	ps.image, ps.imageKey = b, key
+	ps.image, ps.imageKey, ps.imageClaimed = b, key, claimed
 	ps.r.s.stats.imagesBuilt.Add(1)
 	if ps.r.s.onImageBuild != nil {
 		ps.r.s.onImageBuild()
