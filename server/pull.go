@@ -414,31 +414,51 @@ func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, er
 // imagePage adds a page to the image being built; after the last page it
 // stores the image and writes its SEGMENT_REF.
 func (ps *pullStream) imagePage(ctx context.Context, p sync.PullPage) (bool, error) {
-	st := &ps.cur
 	if err := ps.image.add(p.Rows); err != nil {
 		return false, err
 	}
 	if p.More {
 		return true, nil
 	}
+	return false, ps.finishImage(ctx)
+}
+
+// finishImage stores the image being built and writes its SEGMENT_REF:
+// after the page that says no more, or at the bootstrap's end when the
+// last page was full (a page of sync.MaxLimit rows says more, and the
+// engine ends the snapshot without another page).
+func (ps *pullStream) finishImage(ctx context.Context) error {
+	st := &ps.cur
 	b := ps.image
 	defer ps.close()
 	f, info, err := b.finish(ps.r.s.version, st.res.AsOfCommitSeq, st.plan.digest)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer f.Close()
 	rec := ps.record(ssp2.MediaSQLite, info)
 	if err := ps.r.s.segments.Put(ctx, rec, f); err != nil {
-		return false, err
+		return err
 	}
 	st.imageDone = true
-	return false, ps.r.rw.SegmentRef(ps.ref(rec))
+	return ps.r.rw.SegmentRef(ps.ref(rec))
 }
 
 func (ps *pullStream) end(ctx context.Context, res sync.PullResult) error {
 	st := &ps.cur
 	sp := st.plan
+	if ps.image != nil {
+		// The snapshot ended after a full last page: the image holds
+		// every row. Ended with a token instead, its rows would be in
+		// no frame: refuse rather than answer a bootstrap without them.
+		if res.Status != sync.PullActive || !res.Bootstrap || res.BootstrapToken != "" {
+			ps.close()
+			return errors.New("ssp2 server: a SQLite image build ended before its snapshot's last page")
+		}
+		if err := ps.finishImage(ctx); err != nil {
+			return err
+		}
+	}
 	f := &ssp2.SubEnd{NextCursor: res.NextCursor}
 	switch {
 	case res.Status != sync.PullActive:

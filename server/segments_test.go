@@ -18,6 +18,7 @@ import (
 
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/ssp2"
+	"github.com/syncstore/syncstore/sync"
 )
 
 // seed pushes n tasks of project p through the server, 100 per commit.
@@ -381,4 +382,30 @@ func TestInlineBound(t *testing.T) {
 	if sec := sections(m)[0]; len(sec.refs) != 0 || len(sec.inline) != 1 {
 		t.Fatalf("inline only: %+v", sec)
 	}
+}
+
+// TestImageAfterFullLastPage: a snapshot whose last page is full (rows a
+// multiple of sync.MaxLimit, the page size a client asking for more
+// rows gets) ends without a page saying no more; the image lane still
+// stores the image and answers its SEGMENT_REF with every row (§5.3).
+// Before, the bootstrap ended with neither rows nor a reference: a
+// client asking limitSnapshotRows above 10,000 was told it had bootstrapped
+// an empty table.
+func TestImageAfterFullLastPage(t *testing.T) {
+	const rows = 2 * sync.MaxLimit
+	e := newEnv(t, sqliteLane())
+	e.grant("alice", p1)
+	ep := e.epoch("alice", "c1")
+	e.seedDirect("p1", rows)
+	accept := ssp2.AcceptInlineRows | ssp2.AcceptExternalRows | ssp2.AcceptSQLite
+	m := e.sync("alice", 2, hdr("c1", ep), &ssp2.PullHeader{Accept: accept, LimitSnapshotRows: 50_000, MaxSnapshotPages: 1}, sub("s1", "tasks", p1, -1))
+	sec := sections(m)[0]
+	if len(sec.refs) != 1 || sec.refs[0].MediaType != ssp2.MediaSQLite || sec.refs[0].RowCount != rows || sec.end.BootstrapState != "" {
+		t.Fatalf("a %d-row image-lane bootstrap answered refs %+v, %d inline segments, end %+v; want one image of every row", rows, sec.refs, len(sec.inline), sec.end)
+	}
+	st, body, _, eb := e.download("alice", sec.refs[0].SegmentID, p1)
+	if st != 200 {
+		t.Fatalf("download %d %v", st, eb)
+	}
+	checkImage(t, body, sec.refs[0], rows)
 }
