@@ -389,7 +389,7 @@ func TestInlineBound(t *testing.T) {
 // rows gets) ends without a page saying no more; the image lane still
 // stores the image and answers its SEGMENT_REF with every row (§5.3).
 // Before, the bootstrap ended with neither rows nor a reference: a
-// client asking limitSnapshotRows above 10,000 was told it had bootstrapped
+// client asking limitSnapshotRows of 10,000 or more was told it had bootstrapped
 // an empty table.
 func TestImageAfterFullLastPage(t *testing.T) {
 	const rows = 2 * sync.MaxLimit
