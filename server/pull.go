@@ -369,32 +369,29 @@ func segmentRef(rec SegmentRecord) *ssp2.SegmentRef {
 func (ps *pullStream) imageStart(ctx context.Context, p sync.PullPage) (bool, error) {
 	st := &ps.cur
 	key := ps.r.imageKey(st.plan, st.res.AsOfCommitSeq)
-	looked := st.plan.imageLooked // the hook looked it up at this pin already
-	waited, claimed := false, false
-	for {
-		if !looked {
-			rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
-			if err != nil {
-				return false, err
-			}
-			if found {
-				st.imageDone = true
-				return false, ps.r.rw.SegmentRef(ps.ref(rec))
-			}
+	find := func() (bool, error) {
+		rec, found, err := ps.r.s.segments.Find(ctx, key, ps.r.s.nowMs())
+		if err != nil || !found {
+			return false, err
 		}
-		if waited { // the build waited for stored nothing: build unclaimed
-			break
+		st.imageDone = true
+		return true, ps.r.rw.SegmentRef(ps.ref(rec))
+	}
+	if !st.plan.imageLooked { // the hook looked it up at this pin already
+		if served, err := find(); served || err != nil {
+			return false, err
 		}
-		mine, ch := ps.r.s.images.claim(key)
-		if mine {
-			claimed = true
-			break
-		}
-		// Built by another round now: wait once, then look again.
+	}
+	claimed, ch := ps.r.s.images.claim(key)
+	if !claimed {
+		// Built by another round now: wait once and look again; when that
+		// build stored nothing, build this round's own, unclaimed.
 		if err := ps.r.s.waitFlight(ctx, ch); err != nil {
 			return false, err
 		}
-		looked, waited = false, true
+		if served, err := find(); served || err != nil {
+			return false, err
+		}
 	}
 	b, err := newImageBuilder(st.plan.t, ps.r.s.cfg.TempDir, &ps.r.s.stats)
 	if err != nil {
