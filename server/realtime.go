@@ -54,6 +54,7 @@ type session struct {
 	regs      []registration      // (mu, hub.mu)
 	keys      map[string]struct{} // (mu, hub.mu) presence scope keys
 	cursor    int64               // (mu) highest contiguous seq the client has
+	pulledTo  int64               // (mu) the log head the last pulling round read every registration to
 	lastKnown int64               // (mu) highest seq observed
 	wakeDue   bool                // (mu) deltas suppressed until an ack reaches lastKnown (§8.2)
 	owed      ssp2.WakeReason     // (mu) a wake-up the writer must send ("" none)
@@ -474,8 +475,11 @@ func (ss *session) deliver(c sync.Commit) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.lastKnown = max(ss.lastKnown, c.Seq)
-	if c.Seq <= ss.cursor {
-		return // the client has it
+	if c.Seq <= ss.cursor || c.Seq <= ss.pulledTo {
+		// The client has it, or the round that installed the
+		// registrations pulled past it: a fanout lagging that round
+		// owes nothing (§8.7).
+		return
 	}
 	type section struct {
 		reg     registration
@@ -763,7 +767,8 @@ func (w *roundWriter) Write(p []byte) (int, error) {
 // registrations match was heard against the old ones only, so it is
 // caught up with a wake-up (§8.7); so is any stretch of the log past that
 // head the session observed without reading. A commit they do not match
-// owes nothing (the client has nothing to pull for it).
+// owes nothing (the client has nothing to pull for it), nor does a commit
+// at or below that head that a lagging fanout brings after the round.
 func (ss *session) roundEnd(rd *round) {
 	if rd != nil && rd.pulled {
 		var regs []registration
@@ -775,6 +780,7 @@ func (ss *session) roundEnd(rd *round) {
 		ss.setRegistrations(regs)
 		ss.mu.Lock()
 		ss.wv = rd.wv
+		ss.pulledTo = max(ss.pulledTo, rd.pullHead)
 		if ss.blindTo > rd.pullHead || heardMatch(ss.heard, rd.pullHead, regs) {
 			ss.oweLocked(ssp2.WakeCatchupRequired)
 		}

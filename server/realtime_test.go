@@ -760,3 +760,40 @@ func TestRealtimeOwnCommitInRound(t *testing.T) {
 		}
 	})
 }
+
+// TestRealtimeLateFanoutAfterRound: the store's fanout may bring a commit
+// after the socket round whose pull already served it (the fanout lags the
+// round; on PostgreSQL it is LISTEN/NOTIFY). The pull covered it, so it
+// owes neither a wake-up nor a delta: the client's post-round ack lets the
+// next commit through as a delta (§8.7 "Interleaving").
+func TestRealtimeLateFanoutAfterRound(t *testing.T) {
+	e := newEnv(t, sqliteLane())
+	e.grant("alice", p1)
+	ep := e.epoch("alice", "a1")
+	a := e.mustDial("alice", "a1")
+	a.event() // hello
+	m := a.round(req(2, hdr("a1", ep), commit("k1", upsert("tasks", "t1", e.task("t1", "p1", "one"))),
+		&ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, -1)))
+	if len(sections(m)) != 1 {
+		t.Fatalf("round %+v", m.Frames)
+	}
+	// The fanout brings commit 1 again, after the round's end.
+	c1, err := e.srv.eng.readCommits(context.Background(), "p1", 0, 1, 100)
+	if err != nil || len(c1) != 1 {
+		t.Fatalf("commit 1: %v %v", c1, err)
+	}
+	e.srv.hub.mu.Lock()
+	var ss *session
+	for _, ph := range e.srv.hub.parts {
+		for s := range ph.sessions {
+			ss = s
+		}
+	}
+	e.srv.hub.mu.Unlock()
+	ss.deliver(c1[0])
+	e.ack(a, "a1", 1)
+	e.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "two"))))
+	if d := a.delta(); sections(d)[0].commits[0].CommitSeq != 2 {
+		t.Fatal("commit 2 did not come as a delta")
+	}
+}
