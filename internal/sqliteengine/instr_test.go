@@ -81,4 +81,3 @@ func TestLinearInstrMatchesSQLite(t *testing.T) {
 		}
 	}
 }
-
