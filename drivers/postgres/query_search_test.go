@@ -103,21 +103,21 @@ func TestAQSearchEndsOnOwnServer(t *testing.T) {
 		return n
 	}
 	aq := conn.(driver.AuthoritativeQueryConn)
-	call := func(name, sql string, args ...any) (error, int, bool) {
+	call := func(name, sql string, args ...any) (int, bool, error) {
 		start := time.Now()
 		res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: sql, Args: args, Tables: []string{"todos"},
 			Limits: driver.QueryLimits{Timeout: time.Second}})
 		took := time.Since(start)
 		n := leftAfter()
 		t.Logf("%s: rows %v, %v after %.2f s; backends left 5 s after the call: %d", name, res.Rows, err, took.Seconds(), n)
-		return err, n, errors.Is(err, context.DeadlineExceeded)
+		return n, errors.Is(err, context.DeadlineExceeded), err
 	}
 	const pair = ` FROM todos h, todos n WHERE h.id = 'hay' AND n.id = 'needle'`
 	for _, a := range []struct{ name, sql string }{
 		{"instr-column-needle", `SELECT instr(h.title, n.title) AS i` + pair},
 		{"like-column-pattern", `SELECT count(*) AS k` + pair + ` AND h.title LIKE '%' || n.title || '%'`},
 	} {
-		err, n, _ := call(a.name, a.sql)
+		n, _, err := call(a.name, a.sql)
 		var le *driver.QueryLimitError
 		if !errors.As(err, &le) || le.Bound != driver.BoundRewrite {
 			t.Errorf("%s: %v, want the rewrite bound", a.name, err)
@@ -134,7 +134,7 @@ func TestAQSearchEndsOnOwnServer(t *testing.T) {
 		{"instr-bound-needle", `SELECT instr(title, ?) AS i FROM todos WHERE id = 'hay'`, "b" + strings.Repeat("a", bound)},
 		{"like-bound-pattern", `SELECT count(*) AS k FROM todos WHERE id = 'hay' AND title LIKE '%' || ? || '%'`, strings.Repeat("a", bound-2) + "b"},
 	} {
-		err, n, _ := call(a.name, a.sql, a.arg)
+		n, _, err := call(a.name, a.sql, a.arg)
 		var le *driver.QueryLimitError
 		if err != nil && !(errors.As(err, &le) && le.Bound == driver.BoundTime) {
 			t.Errorf("%s: %v, want rows or the time bound", a.name, err)
@@ -145,7 +145,7 @@ func TestAQSearchEndsOnOwnServer(t *testing.T) {
 	}
 	// The control: without the rule the search outlives the call.
 	defer querylang.DisableSearchPatternCheckForTest()()
-	if _, n, late := call("unchecked instr-column-needle (400 KB)",
+	if n, late, _ := call("unchecked instr-column-needle (400 KB)",
 		fmt.Sprintf(`SELECT instr(h.title, n.title) AS i FROM todos h, todos n WHERE h.id = '%s' AND n.id = '%s'`, "hay2", "needle2")); n == 0 && !late {
 		t.Errorf("control: without the rule, strpos of 'b'+'a'×200,000 in 'a'×400,000 was answered within the Timeout and left no backend: the test no longer sees the runaway")
 	}
