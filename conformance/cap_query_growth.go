@@ -16,7 +16,8 @@ import (
 // SELECT or CTE) are refused with the rewrite bound before any engine
 // sees them; nesting past 100 levels is the rewrite bound; a bind value
 // longer than MaxValueBytes is the value_bytes bound; a number is never
-// over MaxValueBytes, however small.
+// over MaxValueBytes, however small; a LIKE/GLOB pattern or an instr
+// needle must be literals and bind values of at most 256 bytes.
 
 func init() {
 	register(
@@ -25,6 +26,7 @@ func init() {
 		Case{Name: "AQ-6/nesting-past-the-depth-is-the-rewrite-bound", Capability: driver.CapAuthoritativeQuery, Run: aqDepthBound},
 		Case{Name: "AQ-6/bind-value-over-the-value-bound", Capability: driver.CapAuthoritativeQuery, Run: aqBindValueBound},
 		Case{Name: "AQ-6/small-value-bound-admits-numbers", Capability: driver.CapAuthoritativeQuery, Run: aqSmallValueBound},
+		Case{Name: "AQ-6/search-pattern-bound", Capability: driver.CapAuthoritativeQuery, Run: aqSearchPatternBound},
 	)
 }
 
@@ -188,4 +190,52 @@ func aqSmallValueBound(t T, h Harness) {
 	}
 	_, took, err := aqQueryTimed(t, conn, "p1", driver.Query{SQL: `SELECT id FROM todos ORDER BY id`, Tables: []string{tTodos}, Limits: lim})
 	aqExpectLimit(t, "2-byte ids under MaxValueBytes 1", err, took, false, driver.BoundValueBytes)
+}
+
+// aqSearchPatternBound: a LIKE/GLOB pattern or instr needle made of
+// literals and bind values of at most 256 bytes
+// (querylang.MaxSearchPatternBytes) runs; one taken from a column or a
+// sub-query, or longer, is the rewrite bound before any engine sees it
+// (each engine's search costs text × pattern in one call, where no
+// timeout is checked).
+func aqSearchPatternBound(t T, h Harness) {
+	conn := openStore(t, h)
+	aqSeed(t, conn)
+	q := func(sql string, args ...any) (driver.QueryResult, time.Duration, error) {
+		return aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Args: args, Tables: []string{tTodos}})
+	}
+	res, _, err := q(`SELECT id FROM todos WHERE title LIKE '%' || ? || '%' ORDER BY id`, "o")
+	if err != nil {
+		t.Errorf("AQ-6: LIKE '%%' || ? || '%%': %v", err)
+	} else {
+		aqExpectResult(t, "LIKE with a bound pattern", []string{"id"}, [][]any{{"t1"}, {"t2"}}, res)
+	}
+	res, _, err = q(`SELECT id, instr(title, ?) AS i FROM todos ORDER BY id`, "e")
+	if err != nil {
+		t.Errorf("AQ-6: instr(title, ?): %v", err)
+	} else {
+		aqExpectResult(t, "instr with a bound needle", []string{"id", "i"}, [][]any{{"t1", int64(3)}, {"t2", int64(0)}, {"t3", int64(4)}}, res)
+	}
+	// (D1 refuses a LIKE pattern over 50 bytes of its own: the bound's
+	// edge is checked with instr.)
+	res, _, err = q(`SELECT id FROM todos WHERE instr(title, ?) > 0 ORDER BY id`, strings.Repeat("a", 256))
+	if err != nil {
+		t.Errorf("AQ-6: an instr needle of 256 bytes: %v", err)
+	} else {
+		aqExpectResult(t, "an instr needle of 256 bytes", []string{"id"}, nil, res)
+	}
+	for _, c := range []struct {
+		what, sql string
+		args      []any
+	}{
+		{"instr with a column needle", `SELECT a.id, instr(a.title, b.title) AS i FROM todos a, todos b`, nil},
+		{"instr with a sub-query needle", `SELECT instr(title, (SELECT min(title) FROM todos)) AS i FROM todos`, nil},
+		{"LIKE with a column pattern", `SELECT a.id FROM todos a, todos b WHERE a.title LIKE '%' || b.title || '%'`, nil},
+		{"GLOB with a column pattern", `SELECT a.id FROM todos a, todos b WHERE a.title GLOB b.title`, nil},
+		{"a LIKE pattern of 257 bytes", `SELECT id FROM todos WHERE title LIKE '%' || ?`, []any{strings.Repeat("a", 256)}},
+		{"an instr needle of 257 bytes", `SELECT instr(title, ?) AS i FROM todos`, []any{strings.Repeat("a", 257)}},
+	} {
+		_, took, err := q(c.sql, c.args...)
+		aqExpectLimit(t, c.what, err, took, false, driver.BoundRewrite)
+	}
 }

@@ -109,10 +109,10 @@ func newTwin(ctx context.Context, st *schemaState) (*twin, error) {
 	fail := func(err error) (*twin, error) {
 		return nil, driver.Wrap(driver.CodeInternal, err, "d1http: authoritative query: build the schema twin")
 	}
-	db, err := sql.Open("sqlite", "file:d1twin?mode=memory&cache=private")
-	if err != nil {
-		return fail(err)
-	}
+	// sqliteengine.OpenDB: the twin's instr is the linear one (AQ-6), so a
+	// statement that calls it on bind values alone cannot hold the twin
+	// past twinRunLimit inside one call.
+	db := sqliteengine.OpenDB("file:d1twin?mode=memory&cache=private")
 	db.SetMaxOpenConns(1)
 	conn, err := db.Conn(ctx)
 	if err != nil {

@@ -63,8 +63,18 @@ func newQueryPool(readerDSN string) *queryPool {
 	return &queryPool{dsn: readerDSN + "&_pragma=temp_store(MEMORY)"}
 }
 
+// get opens the pool on first use. Its connections come from
+// sqliteengine.OpenDB: instr is the linear one there (AQ-6; SQLite's own
+// costs len(X)·len(Y) in one call, out of the interrupt's reach).
 func (p *queryPool) get() (*sql.DB, error) {
-	return p.Get(func() (*sql.DB, error) { return openDB(p.dsn, queryConns) }, errClosed)
+	return p.Get(func() (*sql.DB, error) {
+		db := sqliteengine.OpenDB(p.dsn)
+		db.SetMaxOpenConns(queryConns)
+		db.SetMaxIdleConns(queryConns)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		return db, nil
+	}, errClosed)
 }
 
 // moduleNames returns the engine's virtual table modules, read on conn

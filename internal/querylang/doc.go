@@ -11,6 +11,9 @@
 //     AQ-3).
 //   - parity.go: delimiting operands and ORDER BY terms for the
 //     dialect-parity rewrites (AQ-5).
+//   - search.go: CheckSearchPatterns, the static rule on LIKE/GLOB
+//     patterns and instr needles (literals and bind values of at most
+//     MaxSearchPatternBytes; AQ-6), run by AdmitQuery.
 //   - args.go: QueryArgs, an engine's rules for bind values (AQ-1, AQ-3).
 //   - cost.go, seeds.go: CostlyQueries and SeedQueries, the texts every
 //     driver's tests and fuzz targets rewrite (AQ-6).

@@ -341,7 +341,9 @@ func unquote(sql string, tk Token) string {
 // must pass CheckQueryText and q.Args must hold exactly as many bind
 // values as it has parameters (QueryText.Params); otherwise
 // CodeQueryInvalid (AQ-1); a string, []byte or JSON bind value longer
-// than MaxValueBytes → BoundValueBytes (CheckArgSizes, AQ-6). The values
+// than MaxValueBytes → BoundValueBytes (CheckArgSizes, AQ-6); a LIKE/GLOB
+// pattern or instr needle that is not literals and bind values of at most
+// MaxSearchPatternBytes → BoundRewrite (CheckSearchPatterns, AQ-6). The values
 // themselves are each driver's to convert.
 func AdmitQuery(q driver.Query) (QueryText, error) {
 	text, err := CheckQueryText(q.SQL)
@@ -353,6 +355,9 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 			"query binds %d parameters, got %d values (AQ-1)", text.Params, len(q.Args))
 	}
 	if err := CheckArgSizes(q); err != nil {
+		return QueryText{}, err
+	}
+	if err := CheckSearchPatterns(text.SQL, q.Args); err != nil {
 		return QueryText{}, err
 	}
 	return text, nil

@@ -1,0 +1,152 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/syncstore/syncstore/conformance"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/querylang"
+)
+
+// TestAQSearchEndsOnOwnServer (AQ-6): PostgreSQL's strpos (the driver's
+// instr) and LIKE/ILIKE search in O(len(text)·len(pattern)) inside one
+// call without checking for interrupts: statement_timeout does not fire
+// and pg_terminate_backend is ignored until the call ends. On a
+// PostgreSQL of the test's own (never the shared one), with a stored
+// 'a'×1,000,000 and needles from other rows:
+//
+//   - a needle or pattern taken from a column is refused by the static
+//     rule (querylang.CheckSearchPatterns, rewrite bound) and no backend
+//     runs;
+//   - the worst case the rule admits — a bound needle 'b'+'a'×255 for
+//     strpos, a pattern '%'+'a'×255+'b%' for ILIKE — answers (or hits its
+//     time bound) and leaves no backend active 5 s after the call;
+//   - the control: with the rule off, strpos of 'b'+'a'×200,000 in
+//     'a'×400,000 outlives the call — the server does not answer before
+//     the driver's deadline (Timeout + 1 s) or its backend is still
+//     running 5 s after — so the test sees the runaway the rule prevents.
+//     Its backend ends by itself about 15 s later (or at the server's
+//     immediate shutdown).
+//
+// Run with:
+//
+//	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" go test -run TestAQSearchEndsOnOwnServer ./drivers/postgres
+//	.ci/postgres-aq.sh stop
+func TestAQSearchEndsOnOwnServer(t *testing.T) {
+	base := os.Getenv("SYNCSTORE_TEST_POSTGRES_AQ")
+	if base == "" {
+		t.Skip("SYNCSTORE_TEST_POSTGRES_AQ is not set (a PostgreSQL of the test's own: .ci/postgres-aq.sh start)")
+	}
+	ctx := t.Context()
+	dsn, _, err := Driver{}.Provision(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := Driver{}.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, title := range map[string]string{
+		"hay": strings.Repeat("a", 1_000_000), "needle": "b" + strings.Repeat("a", 500_000),
+		"hay2": strings.Repeat("a", 400_000), "needle2": "b" + strings.Repeat("a", 200_000),
+	} {
+		r := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
+			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
+		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc" + id, ActorID: "a1", CreatedAtMs: 1,
+			Changes: []driver.Change{{Table: "todos", RowID: id, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	leftAfter := func() int { // backends still active 5 s after the call: 20 polls 250 ms apart
+		n := 0
+		for range 20 {
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, cfg.Database).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		return n
+	}
+	aq := conn.(driver.AuthoritativeQueryConn)
+	call := func(name, sql string, args ...any) (int, bool, error) {
+		start := time.Now()
+		res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: sql, Args: args, Tables: []string{"todos"},
+			Limits: driver.QueryLimits{Timeout: time.Second}})
+		took := time.Since(start)
+		n := leftAfter()
+		t.Logf("%s: rows %v, %v after %.2f s; backends left 5 s after the call: %d", name, res.Rows, err, took.Seconds(), n)
+		return n, errors.Is(err, context.DeadlineExceeded), err
+	}
+	const pair = ` FROM todos h, todos n WHERE h.id = 'hay' AND n.id = 'needle'`
+	for _, a := range []struct{ name, sql string }{
+		{"instr-column-needle", `SELECT instr(h.title, n.title) AS i` + pair},
+		{"like-column-pattern", `SELECT count(*) AS k` + pair + ` AND h.title LIKE '%' || n.title || '%'`},
+	} {
+		n, _, err := call(a.name, a.sql)
+		var le *driver.QueryLimitError
+		if !errors.As(err, &le) || le.Bound != driver.BoundRewrite {
+			t.Errorf("%s: %v, want the rewrite bound", a.name, err)
+		}
+		if n > 0 {
+			t.Errorf("AQ-6: %s: %d backend(s) still active 5 s after the call returned", a.name, n)
+		}
+	}
+	bound := querylang.MaxSearchPatternBytes - 1
+	for _, a := range []struct {
+		name, sql string
+		arg       string
+	}{
+		{"instr-bound-needle", `SELECT instr(title, ?) AS i FROM todos WHERE id = 'hay'`, "b" + strings.Repeat("a", bound)},
+		{"like-bound-pattern", `SELECT count(*) AS k FROM todos WHERE id = 'hay' AND title LIKE '%' || ? || '%'`, strings.Repeat("a", bound-2) + "b"},
+	} {
+		n, _, err := call(a.name, a.sql, a.arg)
+		var le *driver.QueryLimitError
+		if err != nil && !(errors.As(err, &le) && le.Bound == driver.BoundTime) {
+			t.Errorf("%s: %v, want rows or the time bound", a.name, err)
+		}
+		if n > 0 {
+			t.Errorf("AQ-6: %s: %d backend(s) still active 5 s after the call returned", a.name, n)
+		}
+	}
+	// The control: without the rule the search outlives the call.
+	defer querylang.DisableSearchPatternCheckForTest()()
+	if n, late, _ := call("unchecked instr-column-needle (400 KB)",
+		fmt.Sprintf(`SELECT instr(h.title, n.title) AS i FROM todos h, todos n WHERE h.id = '%s' AND n.id = '%s'`, "hay2", "needle2")); n == 0 && !late {
+		t.Errorf("control: without the rule, strpos of 'b'+'a'×200,000 in 'a'×400,000 was answered within the Timeout and left no backend: the test no longer sees the runaway")
+	}
+}
