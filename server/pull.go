@@ -473,5 +473,9 @@ func (ps *pullStream) end(ctx context.Context, res sync.PullResult) error {
 	case st.truncated:
 		f.NextCursor = st.last
 	}
+	sp.held = f.NextCursor
+	if f.BootstrapState != "" {
+		sp.held = -1
+	}
 	return ps.r.rw.SubEnd(f)
 }

@@ -54,7 +54,7 @@ type session struct {
 	regs      []registration      // (mu, hub.mu)
 	keys      map[string]struct{} // (mu, hub.mu) presence scope keys
 	cursor    int64               // (mu) highest contiguous seq the client has
-	pulledTo  int64               // (mu) the log head the last pulling round read every registration to
+	pulledTo  int64               // (mu) the seq through which the last pulling round left the client holding every registration
 	lastKnown int64               // (mu) highest seq observed
 	wakeDue   bool                // (mu) deltas suppressed until an ack reaches lastKnown (§8.2)
 	owed      ssp2.WakeReason     // (mu) a wake-up the writer must send ("" none)
@@ -763,25 +763,30 @@ func (w *roundWriter) Write(p []byte) (int, error) {
 // roundEnd applies a completed round to the session: a round that pulled
 // replaces its registrations with the round's active subscriptions
 // (effective scopes as the round resolved them) and sets the wire version
-// of later deltas. A commit past the head the pull served that the new
-// registrations match was heard against the old ones only, so it is
-// caught up with a wake-up (§8.7); so is any stretch of the log past that
-// head the session observed without reading. A commit they do not match
-// owes nothing (the client has nothing to pull for it), nor does a commit
-// at or below that head that a lagging fanout brings after the round.
+// of later deltas. The client then holds every registration through the
+// least nextCursor of the round's SUB_ENDs (a bootstrap still paging holds
+// none; a truncated or bootstrapped subscription may stop below the head
+// the pull read). A commit past that seq that the new registrations match
+// was heard against the old ones only, so it is caught up with a wake-up
+// (§8.7); so is any stretch of the log past it the session observed
+// without reading. A commit they do not match owes nothing (the client
+// has nothing to pull for it), nor does a commit at or below that seq
+// that a lagging fanout brings after the round.
 func (ss *session) roundEnd(rd *round) {
 	if rd != nil && rd.pulled {
 		var regs []registration
+		held := rd.pullHead
 		for _, sp := range rd.subs {
 			if sp.active {
 				regs = append(regs, registration{id: sp.frame.ID, t: sp.t, eff: sp.eff})
+				held = min(held, sp.held)
 			}
 		}
 		ss.setRegistrations(regs)
 		ss.mu.Lock()
 		ss.wv = rd.wv
-		ss.pulledTo = max(ss.pulledTo, rd.pullHead)
-		if ss.blindTo > rd.pullHead || heardMatch(ss.heard, rd.pullHead, regs) {
+		ss.pulledTo = held
+		if ss.blindTo > held || heardMatch(ss.heard, held, regs) {
 			ss.oweLocked(ssp2.WakeCatchupRequired)
 		}
 		ss.mu.Unlock()

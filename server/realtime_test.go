@@ -786,7 +786,9 @@ func TestRealtimeLateFanoutAfterRound(t *testing.T) {
 	var ss *session
 	for _, ph := range e.srv.hub.parts {
 		for s := range ph.sessions {
-			ss = s
+			if s.clientID == "a1" {
+				ss = s
+			}
 		}
 	}
 	e.srv.hub.mu.Unlock()
@@ -795,5 +797,42 @@ func TestRealtimeLateFanoutAfterRound(t *testing.T) {
 	e.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "two"))))
 	if d := a.delta(); sections(d)[0].commits[0].CommitSeq != 2 {
 		t.Fatal("commit 2 did not come as a delta")
+	}
+
+	// A round whose pull stops below the head it read (limitCommits 1,
+	// commits 3 and 4 to serve) leaves the client holding only through 3:
+	// a late commit 4 is past it and wakes the client.
+	b := e.mustDial("alice", "b1")
+	b.event() // hello
+	b.round(req(2, hdr("b1", ep), &ssp2.PullHeader{Accept: 3}, sub("s1", "tasks", p1, -1)))
+	e.sync("alice", 2, hdr("w", ep), commit("k3", upsert("tasks", "t3", e.task("t3", "p1", "three"))))
+	e.sync("alice", 2, hdr("w", ep), commit("k4", upsert("tasks", "t4", e.task("t4", "p1", "four"))))
+	for cursor := int64(0); cursor != 4; { // b never acked: wake-ups, not deltas
+		ev := b.event()
+		if ev.Kind != ssp2.EventSync {
+			t.Fatalf("b behind: %+v", ev)
+		}
+		cursor = ev.Sync.Cursor
+	}
+	m = b.round(req(2, hdr("b1", ep), &ssp2.PullHeader{Accept: 3, LimitCommits: 1}, sub("s1", "tasks", p1, 2)))
+	if secs := sections(m); len(secs) != 1 || secs[0].end.NextCursor != 3 {
+		t.Fatalf("truncated round %+v", secs)
+	}
+	c4, err := e.srv.eng.readCommits(context.Background(), "p1", 3, 4, 100)
+	if err != nil || len(c4) != 1 {
+		t.Fatalf("commit 4: %v %v", c4, err)
+	}
+	e.srv.hub.mu.Lock()
+	for _, ph := range e.srv.hub.parts {
+		for s := range ph.sessions {
+			if s.clientID == "b1" {
+				ss = s
+			}
+		}
+	}
+	e.srv.hub.mu.Unlock()
+	ss.deliver(c4[0])
+	if ev := b.event(); ev.Kind != ssp2.EventSync || ev.Sync.Reason != ssp2.WakeCatchupRequired || ev.Sync.Cursor != 4 {
+		t.Fatalf("a late commit past what the round left the client holding: %+v", ev)
 	}
 }

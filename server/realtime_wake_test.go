@@ -15,7 +15,9 @@ import (
 // nothing, and a stretch of the log the session observed without reading
 // still owes one (the client might have missed something). The session is
 // driven directly so that the commit lands between the pull and END
-// deterministically.
+// deterministically. "The head" is what the client holds after the round:
+// its SUB_ENDs' least nextCursor, below the head the pull read when a
+// subscription was truncated or bootstrapped at an older pin.
 func TestRealtimeRoundEndWakesOnlyForMatches(t *testing.T) {
 	e := newEnv(t, sqliteLane())
 	tasks := e.srv.tables["tasks"]
@@ -27,28 +29,37 @@ func TestRealtimeRoundEndWakesOnlyForMatches(t *testing.T) {
 		name string
 		land func(ss *session)
 		want ssp2.WakeReason
+		held int64 // the round's SUB_END nextCursor; 0: the head
 	}{
 		{"another scope past the head", func(ss *session) {
 			ss.deliver(sync.Commit{Seq: head + 1, Changes: []sync.Change{change("p2")}})
-		}, ""},
+		}, "", 0},
 		{"another scope, own commit", func(ss *session) {
 			ss.ownCommit(sync.Commit{Seq: head + 1, Changes: []sync.Change{change("p2")}})
-		}, ""},
+		}, "", 0},
 		{"the new registration's scope past the head", func(ss *session) {
 			ss.deliver(sync.Commit{Seq: head + 1, Changes: []sync.Change{change("p2"), change("p1")}})
-		}, ssp2.WakeCatchupRequired},
+		}, ssp2.WakeCatchupRequired, 0},
 		{"the new registration's scope within the head", func(ss *session) {
 			ss.deliver(sync.Commit{Seq: head, Changes: []sync.Change{change("p1")}})
-		}, ""},
-		{"observed blind past the head", func(ss *session) { ss.observeBlind(head + 1) }, ssp2.WakeCatchupRequired},
-		{"observed blind within the head", func(ss *session) { ss.observeBlind(head) }, ""},
+		}, "", 0},
+		{"observed blind past the head", func(ss *session) { ss.observeBlind(head + 1) }, ssp2.WakeCatchupRequired, 0},
+		{"observed blind within the head", func(ss *session) { ss.observeBlind(head) }, "", 0},
+		{"the new registration's scope within the head, past what the pull left the client", func(ss *session) {
+			ss.deliver(sync.Commit{Seq: head, Changes: []sync.Change{change("p1")}})
+		}, ssp2.WakeCatchupRequired, head - 1},
+		{"observed blind within the head, past what the pull left the client", func(ss *session) { ss.observeBlind(head) }, ssp2.WakeCatchupRequired, head - 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ss := &session{s: e.srv, cursor: -1, wv: ssp2.MaxWireVersion, notify: make(chan struct{}, 1), roundOpen: true}
 			c.land(ss)
+			held := c.held
+			if held == 0 {
+				held = head
+			}
 			ss.roundEnd(&round{pulled: true, pullHead: head, wv: ssp2.MaxWireVersion, subs: []*subPlan{
-				{frame: &ssp2.Subscription{ID: "s1"}, t: tasks, active: true, eff: p1}}})
+				{frame: &ssp2.Subscription{ID: "s1"}, t: tasks, active: true, eff: p1, held: held}}})
 			ss.mu.Lock()
 			defer ss.mu.Unlock()
 			if ss.owed != c.want || ss.roundOpen || len(ss.regs) != 1 {
@@ -69,7 +80,7 @@ func TestRealtimeRoundEndHeardBound(t *testing.T) {
 	}
 	ss.deliver(sync.Commit{Seq: 5, Changes: chs})
 	ss.roundEnd(&round{pulled: true, pullHead: 4, wv: ssp2.MaxWireVersion, subs: []*subPlan{
-		{frame: &ssp2.Subscription{ID: "s1"}, t: e.srv.tables["tasks"], active: true, eff: p1}}})
+		{frame: &ssp2.Subscription{ID: "s1"}, t: e.srv.tables["tasks"], active: true, eff: p1, held: 4}}})
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.owed != ssp2.WakeCatchupRequired || ss.heardN != 0 || ss.heard != nil {

@@ -63,6 +63,11 @@ type subPlan struct {
 	// lane, §5.3): the stored image of the pin was looked up, and found.
 	imageLooked bool
 	image       *SegmentRecord
+	// held is the seq through which the client holds the subscription
+	// after the round's SUB_END (its nextCursor; −1 while a bootstrap
+	// continues): the realtime registration the round installs covers
+	// the log up to it (§8.7).
+	held int64
 }
 
 // pullLimits are PULL_HEADER's limits, clamped (§4.2).
