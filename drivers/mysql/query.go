@@ -184,6 +184,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 	if c.maria {
 		setLimit = "SET SESSION max_statement_time = " + strconv.FormatFloat(float64(limits.TimeoutMillis())/1000, 'f', 3, 64)
 	}
+	setLimit += ", " + guardFlag + " = 0"
 	if _, err := conn.ExecContext(ctx, setLimit); err != nil {
 		return res, c.mapErr(ctx, err, what)
 	}
@@ -226,6 +227,17 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 	if err != nil {
 		if qctx.Err() != nil {
 			c.killQuery(thread)
+		}
+		if mq.guards > 0 && errNumber(err) == erSubqueryNoOneRow && ctx.Err() == nil {
+			// A guard's or a scalar sub-query's: guardFlag tells.
+			var flag sql.NullInt64
+			if ferr := conn.QueryRowContext(ctx, "SELECT "+guardFlag).Scan(&flag); ferr != nil {
+				return res, c.mapErr(ctx, ferr, what)
+			}
+			if flag.Int64 == 1 {
+				return res, driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(),
+					errors.New("a replace() or instr() call priced past the driver's cost budget"), what)
+			}
 		}
 		return res, queryErr(ctx, errors.Is(qctx.Err(), context.DeadlineExceeded), limits, err)
 	}
@@ -276,7 +288,10 @@ func readRows(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, st
 		return nil, nil, err
 	}
 	defer func() {
-		if err != nil {
+		var me *mysql.MySQLError
+		if err != nil && !errors.As(err, &me) {
+			// A server error ended the statement and leaves the
+			// connection usable (runQuery may read guardFlag on it).
 			cancel()
 		}
 		rows.Close()

@@ -1,0 +1,101 @@
+package mysql
+
+import (
+	"strings"
+	"testing"
+)
+
+// rewriteBody returns the rewritten SQL of text with the driver's
+// partition CTE cut off and spaces collapsed.
+func rewriteBody(t *testing.T, text string, args ...any) (string, myQuery) {
+	t.Helper()
+	q, err := rewriteForTest(t, text, args, "todos")
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	s := strings.Join(strings.Fields(q.sql), " ")
+	if i := strings.Index(s, "`_sync_partition` = ?)"); i >= 0 {
+		s = strings.TrimPrefix(strings.TrimSpace(s[i+len("`_sync_partition` = ?)"):]), ", ")
+	}
+	return s, q
+}
+
+// TestQueryFenceRewrite checks where fence puts LIMIT 18446744073709551615
+// (AQ-6): on every derived table, CTE body, scalar sub-query and
+// parenthesized compound member that computes a result column, but not
+// on one that only renames columns, the operands of EXISTS/IN/ANY/ALL
+// (through extra parentheses too: MariaDB refuses LIMIT there), a body
+// that has LIMIT or OFFSET, a recursive CTE reading itself, or the
+// driver's own partition CTEs.
+func TestQueryFenceRewrite(t *testing.T) {
+	const L = "LIMIT 18446744073709551615"
+	for _, c := range []struct{ sql, want string }{
+		{`SELECT x FROM (SELECT title AS x, d.id, * FROM todos AS d WHERE done) d WHERE x = 'a'`,
+			"SELECT `x` FROM (SELECT `title` AS `x`, `d`.`id`, * FROM `todos` AS `d` WHERE `done`) `d`"},
+		{`SELECT x FROM (SELECT title || 'x' AS x FROM todos) d`,
+			"SELECT `x` FROM (SELECT `title` || 'x' AS `x` FROM `todos` " + L + " ) `d`"},
+		{`SELECT x||x AS x FROM (SELECT x||x AS x FROM (SELECT substr(title, 1, 1) AS x FROM todos) a) b`,
+			"SELECT `x`||`x` AS `x` FROM (SELECT `x`||`x` AS `x` FROM (SELECT SUBSTRING(`title`, 1, 1) AS `x` FROM `todos` " + L + " ) `a` " + L + " ) `b`"},
+		{`WITH a AS (SELECT title || 'x' AS x FROM todos), b AS (SELECT x FROM a) SELECT x FROM b`,
+			"`a` AS (SELECT `title` || 'x' AS `x` FROM `todos` " + L + " ), `b` AS (SELECT `x` FROM `a`) SELECT `x` FROM `b`"},
+		{`WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3), s AS (SELECT n * 2 AS n FROM r) SELECT n FROM s, todos`,
+			"`r`(`n`) AS (SELECT 1 UNION ALL SELECT `n` + 1 FROM `r` WHERE `n` < 3), `s` AS (SELECT `n` * 2 AS `n` FROM `r` " + L + " )"},
+		{`SELECT id FROM todos WHERE EXISTS (SELECT 1 + 1 FROM todos t2) AND id IN (SELECT lower(id) FROM todos) AND id IN ((SELECT id || 'x' FROM todos)) AND id <> ALL (SELECT id || 'x' FROM todos)`,
+			"WHERE EXISTS (SELECT 1 + 1 FROM `todos` `t2`) AND `id` IN (SELECT "},
+		{`SELECT (SELECT max(title) FROM todos) AS m, x FROM (SELECT id || 'x' AS x FROM todos ORDER BY id LIMIT 2) d`,
+			"SELECT (SELECT MAX(`title`) FROM `todos` " + L + " ) AS `m`, `x` FROM (SELECT `id` || 'x' AS `x` FROM `todos` ORDER BY `id` LIMIT 2) `d`"},
+		{`SELECT x FROM (SELECT id AS x FROM todos UNION SELECT title || 'x' FROM todos) d`,
+			"SELECT `x` FROM (SELECT `id` AS `x` FROM `todos` UNION SELECT `title` || 'x' FROM `todos` " + L + " ) `d`"},
+	} {
+		got, _ := rewriteBody(t, c.sql)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%q:\n got %s\nwant %s", c.sql, got, c.want)
+		}
+	}
+	// No LIMIT inside the operand of IN/ALL, however parenthesized, and
+	// none in the partition CTE.
+	got, q := rewriteBody(t, `SELECT id FROM todos WHERE id IN ((SELECT id || 'x' FROM todos)) AND id <> ALL (SELECT id || 'x' FROM todos)`)
+	if strings.Contains(got, L) || strings.Contains(q.sql, L) {
+		t.Errorf("a sub-link operand or the partition CTE got a LIMIT:\n%s", q.sql)
+	}
+}
+
+// TestQueryGuardRewrite checks that every replace() and instr() call,
+// nested ones included, is guarded by a cost check on its arguments'
+// byte lengths (AQ-6), each argument written once (the text grows by a
+// constant per call, not by a factor per nesting level), the host's
+// values bound in the same order, and that LIKE names NUL as its escape
+// character instead of doubling backslashes with REPLACE.
+func TestQueryGuardRewrite(t *testing.T) {
+	got, q := rewriteBody(t, `SELECT replace(replace(replace(title, ?, 'bb'), 'b', 'c'), 'c', 'd'), instr(title, ?) FROM todos WHERE title LIKE ?`,
+		"a", "z", `\%`)
+	if q.guards != 4 {
+		t.Errorf("guards = %d, want 4:\n%s", q.guards, got)
+	}
+	for _, want := range []string{
+		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT((@_sync_g2t := 'bb'), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
+		"> 100000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', ''))))",
+		"INSTR((@_sync_g3s := `title`), CONCAT((@_sync_g3n := ?), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 100000000,",
+		" ESCAPE X'00'",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rewritten SQL lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `'\\'`) {
+		t.Errorf("LIKE still doubles backslashes:\n%s", got)
+	}
+	if want := []any{"p1", "a", "z", `\%`}; !equalArgs(q.args, want) {
+		t.Errorf("args %v, want %v", q.args, want)
+	}
+	// Each argument once: three levels of replace grow the text by a
+	// constant per call, the same as three calls side by side.
+	nested, _ := rewriteBody(t, `SELECT replace(replace(replace(title, 'a', 'b'), 'a', 'b'), 'a', 'b') FROM todos`)
+	flat, _ := rewriteBody(t, `SELECT replace(title, 'a', 'b') || replace(title, 'a', 'b') || replace(title, 'a', 'b') FROM todos`)
+	if d := len(nested) - len(flat); d > 40 || d < -40 {
+		t.Errorf("nested replace text %d bytes, side by side %d: an argument is written more than once", len(nested), len(flat))
+	}
+	if strings.Count(nested, "`title`") != 1 {
+		t.Errorf("the innermost argument is written %d times:\n%s", strings.Count(nested, "`title`"), nested)
+	}
+}
