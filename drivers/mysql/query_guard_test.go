@@ -99,3 +99,70 @@ func TestQueryGuardRewrite(t *testing.T) {
 		t.Errorf("the innermost argument is written %d times:\n%s", strings.Count(nested, "`title`"), nested)
 	}
 }
+
+// TestQueryFencePlans checks on the engine what fence leaves to the
+// optimizer (AQ-6): EXPLAIN of an ordinary query, of a derived table or
+// CTE that only renames columns and of an IN sub-query shows no DERIVED
+// step (the partition CTE and the host's renaming bodies are merged, so
+// conditions still reach the index), while a derived table or CTE that
+// computes a column is one DERIVED step (materialized, not merged).
+func TestQueryFencePlans(t *testing.T) {
+	c := openStore(t)
+	ctx := t.Context()
+	declared, err := c.queryTables([]string{"kinds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := c.aq.get(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived := func(text string) int {
+		t.Helper()
+		q, err := rewriteQuery(text, nil, c.cfg.DBName, c.coll, declared, "p1")
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		rows, err := db.QueryContext(ctx, "EXPLAIN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%q: EXPLAIN: %v", text, err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		n := 0
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for i, col := range cols {
+				if b, ok := vals[i].([]byte); ok && col == "select_type" && string(b) == "DERIVED" {
+					n++
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		sql  string
+		want int
+	}{
+		{`SELECT id, s FROM kinds WHERE id = 'k1'`, 0},
+		{`SELECT id FROM kinds WHERE id IN (SELECT lower(id) FROM kinds)`, 0},
+		{`SELECT x FROM (SELECT s AS x, id FROM kinds) d WHERE id = 'k1'`, 0},
+		{`WITH a AS (SELECT id, s FROM kinds) SELECT s FROM a WHERE id = 'k1'`, 0},
+		{`SELECT x FROM (SELECT s || 'x' AS x, id FROM kinds) d WHERE id = 'k1'`, 1},
+		{`WITH a AS (SELECT id, upper(s) AS u FROM kinds) SELECT u FROM a WHERE id = 'k1'`, 1},
+	} {
+		if got := derived(c.sql); got != c.want {
+			t.Errorf("%q: %d DERIVED step(s), want %d", c.sql, got, c.want)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 		}
 		t.Logf("%s: returned in %.2f s: %v; threads left 5 s after the call: %d", a.name, took.Seconds(), err, n)
 		if !a.ok(res, err) {
-			t.Errorf("%s: got %v, %v; want a typed query_limit error or the right answer", a.name, res.Rows, err)
+			t.Errorf("%s: got %d row(s), %v; want a typed query_limit error or the right answer", a.name, len(res.Rows), err)
 		}
 		if n > 0 {
 			t.Errorf("AQ-6: %s: %d thread(s) of the query still running 5 s after the call returned", a.name, n)
