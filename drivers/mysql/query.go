@@ -108,8 +108,10 @@ func openQueryDB(c *Conn) (*sql.DB, error) {
 // (see docs/mysql.md). Errors: CodeUnknownTable for a declared table not
 // in the ensured schema (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2
 // rule out (query_text.go) or an error the engine reports for the
-// statement itself; CodeUnavailable when ctx ends, the statement time
-// limit is reached or the server is unreachable.
+// statement itself; CodeQueryLimit (bound time) when the statement time
+// limit is reached or a replace()/instr() call is priced past
+// guardCostBudget (query_guard.go, AQ-6); CodeUnavailable when ctx ends
+// or the server is unreachable.
 func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
 	if err := c.check(); err != nil {
 		return driver.QueryResult{}, err

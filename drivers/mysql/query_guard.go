@@ -109,7 +109,11 @@ func (r *render) sublinkOperand(open int) bool {
 // is assigned to a session variable of its own call (@_sync_g<n>s, …):
 // the text grows by a constant per call (no argument is written twice,
 // so nesting does not multiply it), and each variable is set back to
-// NULL once the check passed, so the session keeps no value. Returns the
+// NULL once the check passed or an argument was NULL (COALESCE), so the
+// session keeps no value (a failed query's connection is closed). The
+// engine evaluates a call's arguments in order (REPLACE stops at a NULL
+// one), so the check, in the last argument, reads the lengths of this
+// row's values. Returns the
 // number of calls guarded. A call with another number of arguments is
 // left as it is (the engine refuses it).
 func (r *render) guards() int {
@@ -129,11 +133,13 @@ func (r *render) guards() int {
 			s, f, t := args[0], args[1], args[2]
 			r.wrap(s, "("+v+"s := ", ")")
 			r.wrap(f, "COALESCE(("+v+"f := ", "), ("+v+"s := NULL))")
-			r.wrap(t, "CONCAT(("+v+"t := ", "), "+guardCheck(replaceCost(v+"s", v+"f", v+"t"), v+"s", v+"f", v+"t")+")")
+			r.wrap(t, "CONCAT(COALESCE(("+v+"t := ", "), "+clearVars(v+"s", v+"f")+"), "+
+				guardCheck(replaceCost(v+"s", v+"f", v+"t"), v+"s", v+"f", v+"t")+")")
 		case p.Name == "instr" && len(args) == 2:
 			s, nd := args[0], args[1]
 			r.wrap(s, "("+v+"s := ", ")")
-			r.wrap(nd, "CONCAT(("+v+"n := ", "), "+guardCheck(instrCost(v+"s", v+"n"), v+"s", v+"n")+")")
+			r.wrap(nd, "CONCAT(COALESCE(("+v+"n := ", "), "+clearVars(v+"s")+"), "+
+				guardCheck(instrCost(v+"s", v+"n"), v+"s", v+"n")+")")
 		default:
 			continue
 		}
@@ -161,12 +167,25 @@ func instrCost(s, n string) string {
 // guardCheck is the last argument's tail: guardFail when cost passes the
 // budget, else the empty string, having set vars back to NULL.
 func guardCheck(cost string, vars ...string) string {
+	return "IF(" + cost + " > " + strconv.Itoa(guardCostBudget) + ", " + guardFail + ", IF(" + setNull(vars) + ", '', NULL))"
+}
+
+// clearVars sets vars back to NULL and is NULL: the last argument's
+// value when it is NULL (CONCAT then stops before guardCheck, and the
+// call's value is NULL without any work).
+func clearVars(vars ...string) string {
+	return "IF(" + setNull(vars) + ", NULL, '')"
+}
+
+// setNull is true, having set each of vars to NULL. Its IFs have
+// branches that differ: MariaDB folds IF(c, NULL, NULL) to NULL without
+// evaluating c.
+func setNull(vars []string) string {
 	clear := make([]string, len(vars))
 	for i, v := range vars {
 		clear[i] = "(" + v + " := NULL) IS NULL"
 	}
-	return "IF(" + cost + " > " + strconv.Itoa(guardCostBudget) + ", " + guardFail + ", IF(" +
-		strings.Join(clear, " AND ") + ", '', ''))"
+	return strings.Join(clear, " AND ")
 }
 
 // wrap puts before and after around the pieces a[0]…a[1], outside any

@@ -3,6 +3,8 @@ package mysql
 import (
 	"strings"
 	"testing"
+
+	"github.com/syncstore/syncstore/driver"
 )
 
 // rewriteBody returns the rewritten SQL of text with the driver's
@@ -73,9 +75,9 @@ func TestQueryGuardRewrite(t *testing.T) {
 		t.Errorf("guards = %d, want 4:\n%s", q.guards, got)
 	}
 	for _, want := range []string{
-		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT((@_sync_g2t := 'bb'), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
-		"> 100000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', ''))))",
-		"INSTR((@_sync_g3s := `title`), CONCAT((@_sync_g3n := ?), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 100000000,",
+		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
+		"> 100000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', NULL))))",
+		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := ?), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 100000000,",
 		" ESCAPE X'00'",
 	} {
 		if !strings.Contains(got, want) {
@@ -163,6 +165,68 @@ func TestQueryFencePlans(t *testing.T) {
 	} {
 		if got := derived(c.sql); got != c.want {
 			t.Errorf("%q: %d DERIVED step(s), want %d", c.sql, got, c.want)
+		}
+	}
+}
+
+// TestQueryGuardLeavesNoValue checks that the guards' session variables
+// hold no value after a query, whichever argument was NULL: the query
+// pool's next query (another partition's, maybe) finds nothing of this
+// one on the connection.
+func TestQueryGuardLeavesNoValue(t *testing.T) {
+	c := openStore(t)
+	ctx := t.Context()
+	tx, err := c.Begin(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.UpsertRow(ctx, "kinds", driver.Row{ID: "k1", ServerVersion: 1, Scopes: driver.Scopes{"grp": "g"},
+		Values: driver.Values{"id": "k1", "grp": "g", "s": "abc", "i": int64(7), "f": 1.5, "b": true, "j": driver.JSON(`[1]`), "x": []byte{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	declared, err := c.queryTables([]string{"kinds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := c.aq.get(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, text := range []string{
+		`SELECT replace(s, 'b', 'xx'), instr(s, 'b') FROM kinds`,
+		`SELECT replace(s, NULL, 'xx'), instr(s, NULL) FROM kinds`,
+		`SELECT replace(s, 'b', NULL), instr(NULL, s) FROM kinds`,
+		`SELECT replace(NULL, s, 'b'), instr(s, 'b') FROM kinds`,
+	} {
+		q, err := rewriteQuery(text, nil, c.cfg.DBName, c.coll, declared, "p1")
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		rows, err := conn.QueryContext(ctx, q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		rows.Close()
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT (@_sync_g0s IS NOT NULL) + (@_sync_g0f IS NOT NULL) + (@_sync_g0t IS NOT NULL) +
+			(@_sync_g1s IS NOT NULL) + (@_sync_g1n IS NOT NULL)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%q: %d guard variable(s) still hold a value after the query", text, n)
 		}
 	}
 }

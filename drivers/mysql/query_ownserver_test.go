@@ -16,15 +16,18 @@ import (
 	"github.com/syncstore/syncstore/internal/querylang"
 )
 
-// TestAQThreadsEndOnOwnServer runs the hostile shapes of issue 31 —
-// nested derived tables doubling a string (`SELECT x||x AS x FROM (…)`)
-// and one replace() per derived table — straight into the driver (past
+// TestAQThreadsEndOnOwnServer runs hostile shapes — nested derived
+// tables doubling a string (`SELECT x||x AS x FROM (…)`), one replace()
+// per derived table, a growing replace() over a stored 400 KB value,
+// instr() with a 100 KB needle, a LIKE whose pattern is a column of
+// 200,000 backslashes — straight into the driver (past
 // any text rule of sync), on a MariaDB of the test's own (never the
 // shared one: MariaDB may leave their threads running for minutes, with
 // metadata locks that block DROP DATABASE), and checks AQ-6's promise
-// that no thread of the query survives the call by more than 5 s, then
+// that no thread of the query survives the call by more than 5 s, that
+// each call returns a typed query_limit error or the right answer, then
 // that the database can be dropped. It counts threads; it asserts no
-// time. Run with:
+// time. CI runs it in a lane of its own (.ci/run). Run with:
 //
 //	SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" go test -run TestAQThreadsEndOnOwnServer ./drivers/mysql
 //	.ci/mariadb-aq.sh stop
