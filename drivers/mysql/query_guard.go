@@ -27,14 +27,30 @@ import (
 // names them, so nested levels that each name the level below twice (x
 // || x) build 2^levels copies in one row; fence keeps them apart.
 
-// guardCostBudget is the most one guarded call may cost, in byte steps
-// of the model of guardReplace and guardInstr (a byte compared in a
-// search or moved by a replacement). Measured on a 2-core machine under
+// guardCostBudget is the most the guarded calls of one row may cost
+// together, in byte steps of replaceCost and instrCost (a byte compared
+// in a search or moved by a replacement): each of a query's k calls may
+// cost guardCostBudget/k, since MariaDB runs all of a row's calls before
+// it checks KILL again. Measured on a 2-core machine under
 // a load of 6 (MariaDB 10.11): naive search ≈ 1.7·10^9 steps/s, a
 // growing replace ≈ 5·10^9 steps/s, a shrinking one ≈ 3·10^10; so a call
 // at the budget runs at most ≈ 60 ms there: a 1 s Timeout keeps a 10×
 // margin for a slower machine.
 const guardCostBudget = 100_000_000
+
+// guardedCall reports whether piece i is a call guards wraps.
+func (r *render) guardedCall(i int) bool {
+	p := r.ps[i]
+	if p.Kind != querylang.TokWord || (p.Name != "replace" && p.Name != "instr") || r.text[i] != strings.ToUpper(p.Name) {
+		return false
+	}
+	open := r.next(i)
+	if open < 0 || r.ps[open].Text != "(" {
+		return false
+	}
+	n := len(r.argRanges(open))
+	return (p.Name == "replace" && n == 3) || (p.Name == "instr" && n == 2)
+}
 
 // guardFlag is the session variable a failing guard sets to 1 just before
 // it raises ER_SUBQUERY_NO_1_ROW (runQuery resets it to 0 before each
@@ -105,7 +121,8 @@ func (r *render) sublinkOperand(open int) bool {
 // guards wraps each call of replace(s, f, t) and instr(s, n) so that its
 // arguments are evaluated once, their byte lengths priced, and the call
 // fails — guardFail, mapped to query_limit "time" (AQ-6) — when the
-// price passes guardCostBudget, before MariaDB starts it. Each argument
+// price passes its share of guardCostBudget (the budget divided by the
+// number of calls in the text), before MariaDB starts it. Each argument
 // is assigned to a session variable of its own call (@_sync_g<n>s, …):
 // the text grows by a constant per call (no argument is written twice,
 // so nesting does not multiply it), and each variable is set back to
@@ -117,35 +134,33 @@ func (r *render) sublinkOperand(open int) bool {
 // number of calls guarded. A call with another number of arguments is
 // left as it is (the engine refuses it).
 func (r *render) guards() int {
-	n := 0
-	for i, p := range r.ps {
-		if p.Kind != querylang.TokWord || (p.Name != "replace" && p.Name != "instr") || r.text[i] != strings.ToUpper(p.Name) {
-			continue
+	var calls []int
+	for i := range r.ps {
+		if r.guardedCall(i) {
+			calls = append(calls, i)
 		}
-		open := r.next(i)
-		if open < 0 || r.ps[open].Text != "(" {
-			continue
-		}
-		args := r.argRanges(open)
+	}
+	if len(calls) == 0 {
+		return 0
+	}
+	budget := guardCostBudget / len(calls)
+	for n, i := range calls {
+		args := r.argRanges(r.next(i))
 		v := "@_sync_g" + strconv.Itoa(n)
-		switch {
-		case p.Name == "replace" && len(args) == 3:
+		if r.ps[i].Name == "replace" {
 			s, f, t := args[0], args[1], args[2]
 			r.wrap(s, "("+v+"s := ", ")")
 			r.wrap(f, "COALESCE(("+v+"f := ", "), ("+v+"s := NULL))")
 			r.wrap(t, "CONCAT(COALESCE(("+v+"t := ", "), "+clearVars(v+"s", v+"f")+"), "+
-				guardCheck(replaceCost(v+"s", v+"f", v+"t"), v+"s", v+"f", v+"t")+")")
-		case p.Name == "instr" && len(args) == 2:
-			s, nd := args[0], args[1]
-			r.wrap(s, "("+v+"s := ", ")")
-			r.wrap(nd, "CONCAT(COALESCE(("+v+"n := ", "), "+clearVars(v+"s")+"), "+
-				guardCheck(instrCost(v+"s", v+"n"), v+"s", v+"n")+")")
-		default:
+				guardCheck(replaceCost(v+"s", v+"f", v+"t"), budget, v+"s", v+"f", v+"t")+")")
 			continue
 		}
-		n++
+		s, nd := args[0], args[1]
+		r.wrap(s, "("+v+"s := ", ")")
+		r.wrap(nd, "CONCAT(COALESCE(("+v+"n := ", "), "+clearVars(v+"s")+"), "+
+			guardCheck(instrCost(v+"s", v+"n"), budget, v+"s", v+"n")+")")
 	}
-	return n
+	return len(calls)
 }
 
 // replaceCost is the price of REPLACE(s, f, t) from the byte lengths of
@@ -164,10 +179,10 @@ func instrCost(s, n string) string {
 	return "LENGTH(" + s + ") * LENGTH(" + n + ")"
 }
 
-// guardCheck is the last argument's tail: guardFail when cost passes the
+// guardCheck is the last argument's tail: guardFail when cost passes
 // budget, else the empty string, having set vars back to NULL.
-func guardCheck(cost string, vars ...string) string {
-	return "IF(" + cost + " > " + strconv.Itoa(guardCostBudget) + ", " + guardFail + ", IF(" + setNull(vars) + ", '', NULL))"
+func guardCheck(cost string, budget int, vars ...string) string {
+	return "IF(" + cost + " > " + strconv.Itoa(budget) + ", " + guardFail + ", IF(" + setNull(vars) + ", '', NULL))"
 }
 
 // clearVars sets vars back to NULL and is NULL: the last argument's

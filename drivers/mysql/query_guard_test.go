@@ -64,7 +64,7 @@ func TestQueryFenceRewrite(t *testing.T) {
 
 // TestQueryGuardRewrite checks that every replace() and instr() call,
 // nested ones included, is guarded by a cost check on its arguments'
-// byte lengths (AQ-6), each argument written once (the text grows by a
+// byte lengths against its share of guardCostBudget (AQ-6), each argument written once (the text grows by a
 // constant per call, not by a factor per nesting level), the host's
 // values bound in the same order, and that LIKE names NUL as its escape
 // character instead of doubling backslashes with REPLACE.
@@ -76,8 +76,8 @@ func TestQueryGuardRewrite(t *testing.T) {
 	}
 	for _, want := range []string{
 		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
-		"> 100000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', NULL))))",
-		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := ?), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 100000000,",
+		"> 25000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', NULL))))",
+		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := ?), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 25000000,",
 		" ESCAPE X'00'",
 	} {
 		if !strings.Contains(got, want) {

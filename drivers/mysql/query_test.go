@@ -303,6 +303,14 @@ func TestQueryDialect(t *testing.T) {
 		t.Errorf("replace of 6,000 bytes 'a' → 'bb': got %v, want query_limit (time)", err)
 	}
 	one(`SELECT length(replace(?, 'a', 'bb')) FROM kinds WHERE id = 'k1'`, int64(10000), strings.Repeat("a", 5000))
+	one(`SELECT length(replace(?, 'a', 'bb')) FROM kinds WHERE id = 'k1'`, int64(9000), strings.Repeat("a", 4500))
+	// Two calls share the budget of a row: each priced 6.1·10^7 (4,500
+	// bytes), under the budget alone, over its half.
+	_, err = c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: `SELECT length(replace(?1, 'a', 'bb')) + length(replace(?1, 'a', 'bb')) FROM kinds WHERE id = 'k1'`,
+		Args: []any{strings.Repeat("a", 4500)}, Tables: []string{"kinds"}})
+	if !errors.As(err, &le) || le.Bound != driver.BoundTime {
+		t.Errorf("two replaces of 4,500 bytes 'a' → 'bb': got %v, want query_limit (time)", err)
+	}
 	for _, text := range []string{
 		`SELECT instr(s, 'b'), (SELECT id FROM kinds) FROM kinds WHERE id = 'k1'`,
 		`SELECT (SELECT id FROM kinds) FROM kinds WHERE id = 'k1'`,
