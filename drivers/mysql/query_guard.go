@@ -127,13 +127,15 @@ func (r *render) sublinkOperand(open int) bool {
 // the text grows by a constant per call (no argument is written twice,
 // so nesting does not multiply it), and each variable is set back to
 // NULL once the check passed or an argument was NULL (COALESCE), so the
-// session keeps no value (a failed query's connection is closed). The
+// session keeps no value (a failed query's connection is closed). A call
+// whose arguments are each one literal or bound value is priced here
+// instead (constCost) and left as it is when within its share, so the
+// engine can still fold it into an index condition. The
 // engine evaluates a call's arguments in order (REPLACE stops at a NULL
 // one), so the check, in the last argument, reads the lengths of this
-// row's values. Returns the
-// number of calls guarded. A call with another number of arguments is
-// left as it is (the engine refuses it).
-func (r *render) guards() int {
+// row's values. Returns the number of calls guarded. A call with another
+// number of arguments is left as it is (the engine refuses it).
+func (r *render) guards(argOf []any, isArg []bool) int {
 	var calls []int
 	for i := range r.ps {
 		if r.guardedCall(i) {
@@ -144,8 +146,13 @@ func (r *render) guards() int {
 		return 0
 	}
 	budget := guardCostBudget / len(calls)
+	guarded := 0
 	for n, i := range calls {
 		args := r.argRanges(r.next(i))
+		if c, ok := r.constCost(r.ps[i].Name, args, argOf, isArg); ok && c <= float64(budget) {
+			continue // priced here: left to the engine, which may fold it (an index condition stays one)
+		}
+		guarded++
 		v := "@_sync_g" + strconv.Itoa(n)
 		if r.ps[i].Name == "replace" {
 			s, f, t := args[0], args[1], args[2]
@@ -160,7 +167,53 @@ func (r *render) guards() int {
 		r.wrap(nd, "CONCAT(COALESCE(("+v+"n := ", "), "+clearVars(v+"s")+"), "+
 			guardCheck(instrCost(v+"s", v+"n"), budget, v+"s", v+"n")+")")
 	}
-	return len(calls)
+	return guarded
+}
+
+// constCost prices, as replaceCost and instrCost do, a call whose
+// arguments are each one literal or bound value (byte lengths known
+// now); ok is false for any other call. A NULL argument costs nothing.
+func (r *render) constCost(name string, args [][2]int, argOf []any, isArg []bool) (cost float64, ok bool) {
+	l := make([]float64, len(args))
+	for k, a := range args {
+		if a[0] != a[1] {
+			return 0, false
+		}
+		p := r.ps[a[0]]
+		switch {
+		case isArg[a[0]]:
+			switch v := argOf[a[0]].(type) {
+			case nil:
+				return 0, true
+			case string:
+				l[k] = float64(len(v))
+			case []byte:
+				l[k] = float64(len(v))
+			default:
+				l[k] = 24 // a number's text
+			}
+		case p.Kind == querylang.TokString:
+			l[k] = float64(len(querylang.UnquoteIdent(p.Text)))
+		case p.Kind == querylang.TokBlob:
+			l[k] = float64(len(p.Text)-3) / 2
+		case p.Kind == querylang.TokNumber:
+			l[k] = 24
+		case p.Kind == querylang.TokWord && p.Name == "null":
+			return 0, true
+		default:
+			return 0, false
+		}
+	}
+	if name == "instr" {
+		return l[0] * l[1], true
+	}
+	ls, lf, lt := l[0], l[1], l[2]
+	cost = ls * lf
+	if lf > 0 && lf != lt {
+		occ := float64(int64(ls) / int64(lf))
+		cost += occ * (ls + occ*lt)
+	}
+	return cost, true
 }
 
 // replaceCost is the price of REPLACE(s, f, t) from the byte lengths of

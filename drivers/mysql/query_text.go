@@ -277,7 +277,7 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		return myQuery{}, err
 	}
 	r.caseFolds()
-	q.guards = r.guards()
+	q.guards = r.guards(argOf, isArg)
 	r.fence()
 
 	// Bind values in text order, the CTEs' partitions first (json_each
