@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A MariaDB of its own on loopback for the authoritative-query run-time
-# proof (issue 31, AQ-6): hostile statements that MariaDB may leave
+# proof (AQ-6): hostile statements that MariaDB may leave
 # running after KILL run here, never on the machine's shared server.
 #
 #   .ci/mariadb-aq.sh start   create and start it; prints its DSN

@@ -108,8 +108,10 @@ func openQueryDB(c *Conn) (*sql.DB, error) {
 // (see docs/mysql.md). Errors: CodeUnknownTable for a declared table not
 // in the ensured schema (SCH-8); CodeQueryInvalid for anything AQ-1/AQ-2
 // rule out (query_text.go) or an error the engine reports for the
-// statement itself; CodeUnavailable when ctx ends, the statement time
-// limit is reached or the server is unreachable.
+// statement itself; CodeQueryLimit (bound time) when the statement time
+// limit is reached or a replace()/instr() call is priced past
+// guardCostBudget (query_guard.go, AQ-6); CodeUnavailable when ctx ends
+// or the server is unreachable.
 func (c *Conn) AuthoritativeQuery(ctx context.Context, partition string, q driver.Query) (driver.QueryResult, error) {
 	if err := c.check(); err != nil {
 		return driver.QueryResult{}, err
@@ -184,6 +186,7 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 	if c.maria {
 		setLimit = "SET SESSION max_statement_time = " + strconv.FormatFloat(float64(limits.TimeoutMillis())/1000, 'f', 3, 64)
 	}
+	setLimit += ", " + guardFlag + " = 0"
 	if _, err := conn.ExecContext(ctx, setLimit); err != nil {
 		return res, c.mapErr(ctx, err, what)
 	}
@@ -226,6 +229,17 @@ func (c *Conn) runQuery(ctx context.Context, conn *sql.Conn, mq myQuery, partiti
 	if err != nil {
 		if qctx.Err() != nil {
 			c.killQuery(thread)
+		}
+		if mq.guards > 0 && errNumber(err) == erSubqueryNoOneRow && ctx.Err() == nil {
+			// A guard's or a scalar sub-query's: guardFlag tells.
+			var flag sql.NullInt64
+			if ferr := conn.QueryRowContext(ctx, "SELECT "+guardFlag).Scan(&flag); ferr != nil {
+				return res, c.mapErr(ctx, ferr, what)
+			}
+			if flag.Int64 == 1 {
+				return res, driver.NewQueryLimitError(driver.BoundTime, limits.TimeoutMillis(),
+					errors.New("a replace() or instr() call priced past the driver's cost budget"), what)
+			}
 		}
 		return res, queryErr(ctx, errors.Is(qctx.Err(), context.DeadlineExceeded), limits, err)
 	}
@@ -276,7 +290,10 @@ func readRows(ctx context.Context, cancel context.CancelFunc, conn *sql.Conn, st
 		return nil, nil, err
 	}
 	defer func() {
-		if err != nil {
+		var me *mysql.MySQLError
+		if err != nil && !errors.As(err, &me) {
+			// A server error ended the statement and leaves the
+			// connection usable (runQuery may read guardFlag on it).
 			cancel()
 		}
 		rows.Close()

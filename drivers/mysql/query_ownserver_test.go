@@ -3,7 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"github.com/syncstore/syncstore/internal/querylang"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -13,17 +13,21 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
-// TestAQThreadsEndOnOwnServer runs the hostile shapes of issue 31 —
-// nested derived tables doubling a string (`SELECT x||x AS x FROM (…)`)
-// and one replace() per derived table — straight into the driver (past
+// TestAQThreadsEndOnOwnServer runs hostile shapes — nested derived
+// tables doubling a string (`SELECT x||x AS x FROM (…)`), one replace()
+// per derived table, a growing replace() over a stored 400 KB value,
+// instr() with a 100 KB needle, a LIKE whose pattern is a column of
+// 200,000 backslashes — straight into the driver (past
 // any text rule of sync), on a MariaDB of the test's own (never the
 // shared one: MariaDB may leave their threads running for minutes, with
 // metadata locks that block DROP DATABASE), and checks AQ-6's promise
-// that no thread of the query survives the call by more than 5 s, then
+// that no thread of the query survives the call by more than 5 s, that
+// each call returns a typed query_limit error or the right answer, then
 // that the database can be dropped. It counts threads; it asserts no
-// time. Run with:
+// time. CI runs it in a lane of its own (.ci/run). Run with:
 //
 //	SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" go test -run TestAQThreadsEndOnOwnServer ./drivers/mysql
 //	.ci/mariadb-aq.sh stop
@@ -52,6 +56,14 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 		Values: driver.Values{"id": "t1", "title": "one", "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
 	if err := tx.UpsertRow(ctx, "todos", r); err != nil {
 		t.Fatal(err)
+	}
+	// Stored values a client can push: 400 KB of 'a' and 200 KB of
+	// backslashes (a LIKE pattern read from a column).
+	for id, title := range map[string]string{"big": strings.Repeat("a", 400_000), "bs": strings.Repeat(`\`, 200_000)} {
+		if err := tx.UpsertRow(ctx, "todos", driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
+			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc1", ActorID: "a1", CreatedAtMs: 1,
 		Changes: []driver.Change{{Table: "todos", RowID: "t1", Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
@@ -89,13 +101,45 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	// MariaDB sees them; this test proves the run-time bounds alone.
 	defer querylang.DisableGrowthCheckForTest()()
 	aq := conn.(driver.AuthoritativeQueryConn)
-	for _, a := range []struct{ name, sql string }{
-		{"derived-replace-5", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 5)},
-		{"derived-replace-7", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 7)},
-		{"derived-doubling-24", nest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 24)},
+	timeLimit := func(err error) bool {
+		var le *driver.QueryLimitError
+		return errors.As(err, &le) && le.Bound == driver.BoundTime
+	}
+	limited := func(err error) bool { return errors.Is(err, driver.ErrQueryLimit) }
+	for _, a := range []struct {
+		name, sql string
+		ok        func(res driver.QueryResult, err error) bool // a typed error or the right answer
+	}{
+		{"derived-replace-5", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 5),
+			func(_ driver.QueryResult, err error) bool { return limited(err) }},
+		{"derived-replace-7", nest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 7),
+			func(_ driver.QueryResult, err error) bool { return limited(err) }},
+		{"derived-doubling-24", nest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 24),
+			func(_ driver.QueryResult, err error) bool { return limited(err) }},
+		// MariaDB's REPLACE moves the rest of the value at every
+		// occurrence when from and to differ in length: quadratic, and
+		// it checks neither KILL nor max_statement_time.
+		{"stored-replace-400KB", `SELECT length(replace(title, 'a', 'bb')) FROM todos WHERE id = 'big'`,
+			func(_ driver.QueryResult, err error) bool { return timeLimit(err) }},
+		// INSTR searches naively: |value| × |needle|.
+		{"instr-100KB-needle-400KB", `SELECT instr(title, substr(title, 1, 100000) || 'b') FROM todos WHERE id = 'big'`,
+			func(_ driver.QueryResult, err error) bool { return timeLimit(err) }},
+		// A pattern of 200,000 backslashes read from a column: linear
+		// now (no REPLACE doubling them), and it matches itself.
+		{"like-200KB-backslash-pattern", `SELECT count(*) FROM todos a, todos b WHERE a.id = 'bs' AND b.id = 'bs' AND a.title LIKE b.title`,
+			func(res driver.QueryResult, err error) bool {
+				return err == nil && len(res.Rows) == 1 && res.Rows[0][0] == int64(1)
+			}},
+		// Ordinary sizes still answer.
+		{"small-replace-and-instr", `SELECT replace(title, 'n', 'NN') || instr(title, 'e') FROM todos WHERE id = 't1'`,
+			func(res driver.QueryResult, err error) bool {
+				return err == nil && len(res.Rows) == 1 && res.Rows[0][0] == "oNNe3"
+			}},
 	} {
-		_, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"},
+		start := time.Now()
+		res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"},
 			Limits: driver.QueryLimits{Timeout: 2 * time.Second}})
+		took := time.Since(start)
 		var n int
 		for range 20 { // 20 polls 250 ms apart: 5 s
 			if n = running(); n == 0 {
@@ -103,7 +147,10 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
-		t.Logf("%s: %v; threads left 5 s after the call: %d", a.name, err, n)
+		t.Logf("%s: returned in %.2f s: %v; threads left 5 s after the call: %d", a.name, took.Seconds(), err, n)
+		if !a.ok(res, err) {
+			t.Errorf("%s: got %d row(s), %v; want a typed query_limit error or the right answer", a.name, len(res.Rows), err)
+		}
 		if n > 0 {
 			t.Errorf("AQ-6: %s: %d thread(s) of the query still running 5 s after the call returned", a.name, n)
 		}

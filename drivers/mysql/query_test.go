@@ -102,7 +102,7 @@ func TestQueryRewriteShape(t *testing.T) {
 	for _, want := range []string{
 		"WITH `todos` AS (SELECT `id`, `title`, `done`, `project_id`, `owner_id`, `updated_at` FROM `storedb`.`todos` WHERE `_sync_partition` = ?)",
 		"SELECT `id`, `title`, `done` AS `d`", "FROM `todos`", "X'00' <> 65",
-		asciiFoldOpen + "(`title`)" + asciiLowerClose + " LIKE REPLACE(" + asciiFoldOpen + "( NULL )" + asciiLowerClose + `, '\', '\\') ESCAPE '\'`,
+		asciiFoldOpen + "(`title`)" + asciiLowerClose + " LIKE " + asciiFoldOpen + "( NULL )" + asciiLowerClose + " ESCAPE X'00'",
 	} {
 		if !strings.Contains(q.sql, want) {
 			t.Errorf("rewritten SQL lacks %q:\n%s", want, q.sql)
@@ -243,6 +243,16 @@ func TestQueryDialect(t *testing.T) {
 	one(`SELECT count(*) FROM kinds WHERE s LIKE ?`, int64(1), `ab\c_`)
 	one(`SELECT count(*) FROM kinds WHERE s NOT LIKE 'a_\c%'`, int64(1))
 	one(`SELECT count(*) FROM kinds WHERE s || 'x' LIKE '%\_X' ESCAPE '\'`, int64(0))
+	one(`SELECT count(*) FROM kinds WHERE s LIKE s`, int64(2))
+	one(`SELECT count(*) FROM kinds WHERE 'x\' LIKE '_\'`, int64(2))
+	// replace and instr answer as before under their cost guards (AQ-6).
+	one(`SELECT replace(s, 'b', 'XY') FROM kinds WHERE id = 'k1'`, `AXY\c%`)
+	one(`SELECT replace(replace(s, 'B', 'z'), '\', '') FROM kinds WHERE id = 'k1'`, `Abc%`)
+	one(`SELECT replace(s, '', 'x') FROM kinds WHERE id = 'k1'`, `Ab\c%`)
+	one(`SELECT replace(s, ?, 'x') FROM kinds WHERE id = 'k1'`, nil, nil)
+	one(`SELECT replace(i, 7, 'x') FROM kinds WHERE id = 'k1'`, "x")
+	one(`SELECT instr(s, 'c') + instr(s, 'C') FROM kinds WHERE id = 'k1'`, int64(4))
+	one(`SELECT instr(s, ?) FROM kinds WHERE id = 'k2'`, int64(2), "TÉ")
 	// Strings and operators.
 	one(`SELECT 'a\' || 'b'`+" FROM kinds WHERE id = 'k1'", `a\b`)
 	one(`SELECT max(1, 5, 3) FROM kinds WHERE id = 'k1'`, int64(5))
@@ -276,6 +286,36 @@ func TestQueryDialect(t *testing.T) {
 		"SELECT k.id FROM kinds k, `performance_schema`.threads u",
 	} {
 		_, err := c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: text, Tables: []string{"kinds"}})
+		if !errors.Is(err, driver.ErrQueryInvalid) {
+			t.Errorf("%q: got %v, want query_invalid", text, err)
+		}
+	}
+	// A replace() priced past guardCostBudget fails before MariaDB starts
+	// it, with query_limit "time" (AQ-6): 6,000 bytes of 'a' → 'bb' is
+	// priced 1.08·10^8 (20 ms of work on the old code: safe here). A host's
+	// scalar sub-query of two rows beside a guarded call stays
+	// query_invalid (its 1242 is told from the guard's by guardFlag), and
+	// so does one in a statement without guards.
+	_, err = c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: `SELECT replace(?, 'a', 'bb') FROM kinds WHERE id = 'k1'`,
+		Args: []any{strings.Repeat("a", 6000)}, Tables: []string{"kinds"}})
+	var le *driver.QueryLimitError
+	if !errors.As(err, &le) || le.Bound != driver.BoundTime {
+		t.Errorf("replace of 6,000 bytes 'a' → 'bb': got %v, want query_limit (time)", err)
+	}
+	one(`SELECT length(replace(?, 'a', 'bb')) FROM kinds WHERE id = 'k1'`, int64(10000), strings.Repeat("a", 5000))
+	one(`SELECT length(replace(?, 'a', 'bb')) FROM kinds WHERE id = 'k1'`, int64(9000), strings.Repeat("a", 4500))
+	// Two calls share the budget of a row: each priced 6.1·10^7 (4,500
+	// bytes), under the budget alone, over its half.
+	_, err = c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: `SELECT length(replace(?1, 'a', 'bb')) + length(replace(?1, 'a', 'bb')) FROM kinds WHERE id = 'k1'`,
+		Args: []any{strings.Repeat("a", 4500)}, Tables: []string{"kinds"}})
+	if !errors.As(err, &le) || le.Bound != driver.BoundTime {
+		t.Errorf("two replaces of 4,500 bytes 'a' → 'bb': got %v, want query_limit (time)", err)
+	}
+	for _, text := range []string{
+		`SELECT instr(s, 'b'), (SELECT id FROM kinds) FROM kinds WHERE id = 'k1'`,
+		`SELECT (SELECT id FROM kinds) FROM kinds WHERE id = 'k1'`,
+	} {
+		_, err = c.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: text, Tables: []string{"kinds"}})
 		if !errors.Is(err, driver.ErrQueryInvalid) {
 			t.Errorf("%q: got %v, want query_invalid", text, err)
 		}

@@ -30,8 +30,12 @@ import (
 //     hexadecimal integers become decimal (0x41 is a string in MySQL);
 //   - ?N becomes a positional ? with the value bound again (repeats
 //     included), nil the literal NULL, bytes CAST(? AS BINARY);
-//   - x LIKE y becomes LOWER(x) LIKE REPLACE(LOWER(y), '\', '\\')
-//     ESCAPE '\' (ASCII case-insensitive, no escape character, as SQLite);
+//   - x LIKE y becomes LOWER(x) LIKE LOWER(y) ESCAPE X'00' (ASCII
+//     case-insensitive; no escape character, as SQLite: see likeNoEscape);
+//   - replace(s, f, t) and instr(s, n) get a cost check on the byte
+//     lengths of their arguments (guards, AQ-6);
+//   - a derived table or CTE body that computes a result column gets
+//     LIMIT 18446744073709551615 (fence, AQ-6);
 //     == becomes =, ISNULL/NOTNULL become IS [NOT] NULL, `a IS b` (b not
 //     NULL/TRUE/FALSE/NOT) becomes a <=> b; CAST(x AS INTEGER) becomes
 //     CAST(TRUNCATE(x, 0) AS SIGNED) (SQLite truncates); max/min with two or more
@@ -134,6 +138,7 @@ type myQuery struct {
 	plain      string
 	args       []any    // the partitions of the CTEs, then the host's values in text order
 	qualifiers []string // lower-cased names used before "." (none may be a database)
+	guards     int      // the replace() and instr() calls guarded by a cost check (guards)
 }
 
 func queryInvalid(format string, args ...any) error {
@@ -272,6 +277,8 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 		return myQuery{}, err
 	}
 	r.caseFolds()
+	q.guards = r.guards(argOf, isArg)
+	r.fence()
 
 	// Bind values in text order, the CTEs' partitions first (json_each
 	// keeps its argument's "?" where it was).
@@ -574,8 +581,8 @@ func (r *render) likes() error {
 			r.post[re] += ")" + asciiLowerClose
 			continue
 		}
-		r.pre[rs] = "REPLACE(" + asciiFoldOpen + "(" + r.pre[rs]
-		r.post[re] += ")" + asciiLowerClose + `, '\', '\\') ESCAPE '\'`
+		r.pre[rs] = asciiFoldOpen + "(" + r.pre[rs]
+		r.post[re] += ")" + asciiLowerClose + likeNoEscape
 	}
 	return nil
 }
