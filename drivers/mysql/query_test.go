@@ -243,7 +243,7 @@ func TestQueryDialect(t *testing.T) {
 	one(`SELECT count(*) FROM kinds WHERE s LIKE ?`, int64(1), `ab\c_`)
 	one(`SELECT count(*) FROM kinds WHERE s NOT LIKE 'a_\c%'`, int64(1))
 	one(`SELECT count(*) FROM kinds WHERE s || 'x' LIKE '%\_X' ESCAPE '\'`, int64(0))
-	one(`SELECT count(*) FROM kinds WHERE s LIKE s`, int64(2))
+	one(`SELECT count(*) FROM kinds WHERE s LIKE 'Ab\c%'`, int64(1)) // a backslash in the pattern is data
 	one(`SELECT count(*) FROM kinds WHERE 'x\' LIKE '_\'`, int64(2))
 	// replace and instr answer as before under their cost guards (AQ-6).
 	one(`SELECT replace(s, 'b', 'XY') FROM kinds WHERE id = 'k1'`, `AXY\c%`)
