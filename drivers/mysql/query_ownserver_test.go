@@ -97,9 +97,11 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 		}
 		return n
 	}
-	// The static rule (querylang.CheckGrowth) refuses these shapes before
-	// MariaDB sees them; this test proves the run-time bounds alone.
+	// The static rules (querylang.CheckGrowth, CheckSearchPatterns)
+	// refuse these shapes before MariaDB sees them; this test proves the
+	// run-time bounds alone.
 	defer querylang.DisableGrowthCheckForTest()()
+	defer querylang.DisableSearchPatternCheckForTest()()
 	aq := conn.(driver.AuthoritativeQueryConn)
 	timeLimit := func(err error) bool {
 		var le *driver.QueryLimitError
