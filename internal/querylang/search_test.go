@@ -40,6 +40,21 @@ func TestCheckSearchPatterns(t *testing.T) {
 		{`SELECT instr(title, (SELECT min(title) FROM todos)) AS i FROM todos`, nil, false},
 		{`SELECT instr(title, ?) AS i FROM todos`, []any{long + "b"}, false},
 		{`SELECT instr(title, ? || title) AS i FROM todos`, []any{"b"}, false},
+		// A parenthesized head does not end the pattern: what follows its
+		// closing parenthesis is read too.
+		{`SELECT id FROM todos WHERE title LIKE ('%') || title`, nil, false},
+		{`SELECT id FROM todos WHERE title LIKE/**/(('%'))/**/||title`, nil, false},
+		{`SELECT id FROM todos WHERE title GLOB ('*') || (SELECT min(title) FROM todos)`, nil, false},
+		{`SELECT id FROM todos WHERE like(('%') || title, title)`, nil, false},
+		{`SELECT instr(title, ('a') || title) AS i FROM todos`, nil, false},
+		{`SELECT instr(title, (?) || (?)) AS i FROM todos`, []any{long[:200], long[:100]}, false},
+		{`SELECT id FROM todos WHERE title LIKE ('%' || (?)) || ('%')`, []any{"x"}, true},
+		{`SELECT instr(title, ((?) || 'a')) AS i FROM todos`, []any{"x"}, true},
+		// A quoted function name is the same function.
+		{`SELECT id FROM todos WHERE "like"(title, title)`, nil, false},
+		{`SELECT id FROM todos WHERE [glob](title, title)`, nil, false},
+		{"SELECT `instr`(title, title) AS i FROM todos", nil, false},
+		{`SELECT "instr"(title, 'x') AS i FROM todos WHERE "like"('%x', title)`, nil, true},
 	} {
 		err := CheckSearchPatterns(c.sql, c.args)
 		var le *driver.QueryLimitError
