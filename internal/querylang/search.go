@@ -8,31 +8,41 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// MaxSearchPatternBytes bounds, in bytes, the pattern of a LIKE or GLOB
-// (the operators, NOT forms included, and the functions like() and
-// glob()) and the needle of instr() in an authoritative query: the sum of
-// the lengths of the string literals, numbers, blob literals and bind
-// values they are made of (AQ-6).
+// MaxSearchPatternBytes bounds, in bytes, the patterns of an
+// authoritative query's substring searches, all of them together: of
+// LIKE and GLOB (the operators, NOT forms included, and the functions
+// like() and glob()), the needle of instr(), the pattern of replace() and
+// the character set of trim()/ltrim()/rtrim() — the sum of the lengths of
+// the string literals, numbers, blob literals and bind values they are
+// made of (AQ-6).
 const MaxSearchPatternBytes = 256
 
 // CheckSearchPatterns is the static cost rule of substring searches
-// (AQ-6): the pattern of every LIKE/GLOB and the needle of every instr in
-// sql (an admitted statement) must be string literals, numbers, blob
-// literals and bind values (args, numbered as SQLite numbers ? and ?N)
-// joined by `||`, any of them or any run of them parenthesized, of at
-// most MaxSearchPatternBytes in all; a quoted function name ("like"(p, s),
+// (AQ-6): the pattern of every LIKE/GLOB, the needle of every instr, the
+// pattern of every replace and the character set of every two-argument
+// trim/ltrim/rtrim in sql (an admitted statement) must be string
+// literals, numbers, blob literals and bind values (args, numbered as
+// SQLite numbers ? and ?N) joined by `||`, any of them or any run of
+// them parenthesized, and all of the text's patterns together must be at
+// most MaxSearchPatternBytes; a quoted function name ("like"(p, s),
 // [instr](s, n)) is the same function. Otherwise BoundRewrite (Limit
 // MaxSearchPatternBytes), before any engine sees the text.
 //
 // Why: each engine searches with an algorithm that costs O(len(text) ·
 // len(pattern)) in the worst case inside one function call, where no
-// timeout is checked — SQLite's LIKE/GLOB (patternCompare) and instr
-// (a memcmp at every character), PostgreSQL's LIKE/ILIKE (MatchText)
-// and strpos (Boyer–Moore–Horspool), MariaDB's instr/LOCATE. A pattern
-// taken from a stored row ('%' || n.title || '%' with a title of 'a'×49,000
-// + 'b' over a title of 'a'×1,000,000) ran 152 s in SQLite under a 1 s
-// Timeout; PostgreSQL's backend outlived the call by minutes. With the
-// pattern bounded, one call costs at most 256 × the text's length.
+// timeout is checked — SQLite's LIKE/GLOB (patternCompare), instr and
+// replace (a memcmp at every character) and trim (every character
+// against the whole set), PostgreSQL's LIKE/ILIKE (MatchText), strpos and
+// replace (Boyer–Moore–Horspool) and btrim, MariaDB's instr/LOCATE. A
+// pattern taken from a stored row ('%' || n.title || '%' with a title of
+// 'a'×49,000 + 'b' over a title of 'a'×1,000,000) ran 152 s in SQLite
+// under a 1 s Timeout; PostgreSQL's backend outlived the call by
+// minutes; SQLite's trim of 'a'×20,000 by a set of 'b'×20,000+'a' ran
+// 1.8 s. And SQLite checks its interrupt between rows, not between the
+// calls of one row: ten LIKEs of a 252-byte pattern over a 1 MB value in
+// one row ran 3.1 s under a 1 s Timeout, so the bound is shared by the
+// text's calls. With it, one row's searches cost at most 256 × the
+// text's length in all.
 func CheckSearchPatterns(sql string, args []any) error {
 	if searchOff.Load() {
 		return nil
@@ -118,6 +128,7 @@ func CheckSearchPatterns(sql string, args []any) error {
 		}
 		return false
 	}
+	total := 0 // the bytes of the text's patterns so far
 	for i := range sig {
 		// A function's name may be quoted ("like"(p, s), [instr](s, n)):
 		// SQLite calls it all the same.
@@ -151,13 +162,16 @@ func CheckSearchPatterns(sql string, args []any) error {
 				next, size, ok = operand(i + 2)
 				ok = ok && isOp(next, ",")
 			}
-		case "instr":
+		case "instr", "replace", "trim", "ltrim", "rtrim":
 			if !isOp(i+1, "(") {
 				continue
 			}
-			// The needle is the second argument: after the first comma
-			// at the call's own depth.
-			what = "instr needle"
+			// The needle (the pattern, the character set) is the second
+			// argument: after the first comma at the call's own depth.
+			what = map[string]string{"instr": "instr needle", "replace": "replace pattern"}[w]
+			if what == "" {
+				what = w + " character set"
+			}
 			start := -1
 			for j, depth := i+1, 0; j < len(sig); j++ {
 				if sig[j].Kind != TokOp {
@@ -178,7 +192,7 @@ func CheckSearchPatterns(sql string, args []any) error {
 				}
 			}
 			if start < 0 {
-				continue // instr() without a second argument: the engine refuses it
+				continue // one argument: instr() is refused by the engine, trim(s) trims spaces
 			}
 			var next int
 			next, size, ok = operand(start)
@@ -186,7 +200,8 @@ func CheckSearchPatterns(sql string, args []any) error {
 		default:
 			continue
 		}
-		if !ok || size > MaxSearchPatternBytes {
+		total += size
+		if !ok || total > MaxSearchPatternBytes {
 			return refuse(what, i)
 		}
 	}

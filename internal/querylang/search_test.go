@@ -8,10 +8,10 @@ import (
 	"github.com/syncstore/syncstore/driver"
 )
 
-// TestCheckSearchPatterns: LIKE/GLOB patterns and instr needles made of
-// literals and bind values of at most MaxSearchPatternBytes pass; a
-// pattern from a column, an expression or over the bound is refused with
-// the rewrite bound (AQ-6).
+// TestCheckSearchPatterns: LIKE/GLOB patterns, instr needles, replace
+// patterns and trim character sets made of literals and bind values of at
+// most MaxSearchPatternBytes in all pass; a pattern from a column, an
+// expression or over the bound is refused with the rewrite bound (AQ-6).
 func TestCheckSearchPatterns(t *testing.T) {
 	long := strings.Repeat("a", MaxSearchPatternBytes)
 	for _, c := range []struct {
@@ -55,6 +55,17 @@ func TestCheckSearchPatterns(t *testing.T) {
 		{`SELECT id FROM todos WHERE [glob](title, title)`, nil, false},
 		{"SELECT `instr`(title, title) AS i FROM todos", nil, false},
 		{`SELECT "instr"(title, 'x') AS i FROM todos WHERE "like"('%x', title)`, nil, true},
+		// replace's pattern and trim's character set are searches too.
+		{`SELECT replace(a.title, b.body, '') AS r FROM todos a, todos b`, nil, false},
+		{`SELECT replace(title, (SELECT max(body) FROM todos), '') AS r FROM todos`, nil, false},
+		{`SELECT ltrim(title, body) AS r, rtrim(title, ?) AS s FROM todos`, []any{"x"}, false},
+		{`SELECT trim(title, ?) AS r FROM todos`, []any{long + "x"}, false},
+		{`SELECT trim(title) AS r, replace(title, ?, body) AS s, trim(title, ' x') AS t FROM todos`, []any{"-"}, true},
+		// The text's patterns share the bound: SQLite runs all of a
+		// row's calls before it checks its interrupt.
+		{`SELECT (title LIKE ?) AS a, (title LIKE ?) AS b FROM todos`, []any{long[:200], long[:100]}, false},
+		{`SELECT instr(title, ?) AS a, replace(title, ?, '') AS b FROM todos`, []any{long[:128], long[:128]}, true},
+		{`SELECT instr(title, ?) AS a, replace(title, ?, '') AS b FROM todos`, []any{long[:128], long[:129]}, false},
 	} {
 		err := CheckSearchPatterns(c.sql, c.args)
 		var le *driver.QueryLimitError
