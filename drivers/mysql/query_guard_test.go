@@ -75,9 +75,9 @@ func TestQueryGuardRewrite(t *testing.T) {
 		t.Errorf("guards = %d, want 4:\n%s", q.guards, got)
 	}
 	for _, want := range []string{
-		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
+		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := CAST(? AS CHAR) ), (@_sync_g2s := NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
 		"> 25000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', NULL))))",
-		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := ?), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 25000000,",
+		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := CAST(? AS CHAR) ), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 25000000,",
 		" ESCAPE X'00'",
 	} {
 		if !strings.Contains(got, want) {

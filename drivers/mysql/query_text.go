@@ -216,6 +216,13 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 				p.Text = " NULL "
 			case []byte:
 				p.Text = " CAST(? AS BINARY) "
+			case string:
+				// MariaDB gives a bound string its character set's default
+				// collation (utf8mb4_general_ci), not collation_connection:
+				// instr(?, ?), ? = ?, max(?, ?) of two bound strings were
+				// case-insensitive. CAST gives it the connection's binary
+				// one, as a literal has (AQ-5).
+				p.Text = " CAST(? AS CHAR) "
 			default:
 				p.Text = "?"
 			}
