@@ -260,6 +260,9 @@ func TestQueryDialect(t *testing.T) {
 	one(`SELECT ? < ? FROM kinds WHERE id = 'k1'`, int64(0), "a", "B")
 	one(`SELECT max(?, ?) FROM kinds WHERE id = 'k1'`, "a", "a", "B")
 	one(`SELECT count(*) FROM kinds WHERE s = ?`, int64(0), `ab\c%`)
+	one(`SELECT count(*) FROM kinds LIMIT ?`, int64(2), "1")
+	one(`SELECT i FROM kinds ORDER BY i LIMIT ? OFFSET ?`, int64(7), "1", "1")
+	one(`SELECT i FROM kinds ORDER BY i LIMIT ?, ?`, int64(7), "1", "1")
 	// Strings and operators.
 	one(`SELECT 'a\' || 'b'`+" FROM kinds WHERE id = 'k1'", `a\b`)
 	one(`SELECT max(1, 5, 3) FROM kinds WHERE id = 'k1'`, int64(5))
