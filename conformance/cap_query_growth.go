@@ -192,12 +192,13 @@ func aqSmallValueBound(t T, h Harness) {
 	aqExpectLimit(t, "2-byte ids under MaxValueBytes 1", err, took, false, driver.BoundValueBytes)
 }
 
-// aqSearchPatternBound: a LIKE/GLOB pattern or instr needle made of
-// literals and bind values of at most 256 bytes
-// (querylang.MaxSearchPatternBytes) runs; one taken from a column or a
-// sub-query, or longer, is the rewrite bound before any engine sees it
-// (each engine's search costs text × pattern in one call, where no
-// timeout is checked).
+// aqSearchPatternBound: LIKE/GLOB patterns, instr needles, replace
+// patterns and trim character sets made of literals and bind values of
+// at most 256 bytes in all (querylang.MaxSearchPatternBytes) run; one
+// taken from a column or a sub-query (a parenthesized head followed by a
+// column, a quoted function name), or longer, is the rewrite bound before
+// any engine sees it (each engine's search costs text × pattern in one
+// call, where no timeout is checked).
 func aqSearchPatternBound(t T, h Harness) {
 	conn := openStore(t, h)
 	aqSeed(t, conn)
@@ -234,6 +235,11 @@ func aqSearchPatternBound(t T, h Harness) {
 		{"GLOB with a column pattern", `SELECT a.id FROM todos a, todos b WHERE a.title GLOB b.title`, nil},
 		{"a LIKE pattern of 257 bytes", `SELECT id FROM todos WHERE title LIKE '%' || ?`, []any{strings.Repeat("a", 256)}},
 		{"an instr needle of 257 bytes", `SELECT instr(title, ?) AS i FROM todos`, []any{strings.Repeat("a", 257)}},
+		{"LIKE with a parenthesized head and a column", `SELECT a.id FROM todos a, todos b WHERE a.title LIKE ('%') || b.title`, nil},
+		{"like() called by a quoted name", `SELECT a.id FROM todos a, todos b WHERE "like"(b.title, a.title)`, nil},
+		{"replace with a column pattern", `SELECT replace(a.title, b.id, '') AS r FROM todos a, todos b`, nil},
+		{"trim with a column character set", `SELECT ltrim(a.title, b.title) AS r FROM todos a, todos b`, nil},
+		{"two needles of 129 bytes", `SELECT instr(title, ?) AS i, instr(title, ?) AS j FROM todos`, []any{strings.Repeat("a", 129), strings.Repeat("a", 129)}},
 	} {
 		_, took, err := q(c.sql, c.args...)
 		aqExpectLimit(t, c.what, err, took, false, driver.BoundRewrite)

@@ -126,7 +126,8 @@ func (r *render) sublinkOperand(open int) bool {
 // is assigned to a session variable of its own call (@_sync_g<n>s, …):
 // the text grows by a constant per call (no argument is written twice,
 // so nesting does not multiply it), and each variable is set back to
-// NULL once the check passed or an argument was NULL (COALESCE), so the
+// NULL once the check passed, an argument was NULL (COALESCE) or
+// replace's f was empty (REPLACE then skips t, where the check is), so the
 // session keeps no value (a failed query's connection is closed). A call
 // whose arguments are each one literal or bound value is priced here
 // instead (constCost) and left as it is when within its share, so the
@@ -157,7 +158,10 @@ func (r *render) guards(argOf []any, isArg []bool) int {
 		if r.ps[i].Name == "replace" {
 			s, f, t := args[0], args[1], args[2]
 			r.wrap(s, "("+v+"s := ", ")")
-			r.wrap(f, "COALESCE(("+v+"f := ", "), ("+v+"s := NULL))")
+			// MariaDB's REPLACE returns s without evaluating t when f is
+			// empty: the check in t would not run, so f's wrapper clears
+			// the variables itself then (the OR stops at a non-empty f).
+			r.wrap(f, "CONCAT(COALESCE(("+v+"f := ", "), ("+v+"s := NULL)), IF(LENGTH("+v+"f) > 0 OR "+setNull([]string{v + "s", v + "f"})+", '', NULL))")
 			r.wrap(t, "CONCAT(COALESCE(("+v+"t := ", "), "+clearVars(v+"s", v+"f")+"), "+
 				guardCheck(replaceCost(v+"s", v+"f", v+"t"), budget, v+"s", v+"f", v+"t")+")")
 			continue

@@ -75,9 +75,9 @@ func TestQueryGuardRewrite(t *testing.T) {
 		t.Errorf("guards = %d, want 4:\n%s", q.guards, got)
 	}
 	for _, want := range []string{
-		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), COALESCE((@_sync_g2f := ?), (@_sync_g2s := NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
+		"REPLACE((@_sync_g0s := REPLACE((@_sync_g1s := REPLACE((@_sync_g2s := `title`), CONCAT(COALESCE((@_sync_g2f := CAST(? AS CHAR) ), (@_sync_g2s := NULL)), IF(LENGTH(@_sync_g2f) > 0 OR (@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, '', NULL)), CONCAT(COALESCE((@_sync_g2t := 'bb'), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g2s) * LENGTH(@_sync_g2f) + IF(",
 		"> 25000000, ((@_sync_guard := 1) + (SELECT 1 UNION ALL SELECT 2)), IF((@_sync_g2s := NULL) IS NULL AND (@_sync_g2f := NULL) IS NULL AND (@_sync_g2t := NULL) IS NULL, '', NULL))))",
-		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := ?), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 25000000,",
+		"INSTR((@_sync_g3s := `title`), CONCAT(COALESCE((@_sync_g3n := CAST(? AS CHAR) ), IF((@_sync_g3s := NULL) IS NULL, NULL, '')), IF(LENGTH(@_sync_g3s) * LENGTH(@_sync_g3n) > 25000000,",
 		" ESCAPE X'00'",
 	} {
 		if !strings.Contains(got, want) {
@@ -215,6 +215,8 @@ func TestQueryGuardLeavesNoValue(t *testing.T) {
 		`SELECT replace(s, NULL, 'xx'), instr(s, NULL) FROM kinds`,
 		`SELECT replace(s, 'b', NULL), instr(NULL, s) FROM kinds`,
 		`SELECT replace(NULL, s, 'b'), instr(s, 'b') FROM kinds`,
+		`SELECT replace(s, '', 'xx'), instr(s, 'b') FROM kinds`,
+		`SELECT replace(s, substr(s, 1, 0), 'xx'), instr(s, 'b') FROM kinds`,
 	} {
 		q, err := rewriteQuery(text, nil, c.cfg.DBName, c.coll, declared, "p1")
 		if err != nil {

@@ -253,6 +253,16 @@ func TestQueryDialect(t *testing.T) {
 	one(`SELECT replace(i, 7, 'x') FROM kinds WHERE id = 'k1'`, "x")
 	one(`SELECT instr(s, 'c') + instr(s, 'C') FROM kinds WHERE id = 'k1'`, int64(4))
 	one(`SELECT instr(s, ?) FROM kinds WHERE id = 'k2'`, int64(2), "TÉ")
+	// Two bound strings compare bytewise, as two literals do (MariaDB
+	// gives a bound string utf8mb4_general_ci unless cast: AQ-5).
+	one(`SELECT instr(?, ?) FROM kinds WHERE id = 'k1'`, int64(0), "ABC", "b")
+	one(`SELECT ? = ? FROM kinds WHERE id = 'k1'`, int64(0), "a", "A")
+	one(`SELECT ? < ? FROM kinds WHERE id = 'k1'`, int64(0), "a", "B")
+	one(`SELECT max(?, ?) FROM kinds WHERE id = 'k1'`, "a", "a", "B")
+	one(`SELECT count(*) FROM kinds WHERE s = ?`, int64(0), `ab\c%`)
+	one(`SELECT count(*) FROM kinds LIMIT ?`, int64(2), "1")
+	one(`SELECT i FROM kinds ORDER BY i LIMIT ? OFFSET ?`, int64(7), "1", "1")
+	one(`SELECT i FROM kinds ORDER BY i LIMIT ?, ?`, int64(7), "1", "1")
 	// Strings and operators.
 	one(`SELECT 'a\' || 'b'`+" FROM kinds WHERE id = 'k1'", `a\b`)
 	one(`SELECT max(1, 5, 3) FROM kinds WHERE id = 'k1'`, int64(5))

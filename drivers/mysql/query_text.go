@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -153,6 +154,22 @@ func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''"
 // bound by SQLite numbering, already converted by queryArgs) for the
 // store's database db, with a partition CTE for each declared table
 // (sorted, distinct). coll is the NO PAD binary collation.
+// limitCount reports whether a parameter after pieces ps is a LIMIT or
+// OFFSET count: after LIMIT or OFFSET, or after the comma of LIMIT ?, ?.
+func limitCount(ps []querylang.Piece) bool {
+	var last []*querylang.Piece // the last three significant pieces, nearest first
+	for i := len(ps) - 1; i >= 0 && len(last) < 3; i-- {
+		if ps[i].Kind != querylang.TokSpace {
+			last = append(last, &ps[i])
+		}
+	}
+	isWord := func(k int, names ...string) bool {
+		return k < len(last) && last[k].Kind == querylang.TokWord && slices.Contains(names, last[k].Name)
+	}
+	return isWord(0, "limit", "offset") ||
+		(len(last) == 3 && last[0].Text == "," && last[1].Kind == querylang.TokParam && isWord(2, "limit"))
+}
+
 func rewriteQuery(text string, args []any, db, coll string, declared []queryTable, partition string) (myQuery, error) {
 	toks, err := querylang.Tokenize(text)
 	if err != nil {
@@ -216,6 +233,17 @@ func rewriteQuery(text string, args []any, db, coll string, declared []queryTabl
 				p.Text = " NULL "
 			case []byte:
 				p.Text = " CAST(? AS BINARY) "
+			case string:
+				// MariaDB gives a bound string its character set's default
+				// collation (utf8mb4_general_ci), not collation_connection:
+				// instr(?, ?), ? = ?, max(?, ?) of two bound strings were
+				// case-insensitive. CAST gives it the connection's binary
+				// one, as a literal has (AQ-5) — except as a LIMIT or OFFSET
+				// count, where MariaDB takes a bare ? only.
+				p.Text = " CAST(? AS CHAR) "
+				if limitCount(ps) {
+					p.Text = "?"
+				}
 			default:
 				p.Text = "?"
 			}
