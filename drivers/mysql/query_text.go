@@ -30,7 +30,8 @@ import (
 //     with NO_BACKSLASH_ESCAPES so a backslash is data, as in SQLite);
 //     hexadecimal integers become decimal (0x41 is a string in MySQL);
 //   - ?N becomes a positional ? with the value bound again (repeats
-//     included), nil the literal NULL, bytes CAST(? AS BINARY);
+//     included), nil the literal NULL, bytes CAST(? AS BINARY), strings
+//     CAST(? AS CHAR) (the connection's collation; not as a LIMIT/OFFSET count);
 //   - x LIKE y becomes LOWER(x) LIKE LOWER(y) ESCAPE X'00' (ASCII
 //     case-insensitive; no escape character, as SQLite: see likeNoEscape);
 //   - replace(s, f, t) and instr(s, n) get a cost check on the byte
