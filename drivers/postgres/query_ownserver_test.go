@@ -41,69 +41,8 @@ import (
 //	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" go test -run TestAQPlannerEndsOnOwnServer ./drivers/postgres
 //	.ci/postgres-aq.sh stop
 func TestAQPlannerEndsOnOwnServer(t *testing.T) {
-	base := os.Getenv("SYNCSTORE_TEST_POSTGRES_AQ")
-	if base == "" {
-		t.Skip("SYNCSTORE_TEST_POSTGRES_AQ is not set (a PostgreSQL of the test's own: .ci/postgres-aq.sh start)")
-	}
+	conn, leftAfter := ownServerStore(t, map[string]string{"t1": "one", "t2": "two", "t3": "three"})
 	ctx := t.Context()
-	dsn, _, err := Driver{}.Provision(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := Driver{}.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, title := range []string{"one", "two", "three"} {
-		id := fmt.Sprintf("t%d", i+1)
-		r := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
-			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
-		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc" + id, ActorID: "a1", CreatedAtMs: 1,
-			Changes: []driver.Change{{Table: "todos", RowID: id, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	running := func() int {
-		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, cfg.Database).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	leftAfter := func() int { // backends still active 5 s after the call: 20 polls 250 ms apart
-		n := 0
-		for range 20 {
-			if n = running(); n == 0 {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		return n
-	}
 	nest := func(expr, core string, levels int) string {
 		for range levels {
 			core = `SELECT ` + expr + ` AS x FROM (` + core + `) AS d`
@@ -159,5 +98,71 @@ func TestAQPlannerEndsOnOwnServer(t *testing.T) {
 	defer func() { fenceQueries = true }()
 	if n, late := call("unfenced derived-abs-19", nest(`abs(x) - abs(x)`, count, 19)); n == 0 && !late {
 		t.Errorf("control: without fences, 19 levels of abs(x)-abs(x) were answered within the Timeout and left no backend: the test no longer sees the planner's runaway")
+	}
+}
+
+// ownServerStore opens a store on the PostgreSQL of the test's own at
+// SYNCSTORE_TEST_POSTGRES_AQ (skipping without it), holding p1's todos
+// with the given ids and titles, and returns it with leftAfter: the
+// store's backends still active 5 s after a call (20 polls 250 ms apart).
+func ownServerStore(t *testing.T, titles map[string]string) (conn driver.Conn, leftAfter func() int) {
+	t.Helper()
+	base := os.Getenv("SYNCSTORE_TEST_POSTGRES_AQ")
+	if base == "" {
+		t.Skip("SYNCSTORE_TEST_POSTGRES_AQ is not set (a PostgreSQL of the test's own: .ci/postgres-aq.sh start)")
+	}
+	ctx := t.Context()
+	dsn, _, err := Driver{}.Provision(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err = Driver{}.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, title := range titles {
+		r := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
+			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
+		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc" + id, ActorID: "a1", CreatedAtMs: 1,
+			Changes: []driver.Change{{Table: "todos", RowID: id, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	return conn, func() int {
+		n := 0
+		for range 20 {
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, cfg.Database).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		return n
 	}
 }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/internal/querylang"
 )
@@ -41,67 +37,11 @@ import (
 //	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" go test -run TestAQSearchEndsOnOwnServer ./drivers/postgres
 //	.ci/postgres-aq.sh stop
 func TestAQSearchEndsOnOwnServer(t *testing.T) {
-	base := os.Getenv("SYNCSTORE_TEST_POSTGRES_AQ")
-	if base == "" {
-		t.Skip("SYNCSTORE_TEST_POSTGRES_AQ is not set (a PostgreSQL of the test's own: .ci/postgres-aq.sh start)")
-	}
-	ctx := t.Context()
-	dsn, _, err := Driver{}.Provision(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := Driver{}.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, title := range map[string]string{
+	conn, leftAfter := ownServerStore(t, map[string]string{
 		"hay": strings.Repeat("a", 1_000_000), "needle": "b" + strings.Repeat("a", 500_000),
 		"hay2": strings.Repeat("a", 400_000), "needle2": "b" + strings.Repeat("a", 200_000),
-	} {
-		r := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
-			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
-		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc" + id, ActorID: "a1", CreatedAtMs: 1,
-			Changes: []driver.Change{{Table: "todos", RowID: id, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	leftAfter := func() int { // backends still active 5 s after the call: 20 polls 250 ms apart
-		n := 0
-		for range 20 {
-			if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = $1 AND state <> 'idle' AND pid <> pg_backend_pid()`, cfg.Database).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		return n
-	}
+	})
+	ctx := t.Context()
 	aq := conn.(driver.AuthoritativeQueryConn)
 	call := func(name, sql string, args ...any) (int, bool, error) {
 		start := time.Now()
