@@ -782,16 +782,7 @@ func TestRealtimeLateFanoutAfterRound(t *testing.T) {
 	if err != nil || len(c1) != 1 {
 		t.Fatalf("commit 1: %v %v", c1, err)
 	}
-	e.srv.hub.mu.Lock()
-	var ss *session
-	for _, ph := range e.srv.hub.parts {
-		for s := range ph.sessions {
-			if s.clientID == "a1" {
-				ss = s
-			}
-		}
-	}
-	e.srv.hub.mu.Unlock()
+	ss := e.session("a1")
 	ss.deliver(c1[0])
 	e.ack(a, "a1", 1)
 	e.sync("alice", 2, hdr("w", ep), commit("k2", upsert("tasks", "t2", e.task("t2", "p1", "two"))))
@@ -822,17 +813,23 @@ func TestRealtimeLateFanoutAfterRound(t *testing.T) {
 	if err != nil || len(c4) != 1 {
 		t.Fatalf("commit 4: %v %v", c4, err)
 	}
-	e.srv.hub.mu.Lock()
-	for _, ph := range e.srv.hub.parts {
-		for s := range ph.sessions {
-			if s.clientID == "b1" {
-				ss = s
-			}
-		}
-	}
-	e.srv.hub.mu.Unlock()
+	ss = e.session("b1")
 	ss.deliver(c4[0])
 	if ev := b.event(); ev.Kind != ssp2.EventSync || ev.Sync.Reason != ssp2.WakeCatchupRequired || ev.Sync.Cursor != 4 {
 		t.Fatalf("a late commit past what the round left the client holding: %+v", ev)
 	}
+}
+
+// session returns the hub's session of client (nil: none).
+func (e *env) session(client string) *session {
+	e.srv.hub.mu.Lock()
+	defer e.srv.hub.mu.Unlock()
+	for _, ph := range e.srv.hub.parts {
+		for s := range ph.sessions {
+			if s.clientID == client {
+				return s
+			}
+		}
+	}
+	return nil
 }
