@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -201,15 +202,7 @@ func TestQueryGuardLeavesNoValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := c.aq.get(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := queryConn(t, c)
 	for _, text := range []string{
 		`SELECT replace(s, 'b', 'xx'), instr(s, 'b') FROM kinds`,
 		`SELECT replace(s, NULL, 'xx'), instr(s, NULL) FROM kinds`,
@@ -241,4 +234,20 @@ func TestQueryGuardLeavesNoValue(t *testing.T) {
 			t.Errorf("%q: %d guard variable(s) still hold a value after the query", text, n)
 		}
 	}
+}
+
+// queryConn returns a connection of c's authoritative-query pool, closed
+// at the test's end.
+func queryConn(t *testing.T, c *Conn) *sql.Conn {
+	t.Helper()
+	db, err := c.aq.get(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

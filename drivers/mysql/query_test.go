@@ -147,15 +147,7 @@ func TestQueryEngineAlone(t *testing.T) {
 	c := openStore(t)
 	pushRows(t, c, "p1", todoRow("t1", "alpha", "u1"))
 	ctx := context.Background()
-	db, err := c.aq.get(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := queryConn(t, c)
 	for _, q := range []string{"SELECT count(*) FROM _sync_commits", "SELECT id FROM todos", "SELECT * FROM tables"} {
 		var n any
 		err := conn.QueryRowContext(ctx, q).Scan(&n)
@@ -166,7 +158,7 @@ func TestQueryEngineAlone(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = conn.ExecContext(ctx, "UPDATE "+quoteIdent(c.cfg.DBName)+".`todos` SET title = 'evil'")
+	_, err := conn.ExecContext(ctx, "UPDATE "+quoteIdent(c.cfg.DBName)+".`todos` SET title = 'evil'")
 	if errNumber(err) != 1792 { // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 		t.Errorf("a write in the query transaction: got %v, want error 1792", err)
 	}
