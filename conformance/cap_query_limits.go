@@ -121,10 +121,10 @@ func aqBytesBound(t T, h Harness) {
 	aqExpectLimit(t, "a 17,500-byte result under MaxResultBytes 17,499", err, took, false, driver.BoundBytes)
 }
 
-// aqReplaceNest multiplies the length of title||'aaaaaaaaaa' by ten per
-// level: a built string of about 10^(levels+1) bytes.
+// aqReplaceNest multiplies the length of substr(title, 1, 3)||'aaaaaaaaaa'
+// (13 bytes) by ten per level: a built string of about 10^(levels+1) bytes.
 func aqReplaceNest(levels int) string {
-	x := `title || 'aaaaaaaaaa'`
+	x := `substr(title, 1, 3) || 'aaaaaaaaaa'`
 	for range levels {
 		x = `replace(` + x + `, 'a', 'aaaaaaaaaa')`
 	}

@@ -107,20 +107,36 @@ func (v *sigText) arg(open, k int) int {
 }
 
 // strArg is argument k of the call at open when it is a string literal,
-// or a parameter binding a string.
+// or a number or a parameter: the text of the value it binds; for a
+// number that is not a bound int64, "0" (its text has one character at
+// least); "" for NULL.
 func (v *sigText) strArg(open, k int) (string, bool) {
 	j := v.arg(open, k)
 	if j < 0 {
 		return "", false
 	}
 	if a, ok := v.bound(j); ok {
-		s, ok := a.(string)
-		return s, ok
-	}
-	if v.sig[j].Kind != TokString {
+		switch x := a.(type) {
+		case string:
+			return x, true
+		case []byte:
+			return string(x), true
+		case int64:
+			return strconv.FormatInt(x, 10), true
+		case float64, bool: // a text of one character at least
+			return "0", true
+		case nil: // the call returns NULL
+			return "", true
+		}
 		return "", false
 	}
-	return UnquoteIdent(v.text(j)), true
+	switch v.sig[j].Kind {
+	case TokString:
+		return UnquoteIdent(v.text(j)), true
+	case TokNumber: // a text of one character at least
+		return "0", true
+	}
+	return "", false
 }
 
 // numArg is argument k of the call at open when it is an integer
