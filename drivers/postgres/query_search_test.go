@@ -36,6 +36,11 @@ import (
 //
 //	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" go test -run TestAQSearchEndsOnOwnServer ./drivers/postgres
 //	.ci/postgres-aq.sh stop
+//
+// manyUpperCalls is how many upper() calls over a stored 1 MB value the
+// many-upper-calls case of TestAQSearchEndsOnOwnServer puts in one row.
+const manyUpperCalls = 2000
+
 func TestAQSearchEndsOnOwnServer(t *testing.T) {
 	conn, leftAfter := ownServerStore(t, map[string]string{
 		"hay": strings.Repeat("a", 1_000_000), "needle": "b" + strings.Repeat("a", 500_000),
@@ -82,6 +87,20 @@ func TestAQSearchEndsOnOwnServer(t *testing.T) {
 		if n > 0 {
 			t.Errorf("AQ-6: %s: %d backend(s) still active 5 s after the call returned", a.name, n)
 		}
+	}
+	// Many linear calls in one row: upper() of the stored 1 MB value,
+	// manyUpperCalls times in a balanced sum (shallow), which every
+	// static rule admits; PostgreSQL checks for a cancel between rows,
+	// not between the calls of one row's expression.
+	var sum func(n int) string
+	sum = func(n int) string {
+		if n == 1 {
+			return "length(upper(title))"
+		}
+		return "(" + sum(n/2) + " + " + sum(n-n/2) + ")"
+	}
+	if n, _, err := call("many-upper-calls", `SELECT id FROM todos WHERE id = 'hay' AND `+sum(manyUpperCalls)+` > 0`); n > 0 {
+		t.Errorf("AQ-6: %d upper() calls over 1 MB in one row: %d backend(s) still active 5 s after the call returned (%v)", manyUpperCalls, n, err)
 	}
 	// The control: without the rule the search outlives the call.
 	defer querylang.DisableSearchPatternCheckForTest()()
