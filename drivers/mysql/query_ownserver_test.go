@@ -19,8 +19,12 @@ import (
 // manyUpperCalls is how many upper() calls over a stored 400 KB value
 // the many-upper-calls case puts in one row: about 6 ms each on MariaDB
 // 10.11, so about 17 s in one row, where MariaDB checks KILL only
-// between rows.
+// between rows. The row-work rule refuses it.
 const manyUpperCalls = 3000
+
+// pushSized is a stored value as large as one push can store
+// (sync.MaxPushBytes, 4 MiB, less the row's other values).
+const pushSized = 4_000_000
 
 // TestAQThreadsEndOnOwnServer runs hostile shapes — nested derived
 // tables doubling a string (`SELECT x||x AS x FROM (…)`), one replace()
@@ -67,7 +71,8 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	}
 	// Stored values a client can push: 400 KB of 'a' and 200 KB of
 	// backslashes (a LIKE pattern read from a column).
-	for id, title := range map[string]string{"big": strings.Repeat("a", 400_000), "bs": strings.Repeat(`\`, 200_000)} {
+	for id, title := range map[string]string{"big": strings.Repeat("a", 400_000), "bs": strings.Repeat(`\`, 200_000),
+		"huge": strings.Repeat("a", pushSized)} {
 		if err := tx.UpsertRow(ctx, "todos", driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
 			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}); err != nil {
 			t.Fatal(err)
@@ -107,8 +112,9 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	}
 	// Many linear calls in one row: each upper() is 26 REPLACEs over the
 	// stored 400 KB (the ASCII fold), and MariaDB checks KILL between
-	// rows only. A balanced sum keeps the expression shallow. Every
-	// static rule admits it.
+	// rows only. A balanced sum keeps the expression shallow. The
+	// row-work rule refuses it (it stays on here); the most calls it
+	// admits over a push-sized multibyte value must end in time.
 	var sum func(n int) string
 	sum = func(n int) string {
 		if n == 1 {
@@ -116,10 +122,19 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 		}
 		return "(" + sum(n/2) + " + " + sum(n-n/2) + ")"
 	}
-	manyUpper := `SELECT id FROM todos WHERE id = 'big' AND ` + sum(manyUpperCalls) + ` > 0`
-	if _, err := querylang.AdmitQuery(driver.Query{SQL: manyUpper}); err != nil {
-		t.Fatalf("%d upper() calls in one row: %v, want admitted by the static rules", manyUpperCalls, err)
+	const timeout = 2 * time.Second
+	upperText := func(id string, n int) string {
+		return `SELECT id FROM todos WHERE id = '` + id + `' AND ` + sum(n) + ` > 0`
 	}
+	manyUpper := upperText("big", manyUpperCalls)
+	mostCalls := 1
+	for {
+		if _, err := querylang.AdmitQuery(driver.Query{SQL: upperText("huge", mostCalls+1), Limits: driver.QueryLimits{Timeout: timeout}}); err != nil {
+			break
+		}
+		mostCalls++
+	}
+	t.Logf("the row-work rule admits %d upper() calls under a %v Timeout", mostCalls, timeout)
 	// The static rules (querylang.CheckGrowth, CheckSearchPatterns)
 	// refuse the other shapes before MariaDB sees them; this test proves
 	// the run-time bounds alone.
@@ -156,8 +171,13 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 				return err == nil && len(res.Rows) == 1 && res.Rows[0][0] == int64(1)
 			}},
 		{"many-upper-calls-400KB", manyUpper,
+			func(_ driver.QueryResult, err error) bool {
+				var le *driver.QueryLimitError
+				return errors.As(err, &le) && le.Bound == driver.BoundRewrite
+			}},
+		{"most-upper-calls-admitted-4MB", upperText("huge", mostCalls),
 			func(res driver.QueryResult, err error) bool {
-				return limited(err) || (err == nil && len(res.Rows) == 1)
+				return timeLimit(err) || (err == nil && len(res.Rows) == 1)
 			}},
 		// Ordinary sizes still answer.
 		{"small-replace-and-instr", `SELECT replace(title, 'n', 'NN') || instr(title, 'e') FROM todos WHERE id = 't1'`,
@@ -167,7 +187,7 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	} {
 		start := time.Now()
 		res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"},
-			Limits: driver.QueryLimits{Timeout: 2 * time.Second}})
+			Limits: driver.QueryLimits{Timeout: timeout}})
 		took := time.Since(start)
 		var n int
 		for range 20 { // 20 polls 250 ms apart: 5 s
