@@ -3,6 +3,7 @@ package querylang
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -345,6 +346,9 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 					if n, ok := v.numArg(i, 2); ok && (name == "substr" || name == "substring") {
 						val = min(val, 4*max(0, min(n, rowWorkCap/8))+8) // n characters of UTF-8
 					}
+					if n, ok := builtBytes(v, name, i, inner); ok {
+						val = max(val, n)
+					}
 					switch {
 					case numeric:
 						r.work = rwAdd(r.work, rwMul(inner, f))
@@ -530,4 +534,44 @@ func cteName(v *sigText, i int) string {
 		return ""
 	}
 	return v.lower(j)
+}
+
+// builtBytes is the size of the value a call that builds from a size
+// argument (repeat, zeroblob, randomblob, space, lpad, rpad, printf and
+// format widths) may return, and whether name is such a call: its size
+// argument × its input when a literal or bound integer, else
+// rowWorkMaxValue. CheckGrowth weighs such a call at most
+// MaxQueryGrowth+1, and not at all when it reads no column; the engines
+// bound what it builds only by their largest value.
+func builtBytes(v *sigText, name string, open int, inner int64) (int64, bool) {
+	size := func(k int, unit int64) int64 {
+		if n, ok := v.numArg(open, k); ok {
+			return rwMul(max(0, n), unit)
+		}
+		return rowWorkMaxValue
+	}
+	switch name {
+	case "repeat":
+		return size(1, max(1, inner)), true
+	case "zeroblob", "randomblob", "space":
+		return size(0, 1), true
+	case "lpad", "rpad":
+		return size(1, 4), true
+	case "printf", "format":
+		f, ok := v.strArg(open, 0)
+		if !ok || strings.Contains(f, "*") {
+			return rowWorkMaxValue, true
+		}
+		// Every run of digits in the format may be a width or precision.
+		var n, total int64
+		for i := 0; i <= len(f); i++ {
+			if i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				n = min(n*10+int64(f[i]-'0'), rowWorkMaxValue)
+				continue
+			}
+			total, n = rwAdd(total, n), 0
+		}
+		return rwAdd(total, inner), true
+	}
+	return 0, false
 }

@@ -34,6 +34,9 @@ func rowWorkAttacks() map[string]driver.Query {
 		"cte-growth-consumed":      {SQL: "WITH c AS (SELECT title || title || title || title AS x FROM todos) SELECT id FROM c, todos WHERE " + balancedSum("length(upper(x))", 40) + " > 0"},
 		"aggregate-consumed-twice": {SQL: "SELECT length(upper(g)) + length(upper(g)) AS n FROM (SELECT group_concat(title) AS g FROM todos)"},
 		"window-and-order":         {SQL: "SELECT count(*) OVER (PARTITION BY " + strings.Repeat("upper(title), ", 99) + "title) AS n FROM todos"},
+		"literal-built-value":      {SQL: "SELECT " + balancedSum("length(upper(zeroblob(10000000)))", 40) + " AS n FROM todos"},
+		"bound-size-built-value":   {SQL: "SELECT " + balancedSum("length(upper(printf('%.*c', ?1, 'x')))", 2) + " AS n FROM todos", Args: []any{int64(1e8)}},
+		"printf-width":             {SQL: "SELECT " + balancedSum("length(upper(printf('%100000000d', 1)))", 4) + " AS n FROM todos"},
 		"in-list-of-columns":       {SQL: "SELECT id FROM todos WHERE title IN (" + strings.Repeat("upper(title), ", 499) + "title)"},
 	}
 }
