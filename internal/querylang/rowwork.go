@@ -33,8 +33,8 @@ import (
 //     accumulated text at each step), and the chain's value is that sum;
 //   - a call costs its arguments' sum × its growth weight (CheckGrowth's:
 //     replace with literal or bound patterns, repeat, printf, hex, JSON
-//     builders, …) × its factor in rowWorkFactor (calls whose per-byte
-//     cost is a multiple of a copy's on some engine); its value is 8 for
+//     builders, …), × patternFactor of its pattern for a search (instr,
+//     replace, trim, like(), glob()); its value is 8 for
 //     a call returning a number (length, instr, count, …), 4n + 8 for
 //     substr(x, i, n) with n a literal or bound integer, the
 //     arguments' sum × its weight otherwise; an aggregate that
@@ -43,8 +43,9 @@ import (
 //   - an operand of any other operator (comparison, arithmetic, LIKE, IS,
 //     IN, BETWEEN, AND, OR, NOT, unary minus) costs its size once, and
 //     the result is a number; the left operand of IN (list) costs its
-//     size × (1 + log2 of the list's length), a simple CASE's operand its
-//     size per WHEN;
+//     size × (1 + log2 of the list's length), of LIKE, GLOB, REGEXP or
+//     MATCH its size × patternFactor of the pattern, a simple CASE's
+//     operand its size per WHEN;
 //   - an expression of WHERE, ON, GROUP BY, HAVING, ORDER BY or LIMIT
 //     costs its size once; a result column costs nothing more (the result
 //     bounds count it) and is the value of its sub-query.
@@ -60,12 +61,15 @@ import (
 const RowWorkColumnBytes = 4 << 20
 
 // RowWorkBytesPerSecond is the row work a text may have per second of its
-// Timeout: 256 MiB, 64 column references' worth.
-const RowWorkBytesPerSecond = 256 << 20
+// Timeout: 64 MiB, 16 column references' worth. The slowest call of
+// each engine, measured over a stored 4 MiB value on the 2-core machine:
+// 14 ms per MiB (PostgreSQL's replace), 13.5 (MariaDB's upper), 8.7
+// (SQLite's replace); 64 MiB/s is 15.6 ms per MiB.
+const RowWorkBytesPerSecond = 64 << 20
 
-// MinRowWorkBytes is the row work every Timeout allows: 128 MiB, 32
-// column references' worth.
-const MinRowWorkBytes = 32 * RowWorkColumnBytes
+// MinRowWorkBytes is the row work every Timeout allows: 64 MiB (a
+// second's worth), 16 column references' worth.
+const MinRowWorkBytes = 16 * RowWorkColumnBytes
 
 // RowWorkBudget is the row work a text may have under timeout (its
 // default when zero): RowWorkBytesPerSecond per second of it, at least
@@ -78,12 +82,26 @@ func RowWorkBudget(timeout time.Duration) int64 {
 	return max(MinRowWorkBytes, ms*RowWorkBytesPerSecond/1000)
 }
 
-// rowWorkFactor is the cost of a call per byte of its arguments, in
-// copies, where it is above 1 on some engine: MariaDB folds case with 26
-// REPLACEs (the mysql driver's ASCII fold), PostgreSQL through the
-// locale.
-var rowWorkFactor = map[string]int64{
-	"upper": 4, "lower": 4,
+// patternCalls search their first argument for a pattern, needle or
+// character set (the argument at the index given): each engine's search
+// costs text × pattern in the worst case.
+var patternCalls = map[string]int{
+	"instr": 1, "strpos": 1, "replace": 1, "trim": 1, "ltrim": 1, "rtrim": 1, "like": 0, "glob": 0,
+}
+
+// patternOps are the operators whose right operand is a pattern.
+var patternOps = map[string]bool{"like": true, "glob": true, "regexp": true, "match": true}
+
+// PatternBytesPerCopy prices a search (LIKE, GLOB, instr, replace, trim)
+// in the row-work rule: it costs its text 1 + ⌈p / PatternBytesPerCopy⌉
+// times for a pattern of p bytes (a 64-byte LIKE pattern cost 69–150 ms
+// per MiB of text, a copy 1–14).
+const PatternBytesPerCopy = 6
+
+// patternFactor is what a search with a pattern of n bytes costs per
+// byte of its text, in copies.
+func patternFactor(n int64) int64 {
+	return 1 + (min(n, MaxSearchPatternBytes)+PatternBytesPerCopy-1)/PatternBytesPerCopy
 }
 
 // rowWorkKeywords are words the rule never reads as a column reference,
@@ -273,16 +291,20 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 		}
 		return false
 	}
-	// inFactor: how many comparisons the operand ending before k costs
-	// when k is IN followed by a list.
-	inFactor := func(k int) int64 {
+	// opFactor: how many times the operand ending before k is read when
+	// k is IN followed by a list (a comparison per halving) or a pattern
+	// operator (patternFactor of the pattern's bytes).
+	opFactor := func(k int) int64 {
 		if v.lower(k) == "not" {
 			k++
 		}
-		if v.lower(k) != "in" || !v.isOp(k+1, "(") || queryStart(v.lower(k+2)) {
-			return 1
+		switch w := v.lower(k); {
+		case w == "in" && v.isOp(k+1, "(") && !queryStart(v.lower(k+2)):
+			return 1 + int64(bits.Len(uint(len(v.commas[k+1])+1)))
+		case patternOps[w] && v.sig[k].Kind == TokWord:
+			return patternFactor(r.patternBytes(k+1, to))
 		}
-		return 1 + int64(bits.Len(uint(len(v.commas[k+1])+1)))
+		return 1
 	}
 	// finish ends the chain before token k.
 	finish := func(k int) {
@@ -292,7 +314,7 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 			case len(cases) > 0 && cases[len(cases)-1].inOperand:
 				cases[len(cases)-1].operand = sum
 			case consumed || consumesAt(k):
-				r.work = rwAdd(r.work, rwMul(sum, inFactor(k)))
+				r.work = rwAdd(r.work, rwMul(sum, opFactor(k)))
 			case !isScope:
 				out = rwAdd(out, sum)
 			case region == regionResult:
@@ -341,7 +363,10 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 					name := v.lower(i - 1)
 					inner := r.level(i+1, j, -2, window, col)
 					wgt, numeric := v.callWeight(name, i)
-					f := max(1, rowWorkFactor[name])
+					f := int64(1)
+					if k, ok := patternCalls[name]; ok {
+						f = patternFactor(r.argBytes(i, k))
+					}
 					val := rwMul(inner, wgt)
 					if n, ok := v.numArg(i, 2); ok && (name == "substr" || name == "substring") {
 						val = min(val, 4*max(0, min(n, rowWorkCap/8))+8) // n characters of UTF-8
@@ -574,4 +599,70 @@ func builtBytes(v *sigText, name string, open int, inner int64) (int64, bool) {
 		return rwAdd(total, inner), true
 	}
 	return 0, false
+}
+
+// patternBytes is the size of the pattern starting at token i (before
+// to): literals and bind values joined by || (CheckSearchPatterns admits
+// nothing else), any of them parenthesized; MaxSearchPatternBytes if
+// anything else is part of it.
+func (r *rowWork) patternBytes(i, to int) int64 {
+	n, _, ok := r.pattern(i, to)
+	if !ok {
+		return MaxSearchPatternBytes
+	}
+	return n
+}
+
+// pattern reads a pattern operand from token i: its bytes, the index
+// after it, and false if anything but literals, bind values, || and
+// parentheses is part of it.
+func (r *rowWork) pattern(i, to int) (n int64, next int, ok bool) {
+	v := r.v
+	for i < to {
+		if v.isOp(i, "(") {
+			j := v.match[i]
+			if j <= i || j >= to {
+				return 0, i, false
+			}
+			m, end, ok := r.pattern(i+1, j)
+			if !ok || end != j {
+				return 0, i, false
+			}
+			n, i = n+m, j+1
+		} else {
+			switch tk := v.sig[i]; tk.Kind {
+			case TokString, TokNumber, TokBlob:
+				n += int64(tk.End - tk.Start)
+			case TokParam:
+				a, _ := v.bound(i)
+				n += int64(argBytes(a))
+			default:
+				return 0, i, false
+			}
+			i++
+		}
+		if !v.isOp(i, "||") {
+			return n, i, true
+		}
+		i++
+	}
+	return n, i, true
+}
+
+// argBytes is the size of argument k of the call whose "(" is at open,
+// read as a pattern (patternBytes); MaxSearchPatternBytes when the call
+// has no such argument.
+func (r *rowWork) argBytes(open, k int) int64 {
+	cs := r.v.commas[open]
+	if k > len(cs) {
+		return MaxSearchPatternBytes
+	}
+	from, to := open+1, r.v.match[open]
+	if k > 0 {
+		from = cs[k-1] + 1
+	}
+	if k < len(cs) {
+		to = cs[k]
+	}
+	return r.patternBytes(from, to)
 }
