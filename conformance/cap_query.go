@@ -3,11 +3,13 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/querylang"
 )
 
 // Cases of the authoritative-query capability (docs/contract.md AQ-1…AQ-5).
@@ -136,6 +138,10 @@ func aqRunEntry(t T, h Harness, e aqEntry) {
 	res, err := aqQuerier(t, conn).AuthoritativeQuery(t.Context(), "p1", driver.Query{SQL: e.sql, Args: e.args, Tables: tables})
 	what := fmt.Sprintf("%s: %q (args %v, tables %v)", e.rule, e.sql, e.args, tables)
 	switch {
+	case e.want == aqInvalid && aqStaticRefusal(e.sql, e.args) != nil:
+		// The shared static rules (AQ-6) price a text before any engine
+		// checks it is valid: refused either way, as their error.
+		expectCode(t, what+" must be refused by AQ-6's static rules", err, driver.CodeQueryLimit)
 	case e.want == aqInvalid:
 		expectCode(t, what+" must be refused", err, driver.CodeQueryInvalid)
 	case e.want == aqEither && err != nil:
@@ -149,6 +155,16 @@ func aqRunEntry(t T, h Harness, e aqEntry) {
 		}
 	}
 	aqCheckUnchanged(t, conn, before)
+}
+
+// aqStaticRefusal is the error the shared static rules of AQ-6 (growth,
+// search patterns, row work under the default limits) give sql, nil if
+// they admit it.
+func aqStaticRefusal(sql string, args []any) error {
+	if _, err := querylang.AdmitQuery(driver.Query{SQL: sql, Args: args}); errors.Is(err, driver.ErrQueryLimit) {
+		return err
+	}
+	return nil
 }
 
 // aqExpectResult compares a result with the expected columns (when cols

@@ -17,7 +17,9 @@ import (
 // sees them; nesting past 100 levels is the rewrite bound; a bind value
 // longer than MaxValueBytes is the value_bytes bound; a number is never
 // over MaxValueBytes, however small; a LIKE/GLOB pattern or an instr
-// needle must be literals and bind values of at most 256 bytes.
+// needle must be literals and bind values of at most 256 bytes; a text
+// whose calls and operators may process more in one row than its Timeout
+// allows (the row-work rule) is the rewrite bound.
 
 func init() {
 	register(
@@ -27,6 +29,7 @@ func init() {
 		Case{Name: "AQ-6/bind-value-over-the-value-bound", Capability: driver.CapAuthoritativeQuery, Run: aqBindValueBound},
 		Case{Name: "AQ-6/small-value-bound-admits-numbers", Capability: driver.CapAuthoritativeQuery, Run: aqSmallValueBound},
 		Case{Name: "AQ-6/search-pattern-bound", Capability: driver.CapAuthoritativeQuery, Run: aqSearchPatternBound},
+		Case{Name: "AQ-6/row-work-bound", Capability: driver.CapAuthoritativeQuery, Run: aqRowWorkBound},
 	)
 }
 
@@ -242,6 +245,49 @@ func aqSearchPatternBound(t T, h Harness) {
 		{"two needles of 129 bytes", `SELECT instr(title, ?) AS i, instr(title, ?) AS j FROM todos`, []any{strings.Repeat("a", 129), strings.Repeat("a", 129)}},
 	} {
 		_, took, err := q(c.sql, c.args...)
+		aqExpectLimit(t, c.what, err, took, false, driver.BoundRewrite)
+	}
+}
+
+// aqSum is n copies of term joined by + as a balanced tree (a shallow
+// text of any length).
+func aqSum(term string, n int) string {
+	if n == 1 {
+		return term
+	}
+	return "(" + aqSum(term, n/2) + " + " + aqSum(term, n-n/2) + ")"
+}
+
+func aqRowWorkBound(t T, h Harness) {
+	conn := openStore(t, h)
+	aqSeed(t, conn)
+	q := func(sql string, timeout time.Duration, args ...any) (driver.QueryResult, time.Duration, error) {
+		return aqQueryTimed(t, conn, "p1", driver.Query{SQL: sql, Args: args, Tables: []string{tTodos},
+			Limits: driver.QueryLimits{Timeout: timeout}})
+	}
+	// Thirty upper() calls over each row: 30 × 2 reads of a 4 MiB column
+	// value, 240 MiB of row work — within the default Timeout's budget
+	// (5 s × 64 MiB/s), over a 1 s Timeout's.
+	thirty := `SELECT id FROM todos WHERE ` + aqSum("length(upper(title))", 30) + ` >= 90 ORDER BY id`
+	res, _, err := q(thirty, 0)
+	if err != nil {
+		t.Errorf("AQ-6: thirty upper() calls under the default Timeout: %v", err)
+	} else {
+		aqExpectResult(t, "thirty upper() calls", []string{"id"}, [][]any{{"t1"}, {"t2"}, {"t3"}}, res)
+	}
+	_, took, err := q(thirty, time.Second)
+	aqExpectLimit(t, "thirty upper() calls under a 1 s Timeout", err, took, false, driver.BoundRewrite)
+	for _, c := range []struct {
+		what, sql string
+		args      []any
+	}{
+		{"2,000 upper() calls in one row", `SELECT id FROM todos WHERE ` + aqSum("length(upper(title))", 2000) + ` > 0`, nil},
+		{"a chain of 3,000 concatenations", `SELECT length(title` + strings.Repeat(` || ''`, 3000) + `) AS n FROM todos`, nil},
+		{"a simple CASE of 500 WHENs", `SELECT CASE title ` + strings.Repeat(`WHEN 'a' THEN 1 `, 500) + `END AS n FROM todos`, nil},
+		{"1,000 upper() calls over a bound value", `SELECT id FROM todos WHERE ` + aqSum("length(upper(?1))", 1000) + ` > 0`, []any{strings.Repeat("a", 512<<10)}},
+		{"a grown derived value read many times", `SELECT ` + aqSum("length(upper(x))", 8) + ` AS n FROM (SELECT replace(title, 'e', 'eeeeeeeeee') AS x FROM todos) AS d`, nil},
+	} {
+		_, took, err := q(c.sql, 0, c.args...)
 		aqExpectLimit(t, c.what, err, took, false, driver.BoundRewrite)
 	}
 }

@@ -16,6 +16,16 @@ import (
 	"github.com/syncstore/syncstore/internal/querylang"
 )
 
+// manyUpperCalls is how many upper() calls over a stored 400 KB value
+// the many-upper-calls case puts in one row: about 6 ms each on MariaDB
+// 10.11, so about 17 s in one row, where MariaDB checks KILL only
+// between rows. The row-work rule refuses it.
+const manyUpperCalls = 3000
+
+// pushSized is a stored value as large as one push can store
+// (sync.MaxPushBytes, 4 MiB, less the row's other values).
+const pushSized = 4_000_000
+
 // TestAQThreadsEndOnOwnServer runs hostile shapes — nested derived
 // tables doubling a string (`SELECT x||x AS x FROM (…)`), one replace()
 // per derived table, a growing replace() over a stored 400 KB value,
@@ -26,7 +36,9 @@ import (
 // metadata locks that block DROP DATABASE), and checks AQ-6's promise
 // that no thread of the query survives the call by more than 5 s, that
 // each call returns a typed query_limit error or the right answer, then
-// that the database can be dropped. It counts threads; it asserts no
+// that the database can be dropped. Many linear calls in one row
+// (upper() over a stored 400 KB value, every static rule admits it) are
+// one of them. It counts threads; it asserts no
 // time. CI runs it in a lane of its own (.ci/run). Run with:
 //
 //	SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" go test -run TestAQThreadsEndOnOwnServer ./drivers/mysql
@@ -59,7 +71,8 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	}
 	// Stored values a client can push: 400 KB of 'a' and 200 KB of
 	// backslashes (a LIKE pattern read from a column).
-	for id, title := range map[string]string{"big": strings.Repeat("a", 400_000), "bs": strings.Repeat(`\`, 200_000)} {
+	for id, title := range map[string]string{"big": strings.Repeat("a", 400_000), "bs": strings.Repeat(`\`, 200_000),
+		"huge": strings.Repeat("a", pushSized)} {
 		if err := tx.UpsertRow(ctx, "todos", driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
 			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}); err != nil {
 			t.Fatal(err)
@@ -97,9 +110,35 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 		}
 		return n
 	}
-	// The static rules (querylang.CheckGrowth, CheckSearchPatterns)
-	// refuse these shapes before MariaDB sees them; this test proves the
-	// run-time bounds alone.
+	// Many linear calls in one row: each upper() is 26 REPLACEs over the
+	// stored 400 KB (the ASCII fold), and MariaDB checks KILL between
+	// rows only. A balanced sum keeps the expression shallow. The
+	// row-work rule refuses it (it stays on here); the most calls it
+	// admits over a push-sized multibyte value must end in time.
+	var sum func(n int) string
+	sum = func(n int) string {
+		if n == 1 {
+			return "length(upper(title))"
+		}
+		return "(" + sum(n/2) + " + " + sum(n-n/2) + ")"
+	}
+	const timeout = 2 * time.Second
+	upperText := func(id string, n int) string {
+		return `SELECT id FROM todos WHERE id = '` + id + `' AND ` + sum(n) + ` > 0`
+	}
+	manyUpper := upperText("big", manyUpperCalls)
+	mostCalls := 1
+	for {
+		if _, err := querylang.AdmitQuery(driver.Query{SQL: upperText("huge", mostCalls+1), Limits: driver.QueryLimits{Timeout: timeout}}); err != nil {
+			break
+		}
+		mostCalls++
+	}
+	t.Logf("the row-work rule admits %d upper() calls under a %v Timeout", mostCalls, timeout)
+	// The static rules (querylang.CheckGrowth, CheckSearchPatterns,
+	// CheckRowWork) refuse the other shapes before MariaDB sees them;
+	// this test proves the run-time bounds alone (the row-work rule is
+	// on only for the upper() cases, which test it).
 	defer querylang.DisableGrowthCheckForTest()()
 	defer querylang.DisableSearchPatternCheckForTest()()
 	aq := conn.(driver.AuthoritativeQueryConn)
@@ -132,15 +171,29 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 			func(res driver.QueryResult, err error) bool {
 				return err == nil && len(res.Rows) == 1 && res.Rows[0][0] == int64(1)
 			}},
+		{"many-upper-calls-400KB", manyUpper,
+			func(_ driver.QueryResult, err error) bool {
+				var le *driver.QueryLimitError
+				return errors.As(err, &le) && le.Bound == driver.BoundRewrite
+			}},
+		{"most-upper-calls-admitted-4MB", upperText("huge", mostCalls),
+			func(res driver.QueryResult, err error) bool {
+				return timeLimit(err) || (err == nil && len(res.Rows) == 1)
+			}},
 		// Ordinary sizes still answer.
 		{"small-replace-and-instr", `SELECT replace(title, 'n', 'NN') || instr(title, 'e') FROM todos WHERE id = 't1'`,
 			func(res driver.QueryResult, err error) bool {
 				return err == nil && len(res.Rows) == 1 && res.Rows[0][0] == "oNNe3"
 			}},
 	} {
+		restore := func() {}
+		if !strings.HasPrefix(a.name, "many-upper-calls") && !strings.HasPrefix(a.name, "most-upper-calls") {
+			restore = querylang.DisableRowWorkCheckForTest()
+		}
 		start := time.Now()
 		res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"},
-			Limits: driver.QueryLimits{Timeout: 2 * time.Second}})
+			Limits: driver.QueryLimits{Timeout: timeout}})
+		restore()
 		took := time.Since(start)
 		var n int
 		for range 20 { // 20 polls 250 ms apart: 5 s

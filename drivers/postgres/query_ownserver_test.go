@@ -22,7 +22,7 @@ import (
 // abs(x)-abs(x)), one level naming a column 2,000 times of an expression
 // of 2,000 terms, self-joins of NOT MATERIALIZED CTEs — straight into the
 // driver with the static growth rule turned off
-// (querylang.DisableGrowthCheckForTest), on a PostgreSQL of the test's
+// (querylang.DisableGrowthCheckForTest, DisableRowWorkCheckForTest), on a PostgreSQL of the test's
 // own (never the shared one: a runaway planner ignores cancel and
 // terminate and, unbounded, grows until the kernel kills it and the
 // postmaster restarts every backend). AQ-6's run-time promise is checked
@@ -66,6 +66,7 @@ func TestAQPlannerEndsOnOwnServer(t *testing.T) {
 	terms := func(term string, n int) string { return strings.TrimSuffix(strings.Repeat(term+" + ", n), " + ") }
 	const doubling, count = `SELECT substr(title, 1, 1) AS x FROM todos`, `SELECT length(title) AS x FROM todos`
 	defer querylang.DisableGrowthCheckForTest()()
+	defer querylang.DisableRowWorkCheckForTest()()
 	aq := conn.(driver.AuthoritativeQueryConn)
 	// call runs one shape under a 2 s Timeout and returns the backends
 	// still active 5 s after it returned, and whether the server failed to

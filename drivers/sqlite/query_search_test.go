@@ -47,6 +47,7 @@ func TestQuerySearchWorstCase(t *testing.T) {
 		}
 	}
 	defer querylang.DisableSearchPatternCheckForTest()()
+	defer querylang.DisableRowWorkCheckForTest()()
 	res, err := run(`SELECT instr(h.title, n.title) AS i` + from)
 	if err != nil {
 		t.Fatalf("worst-case instr over a stored 1 MB value: %v, want its position", err)

@@ -101,7 +101,12 @@ func PushSettle(t *testing.T, tg SettleTarget, seeds int, deadline time.Duration
 		cancel()
 		tg.Restore()
 		n.Seeds++
+		// A pooled connection the cut broke may fail the first read after
+		// Restore with a retryable error: read up to three times.
 		stored, landed, rerr := tg.Conn.GetPushResult(t.Context(), part, "c", "k")
+		for try := 1; try < 3 && rerr != nil && driver.CodeOf(rerr).Retryable(); try++ {
+			stored, landed, rerr = tg.Conn.GetPushResult(t.Context(), part, "c", "k")
+		}
 		if rerr != nil {
 			t.Fatalf("seed %d: reading the push result: %v", seed, rerr)
 		}

@@ -2,7 +2,6 @@ package querylang
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -236,156 +235,9 @@ func checkGrowth(sql string, toks []Token) error {
 // times → a *driver.QueryLimitError with driver.BoundRewrite and Limit
 // MaxQueryGrowth (CodeQueryLimit, AQ-6). toks are sql's tokens.
 func CheckGrowth(sql string, toks []Token) error {
-	var sig []Token
-	for _, tk := range toks {
-		if tk.Kind != TokSpace {
-			sig = append(sig, tk)
-		}
-	}
-	text := func(i int) string { return sql[sig[i].Start:sig[i].End] }
-	lower := func(i int) string {
-		if i < 0 || i >= len(sig) {
-			return ""
-		}
-		if sig[i].Kind == TokQuotedID {
-			return strings.ToLower(UnquoteIdent(text(i)))
-		}
-		return strings.ToLower(text(i))
-	}
-	isOp := func(i int, op string) bool {
-		return i >= 0 && i < len(sig) && sig[i].Kind == TokOp && text(i) == op
-	}
-	isName := func(i int) bool {
-		return i >= 0 && i < len(sig) && (sig[i].Kind == TokWord || sig[i].Kind == TokQuotedID)
-	}
-	// Matching parentheses and the top-level commas of each.
-	match := make([]int, len(sig))
-	back := make([]int, len(sig))
-	commas := map[int][]int{}
-	var stack []int
-	for i := range sig {
-		switch {
-		case isOp(i, "("):
-			stack = append(stack, i)
-		case isOp(i, ")"):
-			if n := len(stack); n > 0 {
-				match[stack[n-1]], back[i] = i, stack[n-1]
-				stack = stack[:n-1]
-			}
-		case isOp(i, ","):
-			if n := len(stack); n > 0 {
-				commas[stack[n-1]] = append(commas[stack[n-1]], i)
-			}
-		}
-	}
-	// arg returns the one token index of argument k of the call opening at
-	// open, or -1 when that argument is not a single token.
-	arg := func(open, k int) int {
-		cs := commas[open]
-		from, to := open+1, match[open]
-		if k > 0 {
-			if k > len(cs) {
-				return -1
-			}
-			from = cs[k-1] + 1
-		}
-		if k < len(cs) {
-			to = cs[k]
-		}
-		if to-from != 1 {
-			return -1
-		}
-		return from
-	}
-	strArg := func(open, k int) (string, bool) {
-		j := arg(open, k)
-		if j < 0 || sig[j].Kind != TokString {
-			return "", false
-		}
-		return UnquoteIdent(text(j)), true
-	}
-	numArg := func(open, k int) (int64, bool) {
-		j := arg(open, k)
-		if j < 0 || sig[j].Kind != TokNumber {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(strings.ReplaceAll(text(j), "_", ""), 0, 64)
-		return n, err == nil
-	}
-	callWeight := func(name string, open int) (int64, bool) {
-		switch {
-		case numericCalls[name]:
-			return 1, true
-		case rowAggregates[name]:
-			return MaxQueryGrowth, false
-		}
-		switch name {
-		case "replace":
-			p, ok1 := strArg(open, 1)
-			r, ok2 := strArg(open, 2)
-			if !ok1 || !ok2 {
-				return MaxQueryGrowth, false
-			}
-			if len(p) == 0 {
-				return 1, false
-			}
-			return max(1, int64((len(r)+len(p)-1)/len(p))), false
-		case "repeat":
-			if n, ok := numArg(open, 1); ok {
-				return max(1, min(n, MaxQueryGrowth+1)), false
-			}
-			return MaxQueryGrowth, false
-		case "lpad", "rpad":
-			if _, ok := numArg(open, 1); ok {
-				return 1, false
-			}
-			return MaxQueryGrowth, false
-		case "zeroblob", "randomblob", "space":
-			if _, ok := numArg(open, 0); ok {
-				return 1, false
-			}
-			return MaxQueryGrowth, false
-		case "printf", "format":
-			if f, ok := strArg(open, 0); ok && !strings.Contains(f, "*") {
-				return formatWeight(f), false
-			}
-			return MaxQueryGrowth, false
-		case "regexp_replace":
-			// A pattern may match the empty string at every position:
-			// n characters → n + (n+1)·len(r).
-			r, ok := strArg(open, 2)
-			if !ok || strings.ContainsAny(r, "\\&$") {
-				return MaxQueryGrowth, false
-			}
-			return int64(len(r)) + 1, false
-		case "hex", "quote", "to_hex", "quote_literal", "quote_ident", "quote_nullable":
-			return 2, false
-		}
-		if jsonEscapes[name] {
-			return 6, false
-		}
-		return 1, false
-	}
-
-	// endsValue: token j ends an operand, so a word after it is a
-	// keyword (x DESC, … END, ) OVER), never a column reference.
-	endsValue := func(j int) bool {
-		if j < 0 {
-			return false
-		}
-		switch sig[j].Kind {
-		case TokNumber, TokString, TokQuotedID:
-			return true
-		case TokWord:
-			switch w := lower(j); w {
-			case "null", "current_date", "current_time", "current_timestamp":
-				return true
-			default:
-				return !growthKeywords[w]
-			}
-		}
-		return isOp(j, ")")
-	}
+	v := newSigText(sql, toks, nil)
+	sig, lower, isOp, isName := v.sig, v.lower, v.isOp, v.isName
+	back, callWeight, endsValue := v.back, v.callWeight, v.endsValue
 	cte := map[string]int64{}
 	cteCopies := map[string]int64{}
 	scopes := []*growthScope{newGrowthScope(-1, regionOther, "")}

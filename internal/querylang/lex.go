@@ -360,6 +360,9 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 	if err := CheckSearchPatterns(text.SQL, q.Args); err != nil {
 		return QueryText{}, err
 	}
+	if err := CheckRowWork(text.SQL, q.Args, q.Limits); err != nil {
+		return QueryText{}, err
+	}
 	return text, nil
 }
 

@@ -1,0 +1,168 @@
+package querylang
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncstore/syncstore/driver"
+)
+
+// balancedSum is n copies of term joined by + as a balanced tree: a
+// shallow text of any length.
+func balancedSum(term string, n int) string {
+	if n == 1 {
+		return term
+	}
+	return "(" + balancedSum(term, n/2) + " + " + balancedSum(term, n-n/2) + ")"
+}
+
+// rowWorkAttacks are texts every other static rule admits that run many
+// calls or operators over one row's values (name → text, bind values).
+func rowWorkAttacks() map[string]driver.Query {
+	mib := strings.Repeat("a", 1<<20)
+	return map[string]driver.Query{
+		"2000-upper-calls":         {SQL: "SELECT id FROM todos WHERE " + balancedSum("length(upper(title))", 2000) + " > 0"},
+		"3000-length-calls":        {SQL: "SELECT id FROM todos WHERE " + balancedSum("length(title)", 3000) + " > 0"},
+		"concatenation-chain":      {SQL: "SELECT length(title" + strings.Repeat(" || ''", 3000) + ") AS n FROM todos"},
+		"nested-calls":             {SQL: "SELECT length(" + strings.Repeat("upper(", 90) + "title" + strings.Repeat(")", 90) + ") AS n FROM todos"},
+		"simple-case-500-whens":    {SQL: "SELECT CASE title " + strings.Repeat("WHEN 'a' THEN 1 ", 500) + "END AS n FROM todos"},
+		"1000-comparisons":         {SQL: "SELECT id FROM todos WHERE " + strings.Repeat("title <> 'x' AND ", 999) + "title <> 'y'"},
+		"bound-value-2000-calls":   {SQL: "SELECT id FROM todos WHERE " + balancedSum("length(upper(?1))", 2000) + " > 0", Args: []any{mib}},
+		"derived-growth-consumed":  {SQL: "SELECT length(upper(x)) + length(upper(x)) AS n FROM (SELECT repeat(title, 100) AS x FROM todos)"},
+		"cte-growth-consumed":      {SQL: "WITH c AS (SELECT title || title || title || title AS x FROM todos) SELECT id FROM c, todos WHERE " + balancedSum("length(upper(x))", 40) + " > 0"},
+		"aggregate-consumed-twice": {SQL: "SELECT length(upper(g)) + length(upper(g)) AS n FROM (SELECT group_concat(title) AS g FROM todos)"},
+		"window-and-order":         {SQL: "SELECT count(*) OVER (PARTITION BY " + strings.Repeat("upper(title), ", 99) + "title) AS n FROM todos"},
+		"literal-built-value":      {SQL: "SELECT " + balancedSum("length(upper(zeroblob(10000000)))", 40) + " AS n FROM todos"},
+		"bound-size-built-value":   {SQL: "SELECT " + balancedSum("length(upper(printf('%.*c', ?1, 'x')))", 2) + " AS n FROM todos", Args: []any{int64(1e8)}},
+		"printf-width":             {SQL: "SELECT " + balancedSum("length(upper(printf('%100000000d', 1)))", 4) + " AS n FROM todos"},
+		"in-list-of-columns":       {SQL: "SELECT id FROM todos WHERE title IN (" + strings.Repeat("upper(title), ", 499) + "title)"},
+	}
+}
+
+func TestRowWorkRefusesManyCallsInOneRow(t *testing.T) {
+	for name, q := range rowWorkAttacks() {
+		_, err := AdmitQuery(q)
+		var le *driver.QueryLimitError
+		if !errors.As(err, &le) || le.Bound != driver.BoundRewrite {
+			t.Errorf("%s: %v, want the rewrite bound (row work %d MiB)", name, err, rowWorkOf(q)>>20)
+			continue
+		}
+		if le.Limit != RowWorkBudget(0) {
+			t.Errorf("%s: Limit %d, want the budget %d", name, le.Limit, RowWorkBudget(0))
+		}
+	}
+}
+
+func rowWorkOf(q driver.Query) int64 {
+	toks, _ := Tokenize(q.SQL)
+	return RowWork(q.SQL, toks, q.Args)
+}
+
+// ordinaryQueries are texts a host writes; each must be admitted under
+// the default Timeout, the first smallQueries of them under 1 s.
+var ordinaryQueries = []driver.Query{
+	{SQL: "SELECT id, title FROM todos WHERE done = ? ORDER BY id", Args: []any{true}},
+	{SQL: "SELECT t.id, t.title, u.email FROM todos t JOIN users u ON u.id = t.owner_id WHERE t.done = ?", Args: []any{false}},
+	{SQL: "SELECT * FROM todos LEFT JOIN users ON users.id = todos.owner_id WHERE todos.done = 0 ORDER BY todos.id LIMIT 10 OFFSET 5"},
+	{SQL: "SELECT owner_id, count(*) AS n, sum(done) AS d, group_concat(title, ', ') AS titles FROM todos GROUP BY owner_id HAVING count(*) > 1"},
+	{SQL: "SELECT id FROM todos WHERE id IN (" + strings.Repeat("?, ", 199) + "?)", Args: make([]any, 200)},
+	{SQL: "SELECT upper(title) AS t, lower(title) AS l, length(title) AS n, substr(title, 1, 20) AS s FROM todos WHERE title LIKE ? ESCAPE '\\'", Args: []any{"%milk%"}},
+	{SQL: "SELECT CASE status WHEN 'open' THEN 1 WHEN 'doing' THEN 2 WHEN 'review' THEN 3 WHEN 'done' THEN 4 ELSE 0 END AS rank FROM todos"},
+	{SQL: "WITH open AS (SELECT id, owner_id FROM todos WHERE done = 0) SELECT u.email, count(o.id) AS n FROM users u LEFT JOIN open o ON o.owner_id = u.id GROUP BY u.email ORDER BY n DESC"},
+	{SQL: "SELECT json_object('id', id, 'title', title, 'tags', json(tags)) AS doc FROM todos"},
+	{SQL: "SELECT owner_id, json_group_array(title) AS titles FROM todos GROUP BY owner_id"},
+	{SQL: "SELECT id, json_extract(meta, '$.tags') AS tags, coalesce(note, '') || ' (' || title || ')' AS label FROM todos"},
+	{SQL: "SELECT id, rank() OVER (PARTITION BY owner_id ORDER BY created_at DESC) AS r FROM todos"},
+	{SQL: "SELECT t.id FROM todos t WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = t.owner_id AND u.active = 1) AND t.title <> ''"},
+	{SQL: "SELECT x FROM (SELECT title || title AS x FROM todos) AS d WHERE length(x) > 10"},
+	{SQL: "SELECT length(x) AS n FROM (SELECT x||x AS x FROM (SELECT x||x AS x FROM (SELECT substr(title, 1, 1) AS x FROM todos) AS a) AS b) AS c"},
+}
+
+const smallQueries = 8
+
+func TestRowWorkAdmitsOrdinaryQueries(t *testing.T) {
+	for i, q := range ordinaryQueries {
+		if i < smallQueries {
+			q.Limits.Timeout = time.Second
+		}
+		if _, err := AdmitQuery(q); err != nil {
+			t.Errorf("%.80s (Timeout %v): %v (row work %d MiB)", q.SQL, q.Limits.Timeout, err, rowWorkOf(q)>>20)
+		}
+	}
+}
+
+// The budget follows the Timeout: the same text is admitted under a
+// longer one.
+func TestRowWorkBudgetFollowsTimeout(t *testing.T) {
+	if RowWorkBudget(0) != RowWorkBudget(5*time.Second) || RowWorkBudget(5*time.Second) != 5*RowWorkBytesPerSecond {
+		t.Errorf("budget under the default Timeout: %d, want %d", RowWorkBudget(0), 5*RowWorkBytesPerSecond)
+	}
+	if RowWorkBudget(time.Millisecond) != MinRowWorkBytes {
+		t.Errorf("budget under 1 ms: %d, want the floor %d", RowWorkBudget(time.Millisecond), MinRowWorkBytes)
+	}
+	q := driver.Query{SQL: "SELECT id FROM todos WHERE " + balancedSum("length(upper(title))", 30) + " > 0"}
+	w := rowWorkOf(q)
+	if w <= RowWorkBudget(time.Second) || w > RowWorkBudget(0) {
+		t.Fatalf("30 upper calls: row work %d, want between the 1 s and 5 s budgets", w)
+	}
+	if _, err := AdmitQuery(q); err != nil {
+		t.Errorf("30 upper calls under the default Timeout: %v", err)
+	}
+	q.Limits.Timeout = time.Second
+	if _, err := AdmitQuery(q); !errors.Is(err, driver.ErrQueryLimit) {
+		t.Errorf("30 upper calls under a 1 s Timeout: %v, want the rewrite bound", err)
+	}
+}
+
+// What each shape costs, checked against the measure CheckRowWork
+// documents (in units of a column value, C).
+func TestRowWorkMeasure(t *testing.T) {
+	const c = RowWorkColumnBytes
+	for _, tc := range []struct {
+		sql  string
+		args []any
+		want int64
+	}{
+		{"SELECT title FROM todos", nil, 0},                                // a result column
+		{"SELECT id FROM todos WHERE title = 'x'", nil, c},                 // compared once
+		{"SELECT length(title) AS n FROM todos", nil, c},                   // read once
+		{"SELECT upper(title) AS u FROM todos", nil, c},                    // read once
+		{"SELECT title || title || title AS x FROM todos", nil, 2 * 3 * c}, // two copies of the chain
+		{"SELECT CASE title WHEN 'a' THEN 1 WHEN 'b' THEN 2 END AS n FROM todos", nil, 2 * c},
+		{"SELECT id FROM todos WHERE length(?) > 0", []any{strings.Repeat("a", 100)}, 100},
+		{"SELECT replace(title, 'a', 'aaa') AS r FROM todos", nil, 3 * 2 * c}, // grows 3×, a 1-byte pattern
+		{"SELECT replace(title, ?, ?) AS r FROM todos", []any{"a", "aaa"}, 3 * 2 * c},
+		{"SELECT id FROM todos WHERE title LIKE '%' || ? || '%'", []any{"abcdefghijklm"}, 5 * c}, // 3 + 13 + 3 bytes: 1 + 4 copies
+		{"SELECT instr(title, ?) AS i FROM todos", []any{"abcdef"}, 2 * c},
+		{"SELECT length(substr(title, 1, 2)) AS n FROM todos", nil, c + 16},
+		{"SELECT upper(x) AS u FROM (SELECT substr(title, 1, 2) AS x FROM todos) AS d", nil, c + 32}, // 16 bytes of literals, x is 16
+		{"SELECT count(*) AS n FROM todos", nil, 0},
+	} {
+		toks, err := Tokenize(tc.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Literals and numbers add their bytes (8 at least): under 1 KiB.
+		if got := RowWork(tc.sql, toks, tc.args); got < tc.want || got >= tc.want+1024 {
+			t.Errorf("%s: row work %d, want %d (+ under 1 KiB of literals)", tc.sql, got, tc.want)
+		}
+	}
+}
+
+// The rule runs in a pass per level of derived tables: the costly texts
+// of the rewriters are priced in a bounded number of passes.
+func TestRowWorkPassesAreBounded(t *testing.T) {
+	for name, sql := range CostlyQueries() {
+		toks, err := Tokenize(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v := newSigText(sql, toks, nil)
+		_, passes := rowWorkPasses(v)
+		if passes > MaxQueryDepth+2 {
+			t.Errorf("%s: %d passes, over the nesting bound", name, passes)
+		}
+	}
+}
