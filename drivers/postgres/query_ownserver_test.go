@@ -27,15 +27,17 @@ import (
 // terminate and, unbounded, grows until the kernel kills it and the
 // postmaster restarts every backend). AQ-6's run-time promise is checked
 // by counting: no backend of the store's database is still active 5 s
-// after each call returned. Then the control: the driver's fences off
-// (fenceQueries), one shape bounded by its depth (19 levels of
-// abs(x)-abs(x): 2^19 copies, about 2 GB and 10–30 s of planning on a
-// 2-core machine) must outlive the call: the server does not answer
-// before the driver's deadline (Timeout + 1 s), or its backend is still
-// running 5 s after — the test fails if neither, so a server that
-// stopped planning early would not pass unnoticed. The control's backend cannot
-// be ended by the test (planning ignores pg_terminate_backend); the
-// database is left to `.ci/postgres-aq.sh stop` (an immediate shutdown).
+// after each call returned. Before them runs the control, which counts
+// rather than times:
+// EXPLAIN (VERBOSE) of the driver's rewritten text of 8 and 12 nested
+// derived tables and chained CTEs of abs(x)-abs(x) holds 2^(levels+1)-2
+// calls of abs without the fences (fenceQueries off: the planner merged
+// every level, copying the expression below twice each time) and two a
+// level with them; the test fails unless the unfenced count is at least
+// 2^levels (else it no longer sees the runaway) and the fenced one at
+// most 4·levels (else the fences do nothing), and sends no hostile shape
+// after such a failure.
+//
 // Run with:
 //
 //	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" go test -run TestAQPlannerEndsOnOwnServer ./drivers/postgres
@@ -65,6 +67,60 @@ func TestAQPlannerEndsOnOwnServer(t *testing.T) {
 	}
 	terms := func(term string, n int) string { return strings.TrimSuffix(strings.Repeat(term+" + ", n), " + ") }
 	const doubling, count = `SELECT substr(title, 1, 1) AS x FROM todos`, `SELECT length(title) AS x FROM todos`
+	// First the control, by counting: the planner's copies of abs( in the
+	// rewritten query's plan (EXPLAIN VERBOSE deparses every expression it
+	// kept), with and without the fences. Without them n levels of
+	// abs(x)-abs(x) hold 2^(n+1)-2 copies (the planner merged every level);
+	// with them two a level and the scan's own outputs. Small depths only:
+	// the unfenced plan at 12 levels is 8,190 calls, planned in
+	// milliseconds.
+	c := conn.(*Conn)
+	schema, err := c.storeSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, cols, err := c.queryTables([]string{"todos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := c.functionNames(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := func(sql string, fenced bool) int {
+		t.Helper()
+		fenceQueries = fenced
+		defer func() { fenceQueries = true }()
+		pq, err := rewriteQuery(sql, nil, schema, declared, cols, "p1", procs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan string
+		if err := c.pool.QueryRow(ctx, "EXPLAIN (VERBOSE, FORMAT JSON) "+pq.sql, pq.args...).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(plan, "abs(")
+	}
+	for _, levels := range []int{8, 12} {
+		for _, s := range []struct{ name, sql string }{
+			{"derived", nest(`abs(x) - abs(x)`, count, levels)},
+			{"cte", chain(`abs(x) - abs(x)`, count, levels)},
+		} {
+			fenced, unfenced := copies(s.sql, true), copies(s.sql, false)
+			t.Logf("%s-abs-%d: abs( in the plan: %d fenced, %d unfenced", s.name, levels, fenced, unfenced)
+			if unfenced < 1<<levels {
+				t.Errorf("control: %s-abs-%d without fences: %d copies of abs( in the plan, want ≥ 2^%d: the planner no longer merges the levels, so the test no longer sees its runaway",
+					s.name, levels, unfenced, levels)
+			}
+			if fenced > 4*levels {
+				t.Errorf("AQ-6: %s-abs-%d with fences: %d copies of abs( in the plan, want ≤ %d (linear in the levels): the fences no longer keep the planner from merging",
+					s.name, levels, fenced, 4*levels)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Fatal("the hostile shapes are not sent: without working fences they would plan for minutes")
+	}
 	defer querylang.DisableGrowthCheckForTest()()
 	defer querylang.DisableRowWorkCheckForTest()()
 	aq := conn.(driver.AuthoritativeQueryConn)
@@ -93,12 +149,6 @@ func TestAQPlannerEndsOnOwnServer(t *testing.T) {
 		if n, _ := call(a.name, a.sql); n > 0 {
 			t.Errorf("AQ-6: %s: %d backend(s) of the query still active 5 s after the call returned", a.name, n)
 		}
-	}
-	// The control: without the fences the planner outlives the call.
-	fenceQueries = false
-	defer func() { fenceQueries = true }()
-	if n, late := call("unfenced derived-abs-19", nest(`abs(x) - abs(x)`, count, 19)); n == 0 && !late {
-		t.Errorf("control: without fences, 19 levels of abs(x)-abs(x) were answered within the Timeout and left no backend: the test no longer sees the planner's runaway")
 	}
 }
 
