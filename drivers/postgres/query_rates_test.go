@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"os"
 	"sort"
 	"strings"
@@ -138,7 +139,11 @@ func measureCallRates(t *testing.T, aq driver.AuthoritativeQueryConn, part strin
 		}
 		base[id] = d
 	}
+	only := os.Getenv("SYNCSTORE_TEST_RATES_ONLY") // a comma-separated list of names, or all
 	for _, e := range rateExprs {
+		if only != "" && !strings.Contains(","+only+",", ","+e.name+",") {
+			continue
+		}
 		term := strings.ReplaceAll(e.expr, "X", "title")
 		switch e.kind {
 		case 'L':
@@ -147,25 +152,36 @@ func measureCallRates(t *testing.T, aq driver.AuthoritativeQueryConn, part strin
 			term = "CASE WHEN " + term + " THEN 1 ELSE 0 END"
 		}
 		for _, id := range e.rows {
-			q := func(n int) string { return `SELECT id FROM todos WHERE id = ? AND ` + rateSum(term, n) + ` IS NOT NULL` }
+			q := func(n int) string {
+				return `SELECT id FROM todos WHERE id = ? AND ` + rateSum(term, n) + ` IS NOT NULL`
+			}
 			t8, err := run(q(8), id)
 			if err != nil {
 				outs = append(outs, out{name: e.name, row: id, t8: t8, err: err})
 				continue
 			}
-			t16 := time.Duration(0)
+			o := out{name: e.name, row: id, t8: t8, b: float64((t8 - base[id]).Microseconds()) / 1000 / 8 / mib}
+			o.d = o.b
 			if t8 < 20*time.Second {
-				if t16, err = run(q(16), id); err != nil {
-					outs = append(outs, out{name: e.name, row: id, t8: t8, err: err})
+				t16, err := run(q(16), id)
+				switch {
+				case err == nil:
+					o.t16 = t16
+					o.d = float64((t16 - t8).Microseconds()) / 1000 / 8 / mib
+				case errors.Is(err, driver.ErrQueryLimit):
+					// 16 calls priced past a driver's budget (mysql's
+					// instr/replace guard): the slope from 4 to 8 calls.
+					t4, err := run(q(4), id)
+					if err != nil {
+						outs = append(outs, out{name: e.name, row: id, t8: t4, err: err})
+						continue
+					}
+					o.name += "(4→8)"
+					o.d = float64((t8 - t4).Microseconds()) / 1000 / 4 / mib
+				default:
+					outs = append(outs, out{name: e.name, row: id, t8: t16, err: err})
 					continue
 				}
-			}
-			o := out{name: e.name, row: id, t8: t8, t16: t16,
-				b: float64((t8 - base[id]).Microseconds()) / 1000 / 8 / mib}
-			if t16 > 0 {
-				o.d = float64((t16 - t8).Microseconds()) / 1000 / 8 / mib
-			} else {
-				o.d = o.b
 			}
 			outs = append(outs, o)
 		}
@@ -176,7 +192,7 @@ func measureCallRates(t *testing.T, aq driver.AuthoritativeQueryConn, part strin
 	for _, o := range outs {
 		if o.err != nil {
 			msg := o.err.Error()
-			if len(msg) > 140 {
+			if len(msg) > 140 && only == "" {
 				msg = msg[:140]
 			}
 			t.Logf("%-16s %-3s ERROR after %v: %s", o.name, o.row, o.t8.Round(time.Millisecond), msg)
