@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -38,7 +39,9 @@ type rateExpr struct {
 }
 
 // rateTitles are the stored 4 MiB values (MaxPushBytes): "a" cycles
-// 'a'..'z', "u" is 'é' repeated, "j" a JSON array of short strings.
+// 'a'..'z', "u" is 'é' repeated, "j" a JSON array of short strings, "A"
+// is all 'a' (every byte an occurrence for replace, a case fold, a
+// partial match for '%aab%').
 func rateTitles() map[string]string {
 	const size = 4 << 20
 	b := make([]byte, size)
@@ -47,24 +50,25 @@ func rateTitles() map[string]string {
 	}
 	const el = `"abcdefghijklmnopqrstuvwxy",`
 	js := "[" + strings.Repeat(el, (size-3)/len(el)) + "0]"
-	return map[string]string{"a": string(b), "u": strings.Repeat("é", size/2), "j": js}
+	return map[string]string{"a": string(b), "u": strings.Repeat("é", size/2), "j": js, "A": strings.Repeat("a", size)}
 }
 
 var rateExprs = func() []rateExpr {
 	au := []string{"a", "u"}
+	auA := []string{"a", "u", "A"}
 	return []rateExpr{
 		{"length", "length(X)", 'N', au},
-		{"upper", "upper(X)", 'L', au},
-		{"lower", "lower(X)", 'L', au},
+		{"upper", "upper(X)", 'L', auA},
+		{"lower", "lower(X)", 'L', auA},
 		{"substr2", "substr(X, 2)", 'L', au},
 		{"trim", "trim(X)", 'L', au},
 		{"ltrim", "ltrim(X)", 'L', au},
 		{"rtrim", "rtrim(X)", 'L', au},
-		{"replace_a_b", "replace(X, 'a', 'b')", 'L', au},
+		{"replace_a_b", "replace(X, 'a', 'b')", 'L', auA},
 		{"hex", "hex(X)", 'L', au},
 		{"quote", "quote(X)", 'L', au},
-		{"instr_zz", "instr(X, 'zz')", 'N', au},
-		{"like_zz", "X LIKE '%zz%'", 'P', au},
+		{"instr_zz", "instr(X, 'zz')", 'N', auA},
+		{"like_zz", "X LIKE '%zz%'", 'P', auA},
 		{"glob_zz", "X GLOB '*zz*'", 'P', au},
 		{"eq_x", "X = 'x'", 'P', au},
 		{"eq_self", "X = X", 'P', au},
@@ -84,6 +88,14 @@ var rateExprs = func() []rateExpr {
 		{"plus0", "X + 0", 'N', au},
 		{"nocase_eq_x", "X COLLATE NOCASE = 'x'", 'P', au},
 		{"nocase_eq_self", "X COLLATE NOCASE = X", 'P', au},
+		// Partial matches at every byte of "A" (a short constant
+		// pattern: |s|·|p|), a replace whose every character is an
+		// occurrence of a multibyte needle, a growing replace.
+		{"like_a7b", "X LIKE '%aaaaaaab%'", 'P', []string{"A"}},
+		{"glob_a7b", "X GLOB '*aaaaaaab*'", 'P', []string{"A"}},
+		{"instr_a7b", "instr(X, 'aaaaaaab')", 'N', []string{"A"}},
+		{"replace_e_x", "replace(X, 'é', 'x')", 'L', []string{"u"}},
+		{"replace_a_bb", "replace(X, 'a', 'bb')", 'L', []string{"A", "a"}},
 	}
 }()
 
@@ -132,7 +144,7 @@ func measureCallRates(t *testing.T, aq driver.AuthoritativeQueryConn, part strin
 	}
 	var outs []out
 	base := map[string]time.Duration{}
-	for _, id := range []string{"a", "u", "j"} {
+	for _, id := range []string{"a", "u", "j", "A"} {
 		d, err := run(`SELECT id FROM todos WHERE id = ?`, id)
 		if err != nil {
 			t.Fatalf("baseline %s: %v", id, err)
@@ -155,40 +167,39 @@ func measureCallRates(t *testing.T, aq driver.AuthoritativeQueryConn, part strin
 			q := func(n int) string {
 				return `SELECT id FROM todos WHERE id = ? AND ` + rateSum(term, n) + ` IS NOT NULL`
 			}
-			t8, err := run(q(8), id)
+			// The slope from n/2 to n calls, n = 16, or less when n calls
+			// are priced past a driver's budget (mysql's instr/replace
+			// guard refuses them before they run).
+			n, thi := 16, time.Duration(0)
+			var err error
+			for ; n >= 1; n /= 2 {
+				if thi, err = run(q(n), id); err == nil || !errors.Is(err, driver.ErrQueryLimit) {
+					break
+				}
+			}
 			if err != nil {
-				outs = append(outs, out{name: e.name, row: id, t8: t8, err: err})
+				outs = append(outs, out{name: e.name, row: id, t8: thi, err: err})
 				continue
 			}
-			o := out{name: e.name, row: id, t8: t8, b: float64((t8 - base[id]).Microseconds()) / 1000 / 8 / mib}
-			o.d = o.b
-			if t8 < 20*time.Second {
-				t16, err := run(q(16), id)
-				switch {
-				case err == nil:
-					o.t16 = t16
-					o.d = float64((t16 - t8).Microseconds()) / 1000 / 8 / mib
-				case errors.Is(err, driver.ErrQueryLimit):
-					// 16 calls priced past a driver's budget (mysql's
-					// instr/replace guard): the slope from 4 to 8 calls.
-					t4, err := run(q(4), id)
-					if err != nil {
-						outs = append(outs, out{name: e.name, row: id, t8: t4, err: err})
-						continue
-					}
-					o.name += "(4→8)"
-					o.d = float64((t8 - t4).Microseconds()) / 1000 / 4 / mib
-				default:
-					outs = append(outs, out{name: e.name, row: id, t8: t16, err: err})
+			tlo := base[id]
+			if n > 1 {
+				if tlo, err = run(q(n/2), id); err != nil {
+					outs = append(outs, out{name: e.name, row: id, t8: tlo, err: err})
 					continue
 				}
+			}
+			o := out{name: e.name, row: id, t8: tlo, t16: thi,
+				d: float64((thi - tlo).Microseconds()) / 1000 / float64(n-n/2) / mib,
+				b: float64((thi - base[id]).Microseconds()) / 1000 / float64(n) / mib}
+			if n != 16 {
+				o.name += fmt.Sprintf("(%d→%d)", n/2, n)
 			}
 			outs = append(outs, o)
 		}
 	}
 	sort.SliceStable(outs, func(i, j int) bool { return max(outs[i].d, outs[i].b) > max(outs[j].d, outs[j].b) })
-	t.Logf("baseline (no sum): a %v, u %v, j %v", base["a"], base["u"], base["j"])
-	t.Logf("%-16s %-3s %12s %12s %10s %10s", "call", "row", "ms/MiB/call", "(vs base)", "t8", "t16")
+	t.Logf("baseline (no sum): a %v, u %v, j %v, A %v", base["a"], base["u"], base["j"], base["A"])
+	t.Logf("%-16s %-3s %12s %12s %10s %10s", "call", "row", "ms/MiB/call", "(vs base)", "t(n/2)", "t(n)")
 	for _, o := range outs {
 		if o.err != nil {
 			msg := o.err.Error()
