@@ -130,6 +130,8 @@ var rateExprs = func() []rateExpr {
 		{"like_a7b", "X LIKE '%aaaaaaab%'", 'P', []string{"A"}},
 		{"glob_a7b", "X GLOB '*aaaaaaab*'", 'P', []string{"A"}},
 		{"instr_a7b", "instr(X, 'aaaaaaab')", 'N', []string{"A"}},
+		{"like_a63b", "X LIKE '%" + strings.Repeat("a", 63) + "b%'", 'P', []string{"A"}},
+		{"instr_a63b", "instr(X, '" + strings.Repeat("a", 63) + "b')", 'N', []string{"A"}},
 		{"replace_e_x", "replace(X, 'é', 'x')", 'L', []string{"u"}},
 		{"replace_a_bb", "replace(X, 'a', 'bb')", 'L', []string{"A", "a"}},
 	}
