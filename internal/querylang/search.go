@@ -51,21 +51,8 @@ func CheckSearchPatterns(sql string, args []any) error {
 	if err != nil {
 		return err
 	}
-	var sig []Token // significant tokens
-	var param []int // the parameter number of sig[i], 0 if none
-	last := 0
-	for _, tk := range toks {
-		if tk.Kind == TokSpace {
-			continue
-		}
-		n := 0
-		if tk.Kind == TokParam {
-			n, last = ParamNumber(sql[tk.Start:tk.End], last)
-		}
-		sig, param = append(sig, tk), append(param, n)
-	}
-	text := func(i int) string { return sql[sig[i].Start:sig[i].End] }
-	isOp := func(i int, op string) bool { return i < len(sig) && sig[i].Kind == TokOp && text(i) == op }
+	v := newSigText(sql, toks, args)
+	sig, param, text, isOp := v.sig, v.param, v.text, v.isOp
 	refuse := func(what string, at int) error {
 		return driver.NewQueryLimitError(driver.BoundRewrite, MaxSearchPatternBytes, nil,
 			fmt.Sprintf("authoritative query text (the %s at byte %d must be string literals and bind values joined by ||, at most %d bytes)",
