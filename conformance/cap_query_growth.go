@@ -285,6 +285,7 @@ func aqRowWorkBound(t T, h Harness) {
 		{"a chain of 3,000 concatenations", `SELECT length(title` + strings.Repeat(` || ''`, 3000) + `) AS n FROM todos`, nil},
 		{"a simple CASE of 500 WHENs", `SELECT CASE title ` + strings.Repeat(`WHEN 'a' THEN 1 `, 500) + `END AS n FROM todos`, nil},
 		{"1,000 upper() calls over a bound value", `SELECT id FROM todos WHERE ` + aqSum("length(upper(?1))", 1000) + ` > 0`, []any{strings.Repeat("a", 512<<10)}},
+		{"a correlated sub-query without a table of its own", `SELECT id FROM todos WHERE EXISTS (SELECT 1 WHERE ` + aqSum("length(upper(title))", 200) + ` > 0)`, nil},
 		{"a grown derived value read many times", `SELECT ` + aqSum("length(upper(x))", 8) + ` AS n FROM (SELECT replace(title, 'e', 'eeeeeeeeee') AS x FROM todos) AS d`, nil},
 	} {
 		_, took, err := q(c.sql, 0, c.args...)

@@ -29,8 +29,9 @@ import (
 //     its length (8 at least); a string or blob literal its length; any
 //     other literal 8;
 //   - `||`, `->` and `->>` chain their operands: each of the chain's
-//     operators costs the sum of its operands (the engines copy the
-//     accumulated text at each step), and the chain's value is that sum;
+//     operators costs what the chain holds once its right operand is
+//     added (the engines copy the accumulated text at each step), and
+//     the chain's value is the sum;
 //   - a call costs its arguments' sum × its growth weight (CheckGrowth's:
 //     replace with literal or bound patterns, repeat, printf, hex, JSON
 //     builders, …), × patternFactor of its pattern for a search (instr,
@@ -197,7 +198,7 @@ func rowWorkPasses(v *sigText) (work int64, passes int) {
 	prev := map[int]scopeReads{}
 	for passes = 1; ; passes++ {
 		r := &rowWork{v: v, prev: prev, cur: map[int]scopeReads{}, cte: map[string]int64{}}
-		r.level(0, len(v.sig), -1, false, 0)
+		r.level(0, len(v.sig), -1, false, 0, nil)
 		if passes == MaxQueryDepth+2 || sameSizes(prev, r.cur) {
 			return r.work, passes
 		}
@@ -248,31 +249,48 @@ const regionWith = regionFrom + 1
 // level prices the tokens [from, to) at one parenthesis level and returns
 // the value they carry out: for a scope (scope ≥ -1: the index of its
 // "(", the statement's -1) the largest result column; else the sum of
-// what its items carry (a call's arguments). scope < -1: not a scope,
-// whose column references stand for col bytes (its scope's).
-func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64) {
+// what its items carry (a call's arguments). scope < -1: not a scope.
+// col is the size a column reference stands for: a scope's own (what its
+// FROM reads) but at least col as given, which is the enclosing scope's
+// for a sub-query that may read the enclosing row (correlated), else 0.
+// aliases maps the result aliases of the scope (or, for a level that is
+// not a scope, of its scope) to the work of their expressions: an engine
+// evaluates the expression again where the alias is referenced.
+func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map[string]int64) (out int64) {
 	v := r.v
 	isScope := scope >= -1
 	if isScope {
 		reads, seen := r.prev[scope]
-		col = reads.col(seen)
+		col = max(col, reads.col(seen))
 		if _, ok := r.cur[scope]; !ok {
 			r.cur[scope] = scopeReads{} // seen, whatever it reads
 		}
+		aliases = map[string]int64{}
 	}
 	readsDerived := func(n int64) {
 		c := r.cur[scope]
 		c.derived = max(c.derived, n)
 		r.cur[scope] = c
 	}
+	readsTable := func() {
+		c := r.cur[scope]
+		c.table = true
+		r.cur[scope] = c
+	}
 	region := regionOther
-	fromCond := false // after ON, in FROM
-	var item int64    // the current result column's value
-	var sum int64     // the current chain's operands
-	ops, inChain, consumed := int64(0), false, false
+	fromCond := false   // after ON, in FROM
+	var item int64      // the current result column's value
+	itemStart := r.work // the work before the current result column
+	var sum int64       // the current chain's operands
+	inChain, pendingOp, consumed := false, false, false
+	// segStart is the work before the current operand of AND, OR, NOT,
+	// a comma or a CASE keyword: BETWEEN's left operand is evaluated
+	// twice (PostgreSQL copies it into x >= a AND x <= b).
+	segStart := r.work
 	type caseFrame struct {
 		operand, whens int64
 		inOperand      bool
+		segStart       int64
 	}
 	var cases []caseFrame
 	consumesAt := func(k int) bool {
@@ -309,7 +327,6 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 	// finish ends the chain before token k.
 	finish := func(k int) {
 		if inChain {
-			r.work = rwAdd(r.work, rwMul(ops, sum))
 			switch {
 			case len(cases) > 0 && cases[len(cases)-1].inOperand:
 				cases[len(cases)-1].operand = sum
@@ -323,15 +340,23 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 				r.work = rwAdd(r.work, sum)
 			}
 		}
-		sum, ops, inChain = 0, 0, false
+		sum, inChain, pendingOp = 0, false, false
 		consumed = consumesAt(k)
 	}
+	// operand adds a value to the chain; after ||, -> or ->> the
+	// operator copies what the chain holds so far.
 	operand := func(size int64) {
 		sum, inChain = rwAdd(sum, min(size, rowWorkMaxValue)), true
+		if pendingOp {
+			r.work, pendingOp = rwAdd(r.work, sum), false
+		}
 	}
 	endItem := func() {
 		out = max(out, item)
-		item = 0
+		item, itemStart = 0, r.work
+	}
+	alias := func(name string) {
+		aliases[name] = max(aliases[name], r.work-itemStart)
 	}
 	skipName := false // the word after AS: an alias or a type
 	for i := from; i < to; i++ {
@@ -345,23 +370,39 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 				if j <= i {
 					j = to
 				}
-				if queryStart(v.lower(i + 1)) {
-					val := r.level(i+1, j, i, false, 0)
+				inFrom := isScope && region == regionFrom && !fromCond
+				switch {
+				case queryStart(v.lower(i + 1)):
+					inherit := col // a sub-query may read the enclosing row
+					if isScope && (region == regionWith || (inFrom && v.lower(i-1) != "lateral")) {
+						inherit = 0
+					}
+					val := r.level(i+1, j, i, false, inherit, nil)
 					switch {
 					case isScope && region == regionWith: // a CTE body
 						if name := cteName(v, i); name != "" {
 							r.cte[name] = max(r.cte[name], val)
 						}
-					case isScope && region == regionFrom && !fromCond: // a derived table
+					case inFrom: // a derived table
 						readsDerived(val)
 					default:
 						operand(val)
 					}
-				} else if isScope && region == regionWith {
+				case isScope && region == regionWith:
 					// a CTE's column list
-				} else if isCall(v, i-1) {
+				case isCall(v, i-1):
 					name := v.lower(i - 1)
-					inner := r.level(i+1, j, -2, window, col)
+					before := r.work
+					inner := r.level(i+1, j, -2, window, col, aliases)
+					switch args := r.work - before; name {
+					case "nullif": // MariaDB evaluates the first argument twice
+						r.work = rwAdd(r.work, args)
+					case "json_each": // PostgreSQL's rewrite repeats the argument 4 times
+						r.work = rwAdd(r.work, rwMul(args, 3))
+					}
+					if inFrom {
+						readsTable() // a table-valued function: its rows are values of any size
+					}
 					wgt, numeric := v.callWeight(name, i)
 					f := int64(1)
 					if k, ok := patternCalls[name]; ok {
@@ -384,16 +425,20 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 						r.work = rwAdd(r.work, rwMul(max(inner, val), f))
 					}
 					operand(val)
-				} else if v.lower(i-1) == "over" && v.sig[i-1].Kind == TokWord {
+				case v.lower(i-1) == "over" && v.sig[i-1].Kind == TokWord:
 					// A window's PARTITION BY and ORDER BY compare their values.
-					r.work = rwAdd(r.work, r.level(i+1, j, -2, true, col))
-				} else {
-					operand(r.level(i+1, j, -2, window, col))
+					r.work = rwAdd(r.work, r.level(i+1, j, -2, true, col, aliases))
+				case inFrom:
+					// A parenthesized table or join: read as a table.
+					readsTable()
+					r.level(i+1, j, -2, window, col, aliases)
+				default:
+					operand(r.level(i+1, j, -2, window, col, aliases))
 				}
 				skipName = false
 				i = j
 			case "||", "->", "->>":
-				ops++
+				pendingOp = true
 			case ".":
 			case "*":
 				switch p := v.lower(i - 1); {
@@ -407,6 +452,7 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 				finish(i)
 			case ",":
 				finish(i)
+				segStart = r.work
 				if isScope && region == regionResult {
 					endItem()
 				}
@@ -441,17 +487,26 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 			}
 			if !keyword {
 				if skipName || (isScope && (region == regionWith || (region == regionFrom && !fromCond))) {
+					if skipName && isScope && region == regionResult {
+						alias(w)
+					}
 					skipName = false
 					if p := v.lower(i - 1); isScope && region == regionFrom && !fromCond && (p == "from" || p == "join" || p == ",") {
 						if n, ok := r.cte[w]; ok {
 							readsDerived(n)
 						} else {
-							c := r.cur[scope]
-							c.table = true
-							r.cur[scope] = c
+							readsTable()
 						}
 					}
 					continue
+				}
+				if isScope && region == regionResult && v.endsValue(i-1) && !v.isOp(i-1, ".") {
+					finish(i)
+					alias(w) // an alias without AS
+					continue
+				}
+				if n, ok := aliases[w]; ok && !v.isOp(i-1, ".") {
+					r.work = rwAdd(r.work, n) // the alias's expression again
 				}
 				operand(col)
 				continue
@@ -465,10 +520,13 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 				continue
 			}
 			finish(i)
+			if w == "between" {
+				r.work = rwAdd(r.work, r.work-segStart)
+			}
 			skipName = w == "as"
 			switch w {
 			case "case":
-				cases = append(cases, caseFrame{inOperand: v.lower(i+1) != "when"})
+				cases = append(cases, caseFrame{inOperand: v.lower(i+1) != "when", segStart: segStart})
 			case "when":
 				if n := len(cases); n > 0 {
 					cases[n-1].inOperand = false
@@ -479,7 +537,14 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 					c := cases[n-1]
 					r.work = rwAdd(r.work, rwMul(c.operand, c.whens))
 					cases = cases[:n-1]
+					segStart = c.segStart // CASE … END is one operand
+					continue
 				}
+			}
+			switch w {
+			case "and", "or", "not", "case", "when", "then", "else", "on", "select", "where", "having", "from",
+				"group", "order", "by", "limit", "values", "union", "intersect", "except":
+				segStart = r.work
 			}
 			if !isScope {
 				continue
@@ -492,6 +557,7 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64) (out int64)
 					endItem()
 				}
 				region = regionResult
+				itemStart = r.work
 			case "from":
 				if region == regionResult {
 					endItem()
@@ -650,12 +716,12 @@ func (r *rowWork) pattern(i, to int) (n int64, next int, ok bool) {
 }
 
 // argBytes is the size of argument k of the call whose "(" is at open,
-// read as a pattern (patternBytes); MaxSearchPatternBytes when the call
-// has no such argument.
+// read as a pattern (patternBytes); 1 when the call has no such argument
+// (trim's default set is a space).
 func (r *rowWork) argBytes(open, k int) int64 {
 	cs := r.v.commas[open]
 	if k > len(cs) {
-		return MaxSearchPatternBytes
+		return 1 // trim(x): the default set, a space
 	}
 	from, to := open+1, r.v.match[open]
 	if k > 0 {

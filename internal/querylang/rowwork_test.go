@@ -37,7 +37,21 @@ func rowWorkAttacks() map[string]driver.Query {
 		"literal-built-value":      {SQL: "SELECT " + balancedSum("length(upper(zeroblob(10000000)))", 40) + " AS n FROM todos"},
 		"bound-size-built-value":   {SQL: "SELECT " + balancedSum("length(upper(printf('%.*c', ?1, 'x')))", 2) + " AS n FROM todos", Args: []any{int64(1e8)}},
 		"printf-width":             {SQL: "SELECT " + balancedSum("length(upper(printf('%100000000d', 1)))", 4) + " AS n FROM todos"},
-		"in-list-of-columns":       {SQL: "SELECT id FROM todos WHERE title IN (" + strings.Repeat("upper(title), ", 499) + "title)"},
+		// Found by a hostile review: a correlated sub-query without a
+		// table of its own, a parenthesized table, nested BETWEEN
+		// (PostgreSQL evaluates x twice) and NULLIF (MariaDB evaluates
+		// its first argument twice), aliases referenced again.
+		"correlated-subquery-no-from": {SQL: "SELECT id FROM todos WHERE (SELECT " + balancedSum("length(upper(title))", 200) + ") > 0"},
+		"exists-no-from":              {SQL: "SELECT id FROM todos WHERE EXISTS (SELECT 1 WHERE " + balancedSum("length(upper(title))", 200) + " > 0)"},
+		"subquery-from-small-cte":     {SQL: "WITH s(k) AS (SELECT 1) SELECT id FROM todos WHERE (SELECT " + balancedSum("length(upper(todos.title))", 200) + " FROM s) > 0"},
+		"subquery-values":             {SQL: "SELECT id FROM todos WHERE (SELECT " + balancedSum("length(upper(title))", 200) + " FROM (VALUES (1))) > 0"},
+		"parenthesized-table":         {SQL: "SELECT id FROM (SELECT 1 AS k) s, (todos) WHERE " + balancedSum("length(upper(title))", 200) + " > 0"},
+		"scalar-in-result":            {SQL: "SELECT (SELECT " + balancedSum("length(upper(title))", 200) + ") AS n FROM todos"},
+		"nested-between":              {SQL: "SELECT id FROM todos WHERE " + strings.Repeat("CASE WHEN ", 12) + "length(upper(title))" + strings.Repeat(" BETWEEN 0 AND 2000000000 THEN 1 ELSE 0 END", 12) + " = 1"},
+		"nested-nullif":               {SQL: "SELECT length(" + strings.Repeat("nullif(", 10) + "upper(title)" + strings.Repeat(", 'x')", 10) + ") AS n FROM todos"},
+		"alias-referenced":            {SQL: "SELECT id, (title LIKE '%" + strings.Repeat("a", 90) + "b%') AS m FROM todos GROUP BY id HAVING " + strings.Repeat("m + ", 11) + "m > 0"},
+		"alias-in-where-no-as":        {SQL: "SELECT id, upper(upper(upper(title))) u FROM todos WHERE " + strings.Repeat("u <> '' AND ", 30) + "u <> ''"},
+		"in-list-of-columns":          {SQL: "SELECT id FROM todos WHERE title IN (" + strings.Repeat("upper(title), ", 499) + "title)"},
 	}
 }
 
@@ -72,6 +86,12 @@ var ordinaryQueries = []driver.Query{
 	{SQL: "SELECT CASE status WHEN 'open' THEN 1 WHEN 'doing' THEN 2 WHEN 'review' THEN 3 WHEN 'done' THEN 4 ELSE 0 END AS rank FROM todos"},
 	{SQL: "WITH open AS (SELECT id, owner_id FROM todos WHERE done = 0) SELECT u.email, count(o.id) AS n FROM users u LEFT JOIN open o ON o.owner_id = u.id GROUP BY u.email ORDER BY n DESC"},
 	{SQL: "SELECT json_object('id', id, 'title', title, 'tags', json(tags)) AS doc FROM todos"},
+	{SQL: "SELECT id, trim(title) AS t, trim(project_id) AS p FROM todos WHERE trim(owner_id) <> ''"},
+	{SQL: "SELECT id || ',' || title || ',' || project_id || ',' || owner_id || ',' || done || ',' || updated_at || ',' || id AS line FROM todos"},
+	{SQL: "SELECT id, lower(trim(title)) AS t FROM todos GROUP BY lower(trim(title)) ORDER BY lower(trim(title))"},
+	{SQL: "SELECT id, coalesce(nullif(trim(title), ''), '(untitled)') AS t, substr(title, 1, 80) AS preview FROM todos WHERE owner_id = ? ORDER BY lower(title), id", Args: []any{"u1"}},
+	{SQL: "SELECT id, title, done FROM todos WHERE project_id = ? AND done = 0 AND updated_at BETWEEN ? AND ? ORDER BY updated_at DESC, id LIMIT 50", Args: []any{"p", int64(1), int64(2)}},
+	{SQL: "SELECT t.id FROM todos t WHERE EXISTS (SELECT 1 FROM todos u WHERE u.id = t.project_id AND u.owner_id = t.owner_id)"},
 	{SQL: "SELECT owner_id, json_group_array(title) AS titles FROM todos GROUP BY owner_id"},
 	{SQL: "SELECT id, json_extract(meta, '$.tags') AS tags, coalesce(note, '') || ' (' || title || ')' AS label FROM todos"},
 	{SQL: "SELECT id, rank() OVER (PARTITION BY owner_id ORDER BY created_at DESC) AS r FROM todos"},
@@ -129,7 +149,7 @@ func TestRowWorkMeasure(t *testing.T) {
 		{"SELECT id FROM todos WHERE title = 'x'", nil, c},                 // compared once
 		{"SELECT length(title) AS n FROM todos", nil, c},                   // read once
 		{"SELECT upper(title) AS u FROM todos", nil, c},                    // read once
-		{"SELECT title || title || title AS x FROM todos", nil, 2 * 3 * c}, // two copies of the chain
+		{"SELECT title || title || title AS x FROM todos", nil, 2*c + 3*c}, // each || copies what the chain holds
 		{"SELECT CASE title WHEN 'a' THEN 1 WHEN 'b' THEN 2 END AS n FROM todos", nil, 2 * c},
 		{"SELECT id FROM todos WHERE length(?) > 0", []any{strings.Repeat("a", 100)}, 100},
 		{"SELECT replace(title, 'a', 'aaa') AS r FROM todos", nil, 3 * 2 * c}, // grows 3×, a 1-byte pattern
