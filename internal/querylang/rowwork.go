@@ -24,10 +24,13 @@ import (
 // hold, at most 1 GiB: no engine holds a larger one):
 //
 //   - a column reference (a `*` too) is RowWorkColumnBytes — the largest
-//     value one push can store — or, in a SELECT whose FROM reads derived
-//     tables or CTEs, the largest result value of those; a bind value is
-//     its length (8 at least); a string or blob literal its length; any
-//     other literal 8;
+//     value one push can store — or, in a SELECT whose FROM reads only
+//     derived tables or CTEs, the largest result value of those; in a
+//     sub-query of an expression (EXISTS, IN, scalar, LATERAL) at least
+//     what it is in the enclosing query, whose row it may read; a
+//     parenthesized table or a table-valued function in FROM reads a
+//     table; a bind value is its length (8 at least); a string or blob
+//     literal its length; any other literal 8;
 //   - `||`, `->` and `->>` chain their operands: each of the chain's
 //     operators costs what the chain holds once its right operand is
 //     added (the engines copy the accumulated text at each step), and
@@ -35,21 +38,28 @@ import (
 //   - a call costs its arguments' sum × its growth weight (CheckGrowth's:
 //     replace with literal or bound patterns, repeat, printf, hex, JSON
 //     builders, …), × patternFactor of its pattern for a search (instr,
-//     replace, trim, like(), glob()); its value is 8 for
-//     a call returning a number (length, instr, count, …), 4n + 8 for
-//     substr(x, i, n) with n a literal or bound integer, the
-//     arguments' sum × its weight otherwise; an aggregate that
-//     concatenates rows (group_concat, string_agg, …) costs its argument
-//     per row, and its value weighs MaxQueryGrowth;
+//     replace, trim, like(), glob()); its value is 8 for a call returning
+//     a number (length, instr, count, …), 4n + 8 for substr(x, i, n) with
+//     n a literal or bound integer, what a size argument asks for
+//     (builtBytes), the arguments' sum × its weight otherwise; an
+//     aggregate that concatenates rows (group_concat, string_agg, …)
+//     costs its argument per row, and its value weighs MaxQueryGrowth;
+//     the arguments' work counts twice in nullif (MariaDB evaluates the
+//     first one twice) and four times in json_each (the postgres
+//     driver's rewrite repeats it);
 //   - an operand of any other operator (comparison, arithmetic, LIKE, IS,
 //     IN, BETWEEN, AND, OR, NOT, unary minus) costs its size once, and
 //     the result is a number; the left operand of IN (list) costs its
 //     size × (1 + log2 of the list's length), of LIKE, GLOB, REGEXP or
 //     MATCH its size × patternFactor of the pattern, a simple CASE's
-//     operand its size per WHEN;
+//     operand its size per WHEN; BETWEEN's left operand, with the work
+//     of every call in it, counts twice (PostgreSQL copies it into
+//     x >= a AND x <= b);
 //   - an expression of WHERE, ON, GROUP BY, HAVING, ORDER BY or LIMIT
 //     costs its size once; a result column costs nothing more (the result
-//     bounds count it) and is the value of its sub-query.
+//     bounds count it) and is the value of its sub-query; a reference to
+//     a result column's alias costs that column's work again (SQLite and
+//     MariaDB evaluate the expression again).
 //
 // A text is refused when the sum over every call and operator of the
 // statement exceeds RowWorkBudget(Timeout). The sum is over the whole
