@@ -2,6 +2,7 @@ package querylang
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
 	"strings"
 	"sync/atomic"
@@ -58,8 +59,15 @@ import (
 //   - an expression of WHERE, ON, GROUP BY, HAVING, ORDER BY or LIMIT
 //     costs its size once; a result column costs nothing more (the result
 //     bounds count it) and is the value of its sub-query; a reference to
-//     a result column's alias costs that column's work again (SQLite and
-//     MariaDB evaluate the expression again).
+//     a result column's alias, or to a column of a derived table or CTE,
+//     costs that column's work again (SQLite and MariaDB evaluate an
+//     alias's expression again; SQLite's push-down and D1's flattener
+//     copy a derived column's expression into the query around it);
+//   - IN (list) evaluates its left operand's calls once per item when it
+//     is a row value or an item is not a single literal or bind value
+//     (PostgreSQL turns the list into ORs), else once per type among the
+//     items (MariaDB); a simple CASE evaluates its value's calls once per
+//     type among the WHEN values (MariaDB); BETWEEN SYMMETRIC four times.
 //
 // A text is refused when the sum over every call and operator of the
 // statement exceeds RowWorkBudget(Timeout). The sum is over the whole
@@ -117,7 +125,7 @@ func patternFactor(n int64) int64 {
 
 // rowWorkKeywords are words the rule never reads as a column reference,
 // beside growthKeywords.
-var rowWorkKeywords = map[string]bool{"offset": true, "recursive": true, "materialized": true}
+var rowWorkKeywords = map[string]bool{"offset": true, "recursive": true, "materialized": true, "symmetric": true}
 
 // joinWords start a join in a FROM clause.
 var joinWords = map[string]bool{"left": true, "right": true, "inner": true, "outer": true, "cross": true, "natural": true, "full": true}
@@ -207,7 +215,8 @@ func RowWork(sql string, toks []Token, args []any) int64 {
 func rowWorkPasses(v *sigText) (work int64, passes int) {
 	prev := map[int]scopeReads{}
 	for passes = 1; ; passes++ {
-		r := &rowWork{v: v, prev: prev, cur: map[int]scopeReads{}, cte: map[string]int64{}}
+		r := &rowWork{v: v, prev: prev, cur: map[int]scopeReads{}, cte: map[string]int64{},
+			cteWork: map[string]map[string]int64{}, cols: map[int]map[string]int64{}}
 		r.level(0, len(v.sig), -1, false, 0, nil)
 		if passes == MaxQueryDepth+2 || sameSizes(prev, r.cur) {
 			return r.work, passes
@@ -221,6 +230,11 @@ func rowWorkPasses(v *sigText) (work int64, passes int) {
 type scopeReads struct {
 	derived int64
 	table   bool
+	// work: the work of each result column's expression of those derived
+	// tables and CTEs, by name — an engine that flattens or pushes a
+	// derived table into the query around it (SQLite's push-down, D1's
+	// flattener) evaluates it again at each reference.
+	work map[string]int64
 }
 
 // col is the size a column reference of the scope stands for. A scope
@@ -237,11 +251,22 @@ func sameSizes(a, b map[int]scopeReads) bool {
 		return false
 	}
 	for k, x := range a {
-		if y, ok := b[k]; !ok || x != y {
+		y, ok := b[k]
+		if !ok || x.derived != y.derived || x.table != y.table || !maps.Equal(x.work, y.work) {
 			return false
 		}
 	}
 	return true
+}
+
+// mergeWork keeps, in *dst, the larger work of each name of src.
+func mergeWork(dst *map[string]int64, src map[string]int64) {
+	for name, w := range src {
+		if *dst == nil {
+			*dst = map[string]int64{}
+		}
+		(*dst)[name] = max((*dst)[name], w)
+	}
 }
 
 // rowWork is one pass of the rule over a text.
@@ -251,7 +276,11 @@ type rowWork struct {
 	// prev and cur: what each scope (by the index of its "(", -1 for the
 	// statement) reads, in the pass before and in this one.
 	prev, cur map[int]scopeReads
-	cte       map[string]int64 // each CTE's largest result value, this pass
+	cte       map[string]int64            // each CTE's largest result value, this pass
+	cteWork   map[string]map[string]int64 // each CTE's result columns' work, this pass
+	// cols: each scope's result aliases (by its "(") and their work, this
+	// pass, for the scope around it to read.
+	cols map[int]map[string]int64
 }
 
 const regionWith = regionFrom + 1
@@ -275,11 +304,16 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 		if _, ok := r.cur[scope]; !ok {
 			r.cur[scope] = scopeReads{} // seen, whatever it reads
 		}
-		aliases = map[string]int64{}
+		aliases = maps.Clone(reads.work) // the columns of its derived tables
+		if aliases == nil {
+			aliases = map[string]int64{}
+		}
+		r.cols[scope] = aliases
 	}
-	readsDerived := func(n int64) {
+	readsDerived := func(n int64, work map[string]int64) {
 		c := r.cur[scope]
 		c.derived = max(c.derived, n)
+		mergeWork(&c.work, work)
 		r.cur[scope] = c
 	}
 	readsTable := func() {
@@ -301,6 +335,8 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 		operand, whens int64
 		inOperand      bool
 		segStart       int64
+		start, opWork  int64 // the work before CASE; its operand's work
+		kinds          map[string]bool
 	}
 	var cases []caseFrame
 	consumesAt := func(k int) bool {
@@ -392,9 +428,12 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 					case isScope && region == regionWith: // a CTE body
 						if name := cteName(v, i); name != "" {
 							r.cte[name] = max(r.cte[name], val)
+							w := r.cteWork[name]
+							mergeWork(&w, r.cols[i])
+							r.cteWork[name] = w
 						}
 					case inFrom: // a derived table
-						readsDerived(val)
+						readsDerived(val, r.cols[i])
 					default:
 						operand(val)
 					}
@@ -503,7 +542,7 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 					skipName = false
 					if p := v.lower(i - 1); isScope && region == regionFrom && !fromCond && (p == "from" || p == "join" || p == ",") {
 						if n, ok := r.cte[w]; ok {
-							readsDerived(n)
+							readsDerived(n, r.cteWork[w])
 						} else {
 							readsTable()
 						}
@@ -529,32 +568,63 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 				skipName = true // the chain goes on
 				continue
 			}
+			pre := r.work - segStart // the work of the operand ending here
+			infix := w == "not" && v.endsValue(i-1)
 			finish(i)
-			if w == "between" {
-				r.work = rwAdd(r.work, r.work-segStart)
+			switch {
+			case w == "between":
+				// Evaluated twice (x >= a AND x <= b), SYMMETRIC four times.
+				extra := r.work - segStart
+				if v.lower(i+1) == "symmetric" {
+					extra = rwMul(extra, 3)
+				}
+				r.work = rwAdd(r.work, extra)
+			case w == "in" && v.lower(i-1) != "not", infix && v.lower(i+1) == "in":
+				k := i
+				if w == "not" {
+					k++
+				}
+				if n := inCopies(v, k); n > 1 {
+					r.work = rwAdd(r.work, rwMul(pre, n-1))
+				}
 			}
 			skipName = w == "as"
 			switch w {
 			case "case":
-				cases = append(cases, caseFrame{inOperand: v.lower(i+1) != "when", segStart: segStart})
+				cases = append(cases, caseFrame{inOperand: v.lower(i+1) != "when", segStart: segStart,
+					start: r.work, kinds: map[string]bool{}})
 			case "when":
 				if n := len(cases); n > 0 {
-					cases[n-1].inOperand = false
-					cases[n-1].whens++
+					c := &cases[n-1]
+					if c.inOperand {
+						c.opWork = r.work - c.start
+					}
+					c.inOperand = false
+					c.whens++
+					c.kinds[constKind(v, i+1, v.lower(i+2) == "then", c.whens)] = true
 				}
 			case "end":
 				if n := len(cases); n > 0 {
 					c := cases[n-1]
 					r.work = rwAdd(r.work, rwMul(c.operand, c.whens))
+					// MariaDB compares a simple CASE's value once per type
+					// of its WHEN values, evaluating it each time.
+					if c.opWork > 0 && len(c.kinds) > 1 {
+						r.work = rwAdd(r.work, rwMul(c.opWork, int64(len(c.kinds)-1)))
+					}
 					cases = cases[:n-1]
 					segStart = c.segStart // CASE … END is one operand
 					continue
 				}
 			}
 			switch w {
-			case "and", "or", "not", "case", "when", "then", "else", "on", "select", "where", "having", "from",
+			case "and", "or", "case", "when", "then", "else", "on", "select", "where", "having", "from",
 				"group", "order", "by", "limit", "values", "union", "intersect", "except":
 				segStart = r.work
+			case "not":
+				if !infix { // NOT x, not x NOT IN/LIKE/BETWEEN
+					segStart = r.work
+				}
 			}
 			if !isScope {
 				continue
@@ -593,6 +663,90 @@ func (r *rowWork) level(from, to, scope int, window bool, col int64, aliases map
 		r.work = rwAdd(r.work, rwMul(c.operand, c.whens))
 	}
 	return out
+}
+
+// inCopies is how many times an engine may evaluate the left operand of
+// the IN at token k: once per item when the left operand is a row value
+// or an item is not a single literal or bind value (PostgreSQL turns such
+// a list into x = a OR x = b …), else once per type among the items
+// (MariaDB compares once per type); 1 for IN (sub-query).
+func inCopies(v *sigText, k int) int64 {
+	open := k + 1
+	if !v.isOp(open, "(") || queryStart(v.lower(open+1)) {
+		return 1
+	}
+	closeAt := v.match[open]
+	cs := v.commas[open]
+	n := int64(len(cs) + 1)
+	left := k - 1
+	if v.lower(left) == "not" {
+		left--
+	}
+	if v.isOp(left, ")") && len(v.commas[v.back[left]]) > 0 {
+		return n // a row value
+	}
+	kinds := map[string]bool{}
+	from := open + 1
+	for idx := 0; idx <= len(cs); idx++ {
+		to := closeAt
+		if idx < len(cs) {
+			to = cs[idx]
+		}
+		if to-from != 1 {
+			return n
+		}
+		kind := constKind(v, from, true, 0)
+		if kind == "" {
+			return n
+		}
+		kinds[kind] = true
+		from = to + 1
+	}
+	return int64(len(kinds))
+}
+
+// constKind is the type of the literal, bind value or date keyword at
+// token i when single (it is the whole operand), "" for a column or any
+// other operand; for a CASE's WHEN values, another operand is a kind of
+// its own (nth).
+func constKind(v *sigText, i int, single bool, nth int64) string {
+	other := ""
+	if nth > 0 {
+		other = fmt.Sprintf("expr%d", nth)
+	}
+	if !single || i >= len(v.sig) {
+		return other
+	}
+	switch tk := v.sig[i]; tk.Kind {
+	case TokString:
+		return "text"
+	case TokNumber:
+		if strings.ContainsAny(v.text(i), ".eE") {
+			return "real"
+		}
+		return "integer"
+	case TokBlob:
+		return "blob"
+	case TokParam:
+		a, _ := v.bound(i)
+		switch a.(type) {
+		case string, driver.JSON:
+			return "text"
+		case int64, bool:
+			return "integer"
+		case float64:
+			return "real"
+		case []byte:
+			return "blob"
+		}
+		return "null"
+	case TokWord:
+		switch w := v.lower(i); w {
+		case "null", "true", "false", "current_date", "current_time", "current_timestamp":
+			return w
+		}
+	}
+	return other
 }
 
 // queryStart: a parenthesis opening with w holds a query.

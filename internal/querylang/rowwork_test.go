@@ -157,7 +157,10 @@ func TestRowWorkMeasure(t *testing.T) {
 		{"SELECT id FROM todos WHERE title LIKE '%' || ? || '%'", []any{"abcdefghijklm"}, 5 * c}, // 3 + 13 + 3 bytes: 1 + 4 copies
 		{"SELECT instr(title, ?) AS i FROM todos", []any{"abcdef"}, 2 * c},
 		{"SELECT length(substr(title, 1, 2)) AS n FROM todos", nil, c + 16},
-		{"SELECT upper(x) AS u FROM (SELECT substr(title, 1, 2) AS x FROM todos) AS d", nil, c + 32}, // 16 bytes of literals, x is 16
+		{"SELECT upper(x) AS u FROM (SELECT substr(title, 1, 2) AS x FROM todos) AS d", nil, 2*c + 48}, // x's expression again (a flattener copies it), x is 16
+		{"SELECT id FROM todos WHERE upper(title) IN ('a', 'b', 'c')", nil, c + 3*c},                   // upper once, compared with a halving per item
+		{"SELECT id FROM todos WHERE upper(title) IN ('a', id)", nil, 2*c + 3*c + c},                   // upper per item (x = 'a' OR x = id), the item id compared
+		{"SELECT CASE upper(title) WHEN 1 THEN 1 WHEN 'a' THEN 2 END AS n FROM todos", nil, 2*c + 2*c}, // upper per WHEN type, the value per WHEN
 		{"SELECT count(*) AS n FROM todos", nil, 0},
 	} {
 		toks, err := Tokenize(tc.sql)
