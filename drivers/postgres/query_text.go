@@ -353,6 +353,9 @@ func isPgKeyword(name string) bool { return pgKeywords[name] }
 //   - instr(x, y) becomes strpos(x, y);
 //   - round(x[, n]) becomes round(x::numeric[, n])::float8: half away
 //     from zero on the decimal value, a REAL result, as SQLite;
+//   - power, exp, ln, log, log10 and sqrt take each argument as float8
+//     (SQLite computes them in REAL; PostgreSQL's numeric versions run
+//     unbounded multiplications without checking for interrupts);
 //   - CAST(x AS INTEGER|INT|BIGINT) becomes
 //     CAST(trunc(CAST(CAST(x AS text) AS numeric)) AS int8) (SQLite
 //     truncates; PostgreSQL rounds) and CAST(x AS REAL|FLOAT|DOUBLE)
@@ -420,6 +423,25 @@ func parity(ps []piece) error {
 				pre[end] = ")::numeric" + pre[end]
 			}
 			post[end] += "::float8"
+		case p.Kind == querylang.TokWord && floatMath[p.Name] && isCall(ps, i):
+			// Each argument as float8: SQLite's math functions compute in
+			// REAL, and PostgreSQL's numeric versions (reached by sum() of
+			// an int8 or avg()) multiply numbers of any digits without
+			// checking for interrupts — power(x, 130000) over a fractional
+			// numeric ran 0.53 s a call (AQ-5, AQ-6).
+			open := querylang.FirstSignificant(ps, i+1)
+			end := querylang.Matching(ps, open)
+			if end < 0 {
+				return queryInvalid("query has an unbalanced call (AQ-1)")
+			}
+			post[open] += "("
+			for k := open + 1; k < end; k++ {
+				if ps[k].Text == "," && querylang.DepthAt(ps, open+1, k) == 0 {
+					pre[k] = ")::float8" + pre[k]
+					post[k] += "("
+				}
+			}
+			pre[end] = ")::float8" + pre[end]
 		case p.Kind == querylang.TokWord && p.Name == "cast" && isCall(ps, i):
 			open := querylang.FirstSignificant(ps, i+1)
 			end := querylang.Matching(ps, open)
@@ -448,6 +470,10 @@ func parity(ps []piece) error {
 	}
 	return nil
 }
+
+// floatMath are the math functions whose arguments parity casts to
+// float8.
+var floatMath = map[string]bool{"power": true, "exp": true, "ln": true, "log": true, "log10": true, "sqrt": true}
 
 // isCall reports whether the word at i is followed by "(".
 func isCall(ps []piece, i int) bool {
