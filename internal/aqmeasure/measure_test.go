@@ -7,6 +7,11 @@
 //
 //	go test -tags aqmeasure -run TestMeasureAttacks -v -timeout 60m ./internal/aqmeasure
 //
+// or, with PostgreSQL and MariaDB on servers of the run's own:
+//
+//	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" \
+//	  AQMEASURE_CAP=20s go test -tags aqmeasure -run TestMeasureAttacks -v ./internal/aqmeasure
+//
 // Each attack runs on a context of AQMEASURE_CAP (default 60 s): an
 // attack still running then is reported as "> cap" (a rewriter that
 // ignores ctx keeps burning CPU in the background until the process ends).
