@@ -17,10 +17,7 @@ import (
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/d1http"
 	"github.com/syncstore/syncstore/drivers/d1http/d1test"
-	"github.com/syncstore/syncstore/drivers/mysql"
-	"github.com/syncstore/syncstore/drivers/postgres"
 	"github.com/syncstore/syncstore/drivers/sqlite"
-	"github.com/syncstore/syncstore/internal/testdb"
 	syncstore "github.com/syncstore/syncstore/sync"
 )
 
@@ -46,16 +43,13 @@ func TestMeasureNeighbours(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("AQMEASURE_PHASE")); err == nil {
 		phase = d
 	}
-	targets := []target{
-		{name: "sqlite", d: sqlite.Driver{}, base: func(t *testing.T) string { return t.TempDir() }},
-		{name: "postgres", d: postgres.Driver{}, base: func(t *testing.T) string { return testdb.PostgresServer(t) }},
-		{name: "mysql", d: mysql.Driver{}, base: func(t *testing.T) string { return testdb.MySQLServer(t) }},
-		{name: "d1http", d: d1http.Driver{}, base: func(t *testing.T) string {
-			srv := d1test.NewServer("tok")
-			t.Cleanup(srv.Close)
-			return "d1://acct?token=tok&endpoint=" + srv.URL
-		}},
-	}
+	targets := []target{{name: "sqlite", d: sqlite.Driver{}, base: func(t *testing.T) string { return t.TempDir() }}}
+	targets = append(targets, serverTargets()...) // own servers when SYNCSTORE_TEST_POSTGRES_AQ / _MARIADB_AQ are set
+	targets = append(targets, target{name: "d1http", d: d1http.Driver{}, base: func(t *testing.T) string {
+		srv := d1test.NewServer("tok")
+		t.Cleanup(srv.Close)
+		return "d1://acct?token=tok&endpoint=" + srv.URL
+	}})
 	var report []string
 	for _, tg := range targets {
 		if only != "" && !slices.Contains(strings.Split(only, ","), tg.name) {

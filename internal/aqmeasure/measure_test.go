@@ -7,6 +7,11 @@
 //
 //	go test -tags aqmeasure -run TestMeasureAttacks -v -timeout 60m ./internal/aqmeasure
 //
+// or, with PostgreSQL and MariaDB on servers of the run's own:
+//
+//	SYNCSTORE_TEST_POSTGRES_AQ="$(.ci/postgres-aq.sh start)" SYNCSTORE_TEST_MARIADB_AQ="$(.ci/mariadb-aq.sh start)" \
+//	  AQMEASURE_CAP=20s go test -tags aqmeasure -run TestMeasureAttacks -v ./internal/aqmeasure
+//
 // Each attack runs on a context of AQMEASURE_CAP (default 60 s): an
 // attack still running then is reported as "> cap" (a rewriter that
 // ignores ctx keeps burning CPU in the background until the process ends).
@@ -14,8 +19,13 @@
 // polled for 5 s (PostgreSQL: pg_stat_activity; MariaDB: processlist,
 // with the MEMORY_USED of those threads as "server MB"); other server
 // memory (a PostgreSQL backend's, miniflare's workerd) is not measured.
-// Attacks that took a shared test server down run there only with
-// AQMEASURE_UNSAFE=1 (point it at a server of your own). AQMEASURE_DRIVERS (e.g. "sqlite,postgres") picks drivers;
+// PostgreSQL and MariaDB run on servers of their own when
+// SYNCSTORE_TEST_POSTGRES_AQ / SYNCSTORE_TEST_MARIADB_AQ hold their DSNs
+// (.ci/postgres-aq.sh start, .ci/mariadb-aq.sh start), and then every
+// attack runs; otherwise on the shared test servers (testdb), where the
+// attacks that took such a server down run only with AQMEASURE_UNSAFE=1.
+// AQMEASURE_DRIVERS (e.g. "sqlite,postgres") picks drivers,
+// AQMEASURE_ATTACKS (e.g. "long-CPU,many-upper-calls") attacks;
 // SYNCSTORE_TEST_D1_MINIFLARE adds the miniflare lane.
 package aqmeasure
 
@@ -23,6 +33,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -40,14 +51,36 @@ import (
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
-// attack is one hostile query; unsafe names the drivers on whose shared
-// test servers it is not run unless AQMEASURE_UNSAFE=1: it took the
-// server down (PostgreSQL's planner copying the flattened expression
-// until the backend was killed for memory, the server restarting every
-// backend) or left threads running for minutes (MariaDB).
+// attack is one hostile query on partition p1 (3 short rows), or, when
+// big, on p2 (the same 3 rows, a stored 'a'×1,000,000 "hay" and a
+// 500,001-byte "needle"); unsafe names the drivers on whose shared test
+// servers it is not run unless AQMEASURE_UNSAFE=1: it took the server
+// down (PostgreSQL's planner copying the flattened expression until the
+// backend was killed for memory, the server restarting every backend) or
+// left threads running for minutes (MariaDB). On a server of the run's
+// own every attack runs.
 type attack struct {
 	name, sql string
 	unsafe    []string
+	big       bool
+}
+
+// hayBytes is the stored text the big attacks read: under sqlite's
+// default MaxValueBytes (1 MiB), so every driver stores and reads it.
+const hayBytes = 1_000_000
+
+// needle is the stored needle or pattern of the big attacks: 'a'×500,000
+// + 'b', the worst case of SQLite's instr (a memcmp at every position),
+// MariaDB's naive instr and every engine's LIKE over 'a's.
+var needle = strings.Repeat("a", hayBytes/2) + "b"
+
+// upperSum is n length(upper(title)) terms in a balanced sum (shallow,
+// so no depth limit refuses it first).
+func upperSum(n int) string {
+	if n == 1 {
+		return "length(upper(title))"
+	}
+	return "(" + upperSum(n/2) + " + " + upperSum(n-n/2) + ")"
 }
 
 func nest(open, core, close string, n int) string {
@@ -74,16 +107,22 @@ func derivedNest(expr, core string, levels int) string {
 }
 
 var attacks = []attack{
-	{"500MB-printf", `SELECT printf('%.*c', 500000000, 'x') AS v FROM todos WHERE id = 't1'`, nil},
-	{"1GB-nested-replace", `SELECT ` + replaceNest(8) + ` AS v FROM todos WHERE id = 't1'`, nil},
-	{"10M-rows", `WITH RECURSIVE r(n) AS (SELECT count(*) FROM todos UNION ALL SELECT n + 1 FROM r WHERE n < 10000000) SELECT n FROM r`, nil},
-	{"long-CPU", `WITH RECURSIVE r(n) AS (SELECT count(*) FROM todos UNION ALL SELECT n + 1 FROM r WHERE n < 1000000000) SELECT count(*) AS c FROM r`, nil},
-	{"100KB-nested-cast", `SELECT ` + nest("CAST(", "1", " AS INTEGER)", 4950) + ` AS v FROM todos`, nil},
-	{"100KB-nested-division", `SELECT ` + nest("1/(", "1", ")", 24_700) + ` AS v FROM todos`, nil},
-	{"100KB-division-chain", `SELECT (` + strings.Repeat("1/", 33_000) + `1) AS v FROM todos`, nil},
-	{"doubling-concat", `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`, nil},
-	{"derived-doubling-30", derivedNest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 30), []string{"postgres", "mysql"}},
-	{"derived-replace-9", derivedNest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 9), []string{"mysql"}},
+	{"500MB-printf", `SELECT printf('%.*c', 500000000, 'x') AS v FROM todos WHERE id = 't1'`, nil, false},
+	{"1GB-nested-replace", `SELECT ` + replaceNest(8) + ` AS v FROM todos WHERE id = 't1'`, nil, false},
+	{"10M-rows", `WITH RECURSIVE r(n) AS (SELECT count(*) FROM todos UNION ALL SELECT n + 1 FROM r WHERE n < 10000000) SELECT n FROM r`, nil, false},
+	{"long-CPU", `WITH RECURSIVE r(n) AS (SELECT count(*) FROM todos UNION ALL SELECT n + 1 FROM r WHERE n < 1000000000) SELECT count(*) AS c FROM r`, nil, false},
+	{"100KB-nested-cast", `SELECT ` + nest("CAST(", "1", " AS INTEGER)", 4950) + ` AS v FROM todos`, nil, false},
+	{"100KB-nested-division", `SELECT ` + nest("1/(", "1", ")", 24_700) + ` AS v FROM todos`, nil, false},
+	{"100KB-division-chain", `SELECT (` + strings.Repeat("1/", 33_000) + `1) AS v FROM todos`, nil, false},
+	{"doubling-concat", `WITH RECURSIVE r(n, s) AS (SELECT 1, title FROM todos WHERE id = 't1' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) AS m FROM r`, nil, false},
+	{"derived-doubling-30", derivedNest(`x || x`, `SELECT substr(title, 1, 1) AS x FROM todos WHERE id = 't1'`, 30), []string{"postgres", "mysql"}, false},
+	{"derived-replace-9", derivedNest(`replace(x, 'a', 'aaaaaaaaaa')`, `SELECT 'aaaaaaaaaa' || title AS x FROM todos WHERE id = 't1'`, 9), []string{"mysql"}, false},
+	// The row-work rule: 2,000 linear calls in one row over the stored
+	// 1 MB value; engines check their interrupt between rows only.
+	{"many-upper-calls", `SELECT id FROM todos WHERE id = 'hay' AND ` + upperSum(2000) + ` > 0`, nil, true},
+	// The search-pattern rule: a needle or pattern read from a column.
+	{"search-column-needle", `SELECT instr(h.title, n.title) AS i FROM todos h JOIN todos n ON n.id = 'needle' WHERE h.id = 'hay'`, nil, true},
+	{"like-column-pattern", `SELECT h.id FROM todos h JOIN todos n ON n.id = 'needle' WHERE h.id = 'hay' AND h.title LIKE '%' || n.title || '%'`, nil, true},
 }
 
 // rssKB returns VmRSS and VmHWM of the process in KiB.
@@ -116,6 +155,27 @@ type target struct {
 	d     driver.Driver
 	base  func(t *testing.T) string
 	watch func(base, dsn string) *serverWatch // nil: nothing on a server to watch
+	own   bool                                // on a server of the run's own: every attack runs
+}
+
+// serverBase returns the DSN of the server env names when set (a server
+// of the run's own, own true), else shared's (the shared test server).
+func serverBase(env string, shared func(testing.TB) string) (base func(t *testing.T) string, own bool) {
+	if v := os.Getenv(env); v != "" {
+		return func(*testing.T) string { return v }, true
+	}
+	return func(t *testing.T) string { return shared(t) }, false
+}
+
+// serverTargets are the postgres and mysql targets, each on its own
+// server when its variable is set.
+func serverTargets() []target {
+	pg, pgOwn := serverBase("SYNCSTORE_TEST_POSTGRES_AQ", testdb.PostgresServer)
+	my, myOwn := serverBase("SYNCSTORE_TEST_MARIADB_AQ", testdb.MySQLServer)
+	return []target{
+		{"postgres", postgres.Driver{}, pg, pgWatch, pgOwn},
+		{"mysql", mysql.Driver{}, my, mysqlWatch, myOwn},
+	}
 }
 
 func TestMeasureAttacks(t *testing.T) {
@@ -126,20 +186,18 @@ func TestMeasureAttacks(t *testing.T) {
 		}
 	}
 	only := os.Getenv("AQMEASURE_DRIVERS")
-	targets := []target{
-		{"sqlite", sqlite.Driver{}, func(t *testing.T) string { return t.TempDir() }, nil},
-		{"postgres", postgres.Driver{}, func(t *testing.T) string { return testdb.PostgresServer(t) }, pgWatch},
-		{"mysql", mysql.Driver{}, func(t *testing.T) string { return testdb.MySQLServer(t) }, mysqlWatch},
-		{"d1http", d1http.Driver{}, func(t *testing.T) string {
-			srv := d1test.NewServer("tok")
-			t.Cleanup(srv.Close)
-			return "d1://acct?token=tok&endpoint=" + srv.URL
-		}, nil},
-	}
+	onlyAttacks := os.Getenv("AQMEASURE_ATTACKS")
+	targets := []target{{"sqlite", sqlite.Driver{}, func(t *testing.T) string { return t.TempDir() }, nil, false}}
+	targets = append(targets, serverTargets()...)
+	targets = append(targets, target{"d1http", d1http.Driver{}, func(t *testing.T) string {
+		srv := d1test.NewServer("tok")
+		t.Cleanup(srv.Close)
+		return "d1://acct?token=tok&endpoint=" + srv.URL
+	}, nil, false})
 	if mf := os.Getenv("SYNCSTORE_TEST_D1_MINIFLARE"); mf != "" {
 		targets = append(targets, target{"d1http-miniflare", d1http.Driver{}, func(t *testing.T) string {
 			return "d1://acct?token=syncstore-test&endpoint=" + mf
-		}, nil})
+		}, nil, false})
 	}
 	var report []string
 	for _, tg := range targets {
@@ -155,6 +213,14 @@ func TestMeasureAttacks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: open: %v", tg.name, err)
 		}
+		where := "in-process"
+		if tg.watch != nil {
+			where = "shared server"
+			if tg.own {
+				where = "own server"
+			}
+		}
+		t.Logf("%s: %s", tg.name, where)
 		seed(t, conn)
 		aq := conn.(driver.AuthoritativeQueryConn)
 		var watch *serverWatch
@@ -162,7 +228,10 @@ func TestMeasureAttacks(t *testing.T) {
 			watch = tg.watch(base, dsn)
 		}
 		for _, a := range attacks {
-			if slices.Contains(a.unsafe, tg.name) && os.Getenv("AQMEASURE_UNSAFE") != "1" {
+			if onlyAttacks != "" && !slices.Contains(strings.Split(onlyAttacks, ","), a.name) {
+				continue
+			}
+			if !tg.own && slices.Contains(a.unsafe, tg.name) && os.Getenv("AQMEASURE_UNSAFE") != "1" {
 				line := fmt.Sprintf("| %s | %s | not run (AQMEASURE_UNSAFE=1) | | | | |", tg.name, a.name)
 				t.Log(line)
 				report = append(report, line)
@@ -178,7 +247,11 @@ func TestMeasureAttacks(t *testing.T) {
 			done := make(chan out, 1)
 			start := time.Now()
 			go func() {
-				res, err := aq.AuthoritativeQuery(ctx, "p1", driver.Query{SQL: a.sql, Tables: []string{"todos"}})
+				part := "p1"
+				if a.big {
+					part = "p2"
+				}
+				res, err := aq.AuthoritativeQuery(ctx, part, driver.Query{SQL: a.sql, Tables: []string{"todos"}})
 				done <- out{res, err}
 			}()
 			var line string
@@ -189,7 +262,7 @@ func TestMeasureAttacks(t *testing.T) {
 				what := ""
 				switch {
 				case o.err != nil:
-					what = string(driver.CodeOf(o.err))
+					what = strings.TrimPrefix(string(driver.CodeOf(o.err)), "sync.storage.")
 					if os.Getenv("AQMEASURE_ERR") != "" {
 						what += " " + o.err.Error()
 					}
@@ -231,18 +304,30 @@ func TestMeasureAttacks(t *testing.T) {
 	}
 }
 
+// seed stores t1..t3 in p1, and in p2 the same rows, "hay" ('a'×hayBytes)
+// and "needle" (needle), the rows the big attacks read.
 func seed(t *testing.T, conn driver.Conn) {
 	ctx := t.Context()
 	if err := conn.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := conn.Begin(ctx, "p1")
+	seedPartition(t, conn, "p1", nil)
+	seedPartition(t, conn, "p2", map[string]string{"hay": strings.Repeat("a", hayBytes), "needle": needle})
+}
+
+func seedPartition(t *testing.T, conn driver.Conn, part string, more map[string]string) {
+	ctx := t.Context()
+	tx, err := conn.Begin(ctx, part)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := [][2]string{{"t1", "one"}, {"t2", "two"}, {"t3", "three"}}
+	for _, id := range slices.Sorted(maps.Keys(more)) {
+		rows = append(rows, [2]string{id, more[id]})
+	}
 	var changes []driver.Change
-	for i, title := range []string{"one", "two", "three"} {
-		id := "t" + strconv.Itoa(i+1)
+	for _, row := range rows {
+		id, title := row[0], row[1]
 		r := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "alpha", "owner": "u1"},
 			Values: driver.Values{"id": id, "title": title, "done": false, "project_id": "alpha", "owner_id": "u1", "updated_at": int64(10)}}
 		if err := tx.UpsertRow(ctx, "todos", r); err != nil {
@@ -250,7 +335,7 @@ func seed(t *testing.T, conn driver.Conn) {
 		}
 		changes = append(changes, driver.Change{Table: "todos", RowID: id, Op: driver.OpUpsert, Scopes: r.Scopes, Values: r.Values, RowVersion: 1})
 	}
-	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc1", ActorID: "a1", CreatedAtMs: 1, Changes: changes}); err != nil {
+	if _, err := tx.AppendCommit(ctx, driver.CommitInput{ClientID: "c1", ClientCommitID: "cc-" + part, ActorID: "a1", CreatedAtMs: 1, Changes: changes}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
