@@ -86,9 +86,11 @@ const RowWorkColumnBytes = 4 << 20
 // (SQLite's replace); 64 MiB/s is 15.6 ms per MiB.
 const RowWorkBytesPerSecond = 64 << 20
 
-// MinRowWorkBytes is the row work every Timeout allows: 64 MiB (a
-// second's worth), 16 column references' worth.
-const MinRowWorkBytes = 16 * RowWorkColumnBytes
+// MinRowWorkBytes is the row work every Timeout allows: 16 MiB, 4
+// column references' worth (a text reading and comparing a few columns),
+// at most 0.25 s of the slowest calls — a quarter second's budget, so a
+// Timeout of 125 ms or more still bounds an admitted row within twice it.
+const MinRowWorkBytes = 4 * RowWorkColumnBytes
 
 // RowWorkBudget is the row work a text may have under timeout (its
 // default when zero): RowWorkBytesPerSecond per second of it, at least
