@@ -114,9 +114,12 @@ const (
 	BoundMemory QueryBound = "memory"
 	// BoundRewrite: the query text's static cost is over a bound, checked
 	// before any engine sees it: parentheses nested deeper than 100 levels
-	// (Limit 100), or a value that can grow more than 1,024-fold through
-	// the query's nested SELECTs, CTEs and value-building calls (Limit
-	// 1,024; docs/authoritative-query.md, "Static growth").
+	// (Limit 100), a value that can grow more than 1,024-fold through the
+	// query's nested SELECTs, CTEs and value-building calls (Limit 1,024;
+	// docs/authoritative-query.md, "Static growth"), search patterns that
+	// are not literals and bind values or are over 256 bytes in all
+	// (Limit 256), or row work over the Timeout's budget (Limit the
+	// budget in bytes, at least 16 MiB; "Row work").
 	BoundRewrite QueryBound = "rewrite"
 )
 
@@ -130,8 +133,8 @@ type QueryLimitError struct {
 	Bound QueryBound
 	// Limit is the bound's value in its unit: rows (BoundRows), bytes
 	// (BoundBytes, BoundValueBytes), milliseconds (BoundTime), nesting
-	// depth or growth factor (BoundRewrite); 0 when the engine does not say
-	// (BoundMemory).
+	// depth, growth factor, pattern bytes or row-work bytes (BoundRewrite,
+	// above); 0 when the engine does not say (BoundMemory).
 	Limit int64
 	err   *Error
 }

@@ -191,10 +191,19 @@ func CheckRowWork(sql string, args []any, limits driver.QueryLimits) error {
 	work := RowWork(sql, toks, args)
 	if budget := RowWorkBudget(limits.Timeout); work > budget {
 		return driver.NewQueryLimitError(driver.BoundRewrite, budget, nil,
-			fmt.Sprintf("authoritative query text (its calls and operators may process %s in one row, over the %s its Timeout allows)",
-				mib(work), mib(budget)))
+			fmt.Sprintf("authoritative query text (its calls and operators may process %s in one row, over the %s its Timeout allows; %s)",
+				mib(work), mib(budget), timeoutFor(work)))
 	}
 	return nil
+}
+
+// timeoutFor says which Timeout would admit a text of work bytes.
+func timeoutFor(work int64) string {
+	if work > RowWorkBudget(driver.MaxQueryTimeout) {
+		return "no Timeout admits it: fewer calls, or calls over bind values"
+	}
+	ms := (work*1000 + RowWorkBytesPerSecond - 1) / RowWorkBytesPerSecond
+	return fmt.Sprintf("a Timeout of %v would admit it", time.Duration(ms)*time.Millisecond)
 }
 
 func mib(n int64) string {

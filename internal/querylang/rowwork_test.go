@@ -189,3 +189,31 @@ func TestRowWorkPassesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A refused text's error names the Timeout that would admit it, and that
+// Timeout does.
+func TestRowWorkErrorNamesTheTimeout(t *testing.T) {
+	q := driver.Query{SQL: "SELECT id FROM todos WHERE " + balancedSum("length(upper(title))", 30) + " > 0",
+		Limits: driver.QueryLimits{Timeout: time.Second}}
+	_, err := AdmitQuery(q)
+	if err == nil {
+		t.Fatal("thirty upper() calls admitted under 1 s")
+	}
+	ms := (rowWorkOf(q)*1000 + RowWorkBytesPerSecond - 1) / RowWorkBytesPerSecond
+	want := time.Duration(ms) * time.Millisecond
+	if !strings.Contains(err.Error(), "a Timeout of "+want.String()+" would admit it") {
+		t.Fatalf("%v: does not name the Timeout %v", err, want)
+	}
+	q.Limits.Timeout = want
+	if _, err := AdmitQuery(q); err != nil {
+		t.Errorf("under the Timeout the error named (%v): %v", want, err)
+	}
+	q.Limits.Timeout = want - time.Millisecond
+	if _, err := AdmitQuery(q); err == nil {
+		t.Errorf("admitted under %v, a millisecond less than the Timeout the error named", q.Limits.Timeout)
+	}
+	huge := driver.Query{SQL: "SELECT id FROM todos WHERE " + balancedSum("length(upper(title))", 6000) + " > 0"}
+	if _, err := AdmitQuery(huge); err == nil || !strings.Contains(err.Error(), "no Timeout admits it") {
+		t.Errorf("6,000 upper() calls: %v, want the error to say no Timeout admits it", err)
+	}
+}

@@ -55,7 +55,7 @@ func CheckSearchPatterns(sql string, args []any) error {
 	sig, param, text, isOp := v.sig, v.param, v.text, v.isOp
 	refuse := func(what string, at int) error {
 		return driver.NewQueryLimitError(driver.BoundRewrite, MaxSearchPatternBytes, nil,
-			fmt.Sprintf("authoritative query text (the %s at byte %d must be string literals and bind values joined by ||, at most %d bytes)",
+			fmt.Sprintf("authoritative query text (the %s at byte %d must be string literals and bind values joined by ||, at most %d bytes with the text's other patterns)",
 				what, sig[at].Start, MaxSearchPatternBytes))
 	}
 	// operand reads a pattern from sig[i]: terms joined by ||, each a
