@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/aqrates"
 	"github.com/syncstore/syncstore/internal/querylang"
 )
 
@@ -115,13 +116,7 @@ func TestAQThreadsEndOnOwnServer(t *testing.T) {
 	// rows only. A balanced sum keeps the expression shallow. The
 	// row-work rule refuses it (it stays on here); the most calls it
 	// admits over a push-sized multibyte value must end in time.
-	var sum func(n int) string
-	sum = func(n int) string {
-		if n == 1 {
-			return "length(upper(title))"
-		}
-		return "(" + sum(n/2) + " + " + sum(n-n/2) + ")"
-	}
+	sum := func(n int) string { return aqrates.BalancedSum("length(upper(title))", n) }
 	const timeout = 2 * time.Second
 	upperText := func(id string, n int) string {
 		return `SELECT id FROM todos WHERE id = '` + id + `' AND ` + sum(n) + ` > 0`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/aqrates"
 	"github.com/syncstore/syncstore/internal/querylang"
 )
 
@@ -68,12 +69,7 @@ func mostUpperCalls(t *testing.T, id string, timeout time.Duration) (string, int
 }
 
 // upperSum is n length(upper(title)) terms in a balanced sum.
-func upperSum(n int) string {
-	if n == 1 {
-		return "length(upper(title))"
-	}
-	return "(" + upperSum(n/2) + " + " + upperSum(n-n/2) + ")"
-}
+func upperSum(n int) string { return aqrates.BalancedSum("length(upper(title))", n) }
 
 func TestAQSearchEndsOnOwnServer(t *testing.T) {
 	conn, leftAfter := ownServerStore(t, map[string]string{

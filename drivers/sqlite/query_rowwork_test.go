@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/aqrates"
 	"github.com/syncstore/syncstore/internal/querylang"
 )
 
@@ -26,13 +27,7 @@ func TestQueryRowWorkWorstCase(t *testing.T) {
 	r := todoRow("big", "p", "o")
 	r.Values["title"] = strings.Repeat("a", 1_000_000)
 	pushRows(t, c, "p1", r)
-	var sum func(n int) string
-	sum = func(n int) string {
-		if n == 1 {
-			return "length(upper(title))"
-		}
-		return "(" + sum(n/2) + " + " + sum(n-n/2) + ")"
-	}
+	sum := func(n int) string { return aqrates.BalancedSum("length(upper(title))", n) }
 	text := func(n int) string { return `SELECT id FROM todos WHERE id = 'big' AND ` + sum(n) + ` > 0` }
 	q := func(n int) driver.Query {
 		return driver.Query{SQL: text(n), Tables: []string{"todos"}, Limits: driver.QueryLimits{Timeout: time.Second}}

@@ -48,6 +48,7 @@ import (
 	"github.com/syncstore/syncstore/drivers/mysql"
 	"github.com/syncstore/syncstore/drivers/postgres"
 	"github.com/syncstore/syncstore/drivers/sqlite"
+	"github.com/syncstore/syncstore/internal/aqrates"
 	"github.com/syncstore/syncstore/internal/testdb"
 )
 
@@ -76,12 +77,7 @@ var needle = strings.Repeat("a", hayBytes/2) + "b"
 
 // upperSum is n length(upper(title)) terms in a balanced sum (shallow,
 // so no depth limit refuses it first).
-func upperSum(n int) string {
-	if n == 1 {
-		return "length(upper(title))"
-	}
-	return "(" + upperSum(n/2) + " + " + upperSum(n-n/2) + ")"
-}
+func upperSum(n int) string { return aqrates.BalancedSum("length(upper(title))", n) }
 
 func nest(open, core, close string, n int) string {
 	return strings.Repeat(open, n) + core + strings.Repeat(close, n)

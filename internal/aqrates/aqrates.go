@@ -97,12 +97,13 @@ var rateExprs = func() []rateExpr {
 	}
 }()
 
-// rateSum is a balanced sum of n copies of term.
-func rateSum(term string, n int) string {
+// BalancedSum is n copies of term joined by + as a balanced tree: a
+// shallow text of any length (the row-work tests' many calls in one row).
+func BalancedSum(term string, n int) string {
 	if n == 1 {
 		return term
 	}
-	return "(" + rateSum(term, n/2) + " + " + rateSum(term, n-n/2) + ")"
+	return "(" + BalancedSum(term, n/2) + " + " + BalancedSum(term, n-n/2) + ")"
 }
 
 // Measure runs, for each rateExpr and stored row, one-row queries through
@@ -165,7 +166,7 @@ func Measure(t *testing.T, aq driver.AuthoritativeQueryConn, part string) {
 		}
 		for _, id := range e.rows {
 			q := func(n int) string {
-				return `SELECT id FROM todos WHERE id = ? AND ` + rateSum(term, n) + ` IS NOT NULL`
+				return `SELECT id FROM todos WHERE id = ? AND ` + BalancedSum(term, n) + ` IS NOT NULL`
 			}
 			// The slope from n/2 to n calls, n = 16, or less when n calls
 			// are priced past a driver's budget (mysql's instr/replace
