@@ -357,10 +357,16 @@ func AdmitQuery(q driver.Query) (QueryText, error) {
 	if err := CheckArgSizes(q); err != nil {
 		return QueryText{}, err
 	}
-	if err := CheckSearchPatterns(text.SQL, q.Args); err != nil {
+	// The search and row-work rules read one token view of the text.
+	toks, err := Tokenize(text.SQL)
+	if err != nil {
 		return QueryText{}, err
 	}
-	if err := CheckRowWork(text.SQL, q.Args, q.Limits); err != nil {
+	v := newSigText(text.SQL, toks, q.Args)
+	if err := checkSearchPatterns(v); err != nil {
+		return QueryText{}, err
+	}
+	if err := checkRowWork(v, q.Limits); err != nil {
 		return QueryText{}, err
 	}
 	return text, nil

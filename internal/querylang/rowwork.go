@@ -181,14 +181,19 @@ func DisableRowWorkCheckForTest() (restore func()) {
 // in bytes (CodeQueryLimit, AQ-6), before any engine sees it. Linear in
 // the text per pass; a pass per level of derived tables whose values grow.
 func CheckRowWork(sql string, args []any, limits driver.QueryLimits) error {
-	if rowWorkOff.Load() {
-		return nil
-	}
 	toks, err := Tokenize(sql)
 	if err != nil {
 		return err
 	}
-	work := RowWork(sql, toks, args)
+	return checkRowWork(newSigText(sql, toks, args), limits)
+}
+
+// checkRowWork is CheckRowWork over a text's token view.
+func checkRowWork(v *sigText, limits driver.QueryLimits) error {
+	if rowWorkOff.Load() {
+		return nil
+	}
+	work, _ := rowWorkPasses(v)
 	if budget := RowWorkBudget(limits.Timeout); work > budget {
 		return driver.NewQueryLimitError(driver.BoundRewrite, budget, nil,
 			fmt.Sprintf("authoritative query text (its calls and operators may process %s in one row, over the %s its Timeout allows; %s)",

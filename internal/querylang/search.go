@@ -44,14 +44,18 @@ const MaxSearchPatternBytes = 256
 // text's calls. With it, one row's searches cost at most 256 × the
 // text's length in all.
 func CheckSearchPatterns(sql string, args []any) error {
-	if searchOff.Load() {
-		return nil
-	}
 	toks, err := Tokenize(sql)
 	if err != nil {
 		return err
 	}
-	v := newSigText(sql, toks, args)
+	return checkSearchPatterns(newSigText(sql, toks, args))
+}
+
+// checkSearchPatterns is CheckSearchPatterns over a text's token view.
+func checkSearchPatterns(v *sigText) error {
+	if searchOff.Load() {
+		return nil
+	}
 	sig, param, text, isOp := v.sig, v.param, v.text, v.isOp
 	refuse := func(what string, at int) error {
 		return driver.NewQueryLimitError(driver.BoundRewrite, MaxSearchPatternBytes, nil,
@@ -85,8 +89,8 @@ func CheckSearchPatterns(sql string, args []any) error {
 		case TokBlob:
 			size = (tk.End - tk.Start - 3) / 2
 		case TokParam:
-			if n := param[i]; n >= 1 && n <= len(args) {
-				size = argBytes(args[n-1])
+			if n := param[i]; n >= 1 && n <= len(v.args) {
+				size = argBytes(v.args[n-1])
 			}
 		default:
 			return i, 0, false
