@@ -30,7 +30,7 @@ func (c *Conn) BeginPush(ctx context.Context, partition, clientID, clientCommitI
 				if err != nil {
 					return err
 				}
-				rows, err := c.readRows(ctx, t.st, x, x.GetIn(len(g.Index)), g.IDs(keys, partition), "sqlite: scan rows")
+				rows, err := c.readRows(ctx, t.st, x, c.pooled(x.GetIn(len(g.Index))), g.IDs(keys, partition), "sqlite: scan rows")
 				if err != nil {
 					return err
 				}
@@ -58,7 +58,7 @@ func (c *Conn) readTombstones(ctx context.Context, t *Tx, g rowkeys.Group, keys 
 			args = append(args, keys[i].ID)
 		}
 	}
-	rows, err := c.query(ctx, t.st, sqlitesql.TombstonesIn(len(args)-2), args)
+	rows, err := c.query(ctx, t.st, c.pooled(sqlitesql.TombstonesIn(len(args)-2)), args)
 	if err != nil {
 		return err
 	}

@@ -70,10 +70,20 @@ func (t *Tx) flushStaged(ctx context.Context) error {
 // (promoteStatements). For the push path's multi-row statements, whose
 // texts are bounded in number (one per size).
 func (t *Tx) execPooled(ctx context.Context, q string, args []any) error {
-	if t.c.wr.Peek(q) == nil {
-		t.c.wantPooled(q)
+	return t.st.exec(ctx, t.c.pooled(q), args...)
+}
+
+// pooled returns q, asking for it to be prepared on the writer's pool
+// (promoteStatements) when the pool has not prepared it yet, so a write
+// transaction that runs it prepares it for itself once, not every time.
+// For texts bounded in number (one per size up to a fixed maximum): the
+// push path's multi-row writes and its reads of rows and tombstones by
+// id list (sqlitesql.MaxTombstonesIn ids at most).
+func (c *Conn) pooled(q string) string {
+	if c.wr.Peek(q) == nil {
+		c.wantPooled(q)
 	}
-	return t.st.exec(ctx, q, args...)
+	return q
 }
 
 // dropStaged forgets the staged upserts (the Tx discards them).

@@ -248,3 +248,36 @@ func TestMultiRowStatementsPooled(t *testing.T) {
 		}
 	}
 }
+
+// TestPushReadStatementsPooled: the statements a push's Tx reads with —
+// its rows and tombstones by id list (BeginPush) and the client binding
+// (BindClient, CR-7) — are prepared on the writer's pool by the next
+// Begin, so later pushes do not parse them again.
+func TestPushReadStatementsPooled(t *testing.T) {
+	c, _ := openTest(t)
+	ctx := context.Background()
+	todos, _ := c.state.Table("todos")
+	keys := []driver.RowKey{{Table: "todos", ID: "a"}, {Table: "todos", ID: "b"}}
+	push := func(n int) {
+		t.Helper()
+		tx, _, err := c.BeginPush(ctx, "P", "client", fmt.Sprint("commit-", n), keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if err := tx.(*Tx).BindClient(ctx, "client", "actor", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(1)
+	qs := []string{todos.GetIn(2), sqlitesql.TombstonesIn(2), sqlitesql.SelectClientActor, sqlitesql.BindClient}
+	push(2)
+	for _, q := range qs {
+		if c.wr.Peek(q) == nil {
+			t.Errorf("not pooled after the next push's Begin: %.70s", q)
+		}
+	}
+}

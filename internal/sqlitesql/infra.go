@@ -257,7 +257,7 @@ var InfraStatements = []string{
 	InsertCommit, InsertChanges, InsertChangeScopes, CommitSeqBefore,
 	PruneChangeScopes, PruneChanges, PruneCommits,
 	SelectPushResult, InsertPushResult,
-	SelectClient, UpsertClient, ListClientCursors, DeleteClients,
+	SelectClient, UpsertClient, ListClientCursors, DeleteClients, SelectClientActor, BindClient,
 	TouchPartition, RotateEpoch, ListRegistry, ListPartitions,
 	WindowSingle, WindowList, WindowBound, EngineVersion, Savepoint, RollbackToSavepoint,
 }
