@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
+	syncstore "github.com/syncstore/syncstore/sync"
 )
 
 // TestW8Counters counts, rather than times, what W1's and W8's push
@@ -43,55 +44,7 @@ func TestW8Counters(t *testing.T) {
 	admin := c.db
 	prof := os.Getenv("SYNCSTORE_W8PROF")
 
-	phase := func(name string, n int, run func(i int) error) {
-		flushDirty(t, admin)
-		before := globalStatus(t, admin)
-		filesBefore := fileIO(t, admin)
-		if prof != "" {
-			f, err := os.Create(prof + "/" + name + ".pprof")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		start := time.Now()
-		for i := range n {
-			if err := run(i); err != nil {
-				t.Fatalf("%s commit %d: %v", name, i, err)
-			}
-		}
-		d := time.Since(start)
-		if prof != "" {
-			pprof.StopCPUProfile()
-		}
-		flushDirty(t, admin)
-		after := globalStatus(t, admin)
-		filesAfter := fileIO(t, admin)
-		t.Logf("%s: %d commits in %v (%.0f/s, not a benchmark)", name, n, d, float64(n)/d.Seconds())
-		var lines []string
-		for k, a := range after {
-			if delta := a - before[k]; delta != 0 && countedStatus(k) {
-				lines = append(lines, fmt.Sprintf("  %-42s %10.3f", k, float64(delta)/float64(n)))
-			}
-		}
-		sort.Strings(lines)
-		t.Logf("%s per commit:\n%s", name, strings.Join(lines, "\n"))
-		lines = lines[:0]
-		for f, a := range filesAfter {
-			b := filesBefore[f]
-			if a[0] != b[0] || a[1] != b[1] {
-				lines = append(lines, fmt.Sprintf("  %-40s reads %7.3f  writes %7.3f", f,
-					float64(a[0]-b[0])/float64(n), float64(a[1]-b[1])/float64(n)))
-			}
-		}
-		sort.Strings(lines)
-		if len(lines) > 0 {
-			t.Logf("%s file reads and writes per commit (performance_schema):\n%s", name, strings.Join(lines, "\n"))
-		}
-	}
+	phase := func(name string, n int, run func(i int) error) { w8countPhase(t, admin, prof, name, n, run) }
 
 	phase("w1", w1, func(i int) error {
 		return w8countPush(ctx, c, conformance.BenchPartition, i*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(i), int64(i+1))
@@ -108,6 +61,110 @@ func TestW8Counters(t *testing.T) {
 		j := i / tenants
 		return w8countPush(ctx, c, names[i%tenants], j*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(j), int64(j+1))
 	})
+}
+
+// TestW8CountersEngine is TestW8Counters' two phases through the engine
+// (W7's push: sync.Store.Push, every op a create at base version 0), on a
+// store of its own: what the engine's push adds to the driver's per
+// commit — the client binding (CR-7), the create guard (PUSH-18), its
+// reads — in W1's shape and in W8's.
+func TestW8CountersEngine(t *testing.T) {
+	tenants, _ := strconv.Atoi(os.Getenv("SYNCSTORE_W8COUNT"))
+	if tenants <= 0 {
+		t.Skip("SYNCSTORE_W8COUNT (the tenant count) not set")
+	}
+	w1 := 5000
+	if s := os.Getenv("SYNCSTORE_W8COUNT_W1"); s != "" {
+		w1, _ = strconv.Atoi(s)
+	}
+	ctx := context.Background()
+	c := openStore(t)
+	s := syncstore.OpenConn(c)
+	if err := s.EnsureSchema(ctx, conformance.TestSchema()); err != nil {
+		t.Fatal(err)
+	}
+	push := func(partition string, first int, commitID string, want int64) error {
+		ops := make([]syncstore.PushOp, conformance.BenchRowsPerCommit)
+		for k := range ops {
+			r := conformance.BenchTodo(first + k)
+			ops[k] = syncstore.PushOp{Table: conformance.BenchTable, RowID: r.ID, Op: driver.OpUpsert, Values: r.Values,
+				BaseVersion: syncstore.Version(0)}
+		}
+		resp, err := s.Push(ctx, partition, syncstore.PushRequest{ClientID: "bench-client", ClientCommitID: commitID,
+			ActorID: "bench-actor", Ops: ops})
+		if err == nil && (resp.Status != driver.PushApplied || resp.CommitSeq != want) {
+			err = fmt.Errorf("push answered %s at seq %d, want applied at %d", resp.Status, resp.CommitSeq, want)
+		}
+		return err
+	}
+	prof := os.Getenv("SYNCSTORE_W8PROF")
+	w8countPhase(t, c.db, prof, "engine-w1", w1, func(i int) error {
+		return push(conformance.BenchPartition, i*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(i), int64(i+1))
+	})
+	at := time.Now().UnixMilli()
+	names := make([]string, tenants)
+	for k := range names {
+		names[k] = conformance.W8Partition(k)
+		if _, err := c.TouchPartition(ctx, names[k], at, "e"+strconv.Itoa(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w8countPhase(t, c.db, prof, "engine-w8", tenants*conformance.W8CommitsEach, func(i int) error {
+		j := i / tenants
+		return push(names[i%tenants], j*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(j), int64(j+1))
+	})
+}
+
+// w8countPhase runs n commits (run) between two flushes of the dirty
+// pages and logs the counters' deltas per commit.
+func w8countPhase(t *testing.T, admin *sql.DB, prof, name string, n int, run func(i int) error) {
+	flushDirty(t, admin)
+	before := globalStatus(t, admin)
+	filesBefore := fileIO(t, admin)
+	if prof != "" {
+		f, err := os.Create(prof + "/" + name + ".pprof")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	for i := range n {
+		if err := run(i); err != nil {
+			t.Fatalf("%s commit %d: %v", name, i, err)
+		}
+	}
+	d := time.Since(start)
+	if prof != "" {
+		pprof.StopCPUProfile()
+	}
+	flushDirty(t, admin)
+	after := globalStatus(t, admin)
+	filesAfter := fileIO(t, admin)
+	t.Logf("%s: %d commits in %v (%.0f/s, not a benchmark)", name, n, d, float64(n)/d.Seconds())
+	var lines []string
+	for k, a := range after {
+		if delta := a - before[k]; delta != 0 && countedStatus(k) {
+			lines = append(lines, fmt.Sprintf("  %-42s %10.3f", k, float64(delta)/float64(n)))
+		}
+	}
+	sort.Strings(lines)
+	t.Logf("%s per commit:\n%s", name, strings.Join(lines, "\n"))
+	lines = lines[:0]
+	for f, a := range filesAfter {
+		b := filesBefore[f]
+		if a[0] != b[0] || a[1] != b[1] {
+			lines = append(lines, fmt.Sprintf("  %-40s reads %7.3f  writes %7.3f", f,
+				float64(a[0]-b[0])/float64(n), float64(a[1]-b[1])/float64(n)))
+		}
+	}
+	sort.Strings(lines)
+	if len(lines) > 0 {
+		t.Logf("%s file reads and writes per commit (performance_schema):\n%s", name, strings.Join(lines, "\n"))
+	}
 }
 
 // w8countPush is conformance's pushCommit (bench_workloads.go): one
