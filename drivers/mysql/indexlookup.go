@@ -11,7 +11,8 @@ import (
 )
 
 // Index lookup (capability index-lookup, IXL-1…IXL-4): an exact lookup
-// through a declared index, served by that index (partition, columns…):
+// through a declared index, served by that index (partition, columns…),
+// or by its twin when the table has one (servingIndex):
 // values compare with <=>, so NULL matches NULL and the index still serves
 // the lookup (ref access, rows in id order). Rows come back with the same
 // select list as every row read, so their scopes are their scope columns
@@ -57,7 +58,7 @@ func (x *table) indexLookup(partition string, ix driver.Index, q driver.IndexQue
 		args = append(args, v)
 	}
 	preds = append(preds, pk+" > ?")
-	query := "SELECT " + x.sel + " FROM " + quoteIdent(x.def.Name) + " FORCE INDEX (" + quoteIdent(ix.Name) + ") WHERE " +
+	query := "SELECT " + x.sel + " FROM " + quoteIdent(x.def.Name) + " FORCE INDEX (" + quoteIdent(servingIndex(x.def, ix)) + ") WHERE " +
 		strings.Join(preds, " AND ") + " ORDER BY " + pk + " LIMIT ?"
 	return query, append(args, q.AfterRowID, int64(q.Limit)), nil
 }

@@ -36,7 +36,7 @@ func (s step) run(ctx context.Context, conn *sql.Conn) error {
 // retire removed tables; per kept table drop removed or changed indexes,
 // append columns, retype columns whose membership in a key changed
 // (LONGTEXT ↔ VARCHAR(255), LONGBLOB ↔ VARBINARY(255)), create new or
-// changed indexes; create new tables.
+// changed indexes (not one a twin serves: servingIndex); create new tables.
 func (c *Conn) plan(old storelayout.Layout, schema driver.Schema) []step {
 	oldTables := map[string]driver.Table{}
 	for _, t := range old.Schema(0).Tables {
@@ -105,8 +105,8 @@ func (c *Conn) alterSteps(ot, t driver.Table) []step {
 	}
 	for _, ix := range t.Indexes {
 		oix, had := ot.Index(ix.Name)
-		if had && sameIndex(oix, ix) {
-			continue
+		if had && sameIndex(oix, ix) || servingIndex(t, ix) != ix.Name {
+			continue // unchanged, or served by its twin (servingIndex)
 		}
 		kw := "CREATE INDEX "
 		if ix.Unique {

@@ -253,6 +253,9 @@ func (x *table) createSQL(coll string) string {
 			quoteIdent(s.Column)+", "+quoteIdent(t.PrimaryKey)+")")
 	}
 	for _, ix := range t.Indexes {
+		if servingIndex(t, ix) != ix.Name {
+			continue // its twin serves it
+		}
 		kw := "KEY "
 		if ix.Unique {
 			kw = "UNIQUE KEY "
@@ -260,6 +263,35 @@ func (x *table) createSQL(coll string) string {
 		defs = append(defs, kw+quoteIdent(ix.Name)+" ("+indexColumns(ix)+")")
 	}
 	return "CREATE TABLE IF NOT EXISTS " + quoteIdent(t.Name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=" + coll
+}
+
+// servingIndex returns the name of the engine index that serves the
+// declared index ix of t: ix's own, unless an index the table has anyway
+// holds the very same key — then that twin, and ix is not created. A
+// non-unique index on a scope column c (optionally followed by the
+// primary key) is keyed (partition, c, id), InnoDB appending the primary
+// key's columns it lacks: the scope index's key exactly (scopeIndexName).
+// One on the primary-key column is the primary key. Every write of a row
+// would otherwise update two identical trees; in a store of many
+// partitions (W8) each is a page of its own at the partition's spot.
+// Stores created before keep the duplicate; nothing reads it any more.
+func servingIndex(t driver.Table, ix driver.Index) string {
+	cols := ix.Columns
+	if len(cols) == 2 && cols[1] == t.PrimaryKey && cols[0] != t.PrimaryKey {
+		cols = cols[:1]
+	}
+	if ix.Unique || len(cols) != 1 {
+		return ix.Name
+	}
+	if cols[0] == t.PrimaryKey {
+		return "PRIMARY"
+	}
+	for _, s := range t.Scopes {
+		if s.Column == cols[0] {
+			return scopeIndexName(t, cols[0])
+		}
+	}
+	return ix.Name
 }
 
 // indexColumns returns the key of a declared index: the partition first,
