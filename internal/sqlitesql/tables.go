@@ -196,7 +196,13 @@ func (x *Table) CreateSQL() []string {
 			continue
 		}
 		seen[s.Column] = true
-		cols := []string{Quote(PartitionColumn), Quote(s.Column), Quote(t.PrimaryKey), Quote(VersionColumn)}
+		// No column twice (a scope on the primary key): an index holds at
+		// most as many columns as a table (SQLITE_LIMIT_COLUMN, 100 on D1).
+		cols := []string{Quote(PartitionColumn), Quote(s.Column)}
+		if s.Column != t.PrimaryKey {
+			cols = append(cols, Quote(t.PrimaryKey))
+		}
+		cols = append(cols, Quote(VersionColumn))
 		for _, c := range t.Columns {
 			if c.Name != s.Column && c.Name != t.PrimaryKey {
 				cols = append(cols, Quote(c.Name))
