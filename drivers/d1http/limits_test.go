@@ -128,7 +128,7 @@ func TestRowBudget(t *testing.T) {
 
 // TestWideTableRefused: D1 holds at most 100 columns per table and the
 // driver adds two, so a table of 99 columns is schema_invalid before
-// anything is sent; 98 are created.
+// anything is sent; 98 are created, with their scope indexes.
 func TestWideTableRefused(t *testing.T) {
 	onLanes(t, func(t *testing.T, open spyOpener) {
 		conn, s := open(t, conformance.TestSchema())
@@ -150,8 +150,19 @@ func TestWideTableRefused(t *testing.T) {
 		if n := s.count() - before; n != 0 {
 			t.Errorf("99 columns: %d requests sent, want 0", n)
 		}
-		if err := conn.EnsureSchema(ctx, wide(98)); err != nil {
+		// With scopes on the primary key and on a column: each scope
+		// index covers the row in 100 columns, no column twice.
+		sc := wide(98)
+		w := &sc.Tables[len(sc.Tables)-1]
+		w.Columns[1].Nullable = false
+		w.Scopes = []driver.Scope{{Variable: "k", Column: "id"}, {Variable: "g", Column: "c1"}}
+		if err := conn.EnsureSchema(ctx, sc); err != nil {
 			t.Fatalf("98 columns: %v", err)
+		}
+		for _, f := range []driver.ScopeFilter{{"k": {"a"}}, {"g": {"b"}}} {
+			if _, err := conn.ScanRows(ctx, "p", driver.ScanQuery{Table: "wide", Filter: f, Limit: 10}); err != nil {
+				t.Fatalf("98 columns: ScanRows %v: %v", f, err)
+			}
 		}
 	})
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // TestD1ReadPlans pins, on the D1 double, the plans of D1's text-integer
-// variants of the window, whole-commit and client-record reads, the ack
-// and the admin row page (WIN-7, LOG-4, CR-3, CR-6, ADM-2, ADM-3):
+// variants of the window, whole-commit and client-record reads, the ack,
+// the admin row page and a scan page (WIN-7, LOG-4, CR-3, CR-6, ADM-2,
+// ADM-3, SCAN-5):
 // each is served by the index its SQLite original uses (drivers/sqlite's
 // TestPlans pins those on a loaded store). The store holds 2,000 client
 // records and ANALYZE ran, so the planner has statistics that could
@@ -30,6 +31,10 @@ func TestD1ReadPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	todos, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := todos.ScanSQL("P", driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +70,9 @@ func TestD1ReadPlans(t *testing.T) {
 			[]string{"SEARCH _sync_clients USING PRIMARY KEY (partition=? AND client_id=?)",
 				"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"},
 			[]string{"SCAN"}},
+		{"scan page, one value (SCAN-5): the scope index covers the row", d1sql.D1Rows(todos, scan.Query), scan.Args,
+			[]string{"SEARCH todos USING COVERING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
+			[]string{"SCAN todos", "TEMP B-TREE"}},
 		{"admin rows (ADM-3)", d1sql.D1Rows(todos, todos.ListRows()), []any{"P", "r20", 10},
 			[]string{"SEARCH todos USING INDEX sqlite_autoindex_todos_1 (_sync_partition=? AND id>?)"},
 			[]string{"SCAN", "TEMP B-TREE"}},

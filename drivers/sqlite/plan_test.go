@@ -101,7 +101,7 @@ func TestPlans(t *testing.T) {
 		csIndex    = "SEARCH cs USING PRIMARY KEY (partition=? AND tbl=? AND variable=? AND value=? AND seq>? AND seq<?)"
 		chByPK     = "SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)"
 		commitByPK = "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"
-		projectIx  = "USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"
+		projectIx  = "USING COVERING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"
 	)
 	checkPlans(t, c, []planCase{
 		{name: "window, one value (WIN-7)", query: sqlitesql.WindowSingle,
@@ -116,7 +116,7 @@ func TestPlans(t *testing.T) {
 			want:      []string{"SEARCH todos " + projectIx},
 			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
 		{name: "scan, value lists, bounded (SCAN-5)", query: list.BoundedQuery, args: append(list.Args, "zz"),
-			want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>? AND id<?)"},
+			want:      []string{"SEARCH todos USING COVERING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>? AND id<?)"},
 			forbidden: []string{"SCAN todos"}},
 		{name: "scan, value lists, unbounded (SCAN-5)", query: list.Query, args: list.Args,
 			want:      []string{"SEARCH todos " + projectIx},
@@ -211,7 +211,7 @@ func TestPlansManyPartitions(t *testing.T) {
 				"SEARCH ch USING PRIMARY KEY (partition=? AND seq=? AND idx=?)", "SEARCH c USING PRIMARY KEY (partition=? AND seq=?)"},
 			forbidden: []string{"SCAN", "TEMP B-TREE"}},
 		{name: "scan of one tenant, one value (SCAN-5)", query: scan.Query, args: scan.Args,
-			want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
+			want:      []string{"SEARCH todos USING COVERING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
 			forbidden: []string{"SCAN todos", "TEMP B-TREE"}},
 		{name: "max seq of one tenant", query: sqlitesql.SelectPartitionSeqs, args: []any{tenant},
 			want: []string{"SEARCH _sync_partitions USING PRIMARY KEY (partition=?)"}},

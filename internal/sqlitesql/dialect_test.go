@@ -65,7 +65,7 @@ func TestMigrationSQL(t *testing.T) {
 		`ALTER TABLE "todos" ADD COLUMN "note" TEXT`,
 		`CREATE UNIQUE INDEX "_sync_ix_5_todos_by_title" ON "todos" ("_sync_partition", "title")`,
 		"CREATE TABLE \"more\" (\n\t\"_sync_partition\" TEXT NOT NULL,\n\t\"_sync_version\" INTEGER NOT NULL,\n\t\"id\" TEXT NOT NULL,\n\tPRIMARY KEY (\"_sync_partition\", \"id\")\n)",
-		`CREATE INDEX "_sync_sx_4_more_id" ON "more" ("_sync_partition", "id", "id")`,
+		`CREATE INDEX "_sync_sx_4_more_id" ON "more" ("_sync_partition", "id", "_sync_version")`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("migration (-want +got):\n%s", d)

@@ -33,9 +33,13 @@
 // "_sync_partition" TEXT, "_sync_version" INTEGER, then every column with a
 // real type (see ColumnSQLType), PRIMARY KEY ("_sync_partition", pk). Scope
 // columns are non-nullable strings, so a row's scopes are its scope column
-// values: one index ("_sync_partition", scope column, pk) per scope column
-// serves scans (SCAN-5). Declared indexes are on ("_sync_partition",
-// columns…), so unique ones are unique per partition (SCH-9).
+// values: one index ("_sync_partition", scope column, pk, "_sync_version",
+// every other column) per scope column serves scans (SCAN-5) and covers
+// the row, so a scan page never looks rows up in the table (Table.CreateSQL;
+// a store created before the covers has (partition, scope column, pk)
+// under the same names, and scans through it). Declared indexes are on
+// ("_sync_partition", columns…), so unique ones are unique per partition
+// (SCH-9).
 //
 // Text compares with the BINARY collation (memcmp of UTF-8), so ids and
 // partitions order bytewise (SCAN-1, REG-3).

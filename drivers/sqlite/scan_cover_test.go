@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/syncstore/syncstore/driver"
+	"github.com/syncstore/syncstore/internal/sqlitesql"
+)
+
+// TestScanStoreBeforeCover: a store created before the scope indexes
+// covered the row (each scope index on ("_sync_partition", column, pk)
+// only) is scanned through those indexes, under the same names, with the
+// same results as through the covers, before and after more writes; its
+// plans name the plain index (rows looked up in the table), a new store's
+// the cover (internal/sqlitesql, CreateSQL).
+func TestScanStoreBeforeCover(t *testing.T) {
+	ctx := context.Background()
+	c, path := openTest(t)
+	var rows []driver.Row
+	for i := range 60 {
+		rows = append(rows, todoRow(fmt.Sprintf("r%03d", i), fmt.Sprintf("p%d", i%3), fmt.Sprintf("o%d", i%4)))
+	}
+	pushRows(t, c, "P", rows...)
+	queries := []driver.ScanQuery{
+		{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 7},
+		{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, AfterRowID: "r030", Limit: 100},
+		{Table: "todos", Filter: driver.ScopeFilter{"project": {"p0", "p2"}, "owner": {"o1", "o2"}}, Limit: 5},
+		{Table: "todos", Filter: driver.ScopeFilter{"owner": {"o3"}, "project": {"p0", "p1", "p2"}}, AfterRowID: "r011", Limit: 100},
+	}
+	scanAll := func(c *Conn) [][]driver.Row {
+		t.Helper()
+		var out [][]driver.Row
+		for _, q := range queries {
+			got, err := c.ScanRows(ctx, "P", q)
+			if err != nil {
+				t.Fatalf("ScanRows %+v: %v", q, err)
+			}
+			if len(got) == 0 {
+				t.Fatalf("ScanRows %+v: no rows", q)
+			}
+			out = append(out, got)
+		}
+		return out
+	}
+	want := scanAll(c)
+	x, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := x.ScanSQL("P", queries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cover = "SEARCH todos USING COVERING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"
+	checkPlans(t, c, []planCase{{name: "scan of a new store", query: one.Query, args: one.Args, want: []string{cover}}})
+
+	// The layout of a store created before the covers.
+	for _, col := range []string{"project_id", "owner_id"} {
+		name := sqlitesql.Quote(sqlitesql.ScopeIndexName("todos", col))
+		for _, q := range []string{"DROP INDEX " + name,
+			"CREATE INDEX " + name + ` ON todos ("_sync_partition", ` + sqlitesql.Quote(col) + `, id)`} {
+			if _, err := c.w.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := openDSN(t, path)
+	if err := old.EnsureSchema(ctx, testSchema()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, scanAll(old)); d != "" {
+		t.Errorf("scans of the store before the covers (-through the covers +through the plain indexes):\n%s", d)
+	}
+	checkPlans(t, old, []planCase{{name: "scan of a store before the covers", query: one.Query, args: one.Args,
+		want:      []string{"SEARCH todos USING INDEX _sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
+		forbidden: []string{"COVERING", "SCAN todos", "TEMP B-TREE"}}})
+
+	// Writes keep the plain indexes: a re-scoped row moves, a new row appears.
+	moved := todoRow("r004", "p2", "o0")
+	pushRows(t, old, "P", moved, todoRow("r100", "p1", "o3"))
+	got, err := old.ScanRows(ctx, "P", driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	wantIDs := []string{"r001", "r007", "r010", "r013", "r016", "r019", "r022", "r025", "r028", "r031", "r034", "r037",
+		"r040", "r043", "r046", "r049", "r052", "r055", "r058", "r100"}
+	if d := cmp.Diff(wantIDs, ids); d != "" {
+		t.Errorf("project p1 after writes (-want +got):\n%s", d)
+	}
+}
