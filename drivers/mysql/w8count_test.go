@@ -31,14 +31,7 @@ import (
 // SYNCSTORE_W8PROF=dir writes a CPU profile of each phase's client side
 // there (w1.pprof, w8.pprof).
 func TestW8Counters(t *testing.T) {
-	tenants, _ := strconv.Atoi(os.Getenv("SYNCSTORE_W8COUNT"))
-	if tenants <= 0 {
-		t.Skip("SYNCSTORE_W8COUNT (the tenant count) not set")
-	}
-	w1 := 5000
-	if s := os.Getenv("SYNCSTORE_W8COUNT_W1"); s != "" {
-		w1, _ = strconv.Atoi(s)
-	}
+	tenants, w1 := w8countSizes(t)
 	ctx := context.Background()
 	c := openStore(t)
 	admin := c.db
@@ -63,20 +56,27 @@ func TestW8Counters(t *testing.T) {
 	})
 }
 
+// w8countSizes returns the tenant count (SYNCSTORE_W8COUNT; the test
+// skips without it) and W1's commits (SYNCSTORE_W8COUNT_W1, default 5,000).
+func w8countSizes(t *testing.T) (tenants, w1 int) {
+	tenants, _ = strconv.Atoi(os.Getenv("SYNCSTORE_W8COUNT"))
+	if tenants <= 0 {
+		t.Skip("SYNCSTORE_W8COUNT (the tenant count) not set")
+	}
+	w1 = 5000
+	if s := os.Getenv("SYNCSTORE_W8COUNT_W1"); s != "" {
+		w1, _ = strconv.Atoi(s)
+	}
+	return tenants, w1
+}
+
 // TestW8CountersEngine is TestW8Counters' two phases through the engine
 // (W7's push: sync.Store.Push, every op a create at base version 0), on a
 // store of its own: what the engine's push adds to the driver's per
 // commit — the client binding (CR-7), the create guard (PUSH-18), its
 // reads — in W1's shape and in W8's.
 func TestW8CountersEngine(t *testing.T) {
-	tenants, _ := strconv.Atoi(os.Getenv("SYNCSTORE_W8COUNT"))
-	if tenants <= 0 {
-		t.Skip("SYNCSTORE_W8COUNT (the tenant count) not set")
-	}
-	w1 := 5000
-	if s := os.Getenv("SYNCSTORE_W8COUNT_W1"); s != "" {
-		w1, _ = strconv.Atoi(s)
-	}
+	tenants, w1 := w8countSizes(t)
 	ctx := context.Background()
 	c := openStore(t)
 	s := syncstore.OpenConn(c)
