@@ -66,9 +66,21 @@ func TestMigrationSQL(t *testing.T) {
 		`CREATE UNIQUE INDEX "_sync_ix_5_todos_by_title" ON "todos" ("_sync_partition", "title")`,
 		"CREATE TABLE \"more\" (\n\t\"_sync_partition\" TEXT NOT NULL,\n\t\"_sync_version\" INTEGER NOT NULL,\n\t\"id\" TEXT NOT NULL,\n\tPRIMARY KEY (\"_sync_partition\", \"id\")\n)",
 		`CREATE INDEX "_sync_sx_4_more_id" ON "more" ("_sync_partition", "id", "_sync_version")`,
+		// todos gained a column: its scope index covers the new row.
+		`DROP INDEX IF EXISTS "_sync_sx_5_todos_project_id"`,
+		`CREATE INDEX "_sync_sx_5_todos_project_id" ON "todos" ("_sync_partition", "project_id", "id", "_sync_version", "title", "note")`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("migration (-want +got):\n%s", d)
+	}
+
+	// No column appended: the scope indexes stay.
+	onlyIx := schemaV1()
+	onlyIx.Version = 2
+	onlyIx.Tables[0].Indexes = nil
+	got, err = MigrationSQL(old, onlyIx)
+	if d := cmp.Diff([]string{`DROP INDEX "_sync_ix_5_todos_by_title"`}, got); err != nil || d != "" {
+		t.Errorf("index-only migration: %v (-want +got):\n%s", err, d)
 	}
 
 	retire := driver.Schema{Version: 2, Tables: []driver.Table{next.Tables[1]}}
