@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/syncstore/syncstore/conformance"
 	"github.com/syncstore/syncstore/driver"
 	"github.com/syncstore/syncstore/drivers/d1http/internal/d1sql"
 	"github.com/syncstore/syncstore/internal/sqlitesql"
@@ -78,5 +79,57 @@ func TestD1ReadPlans(t *testing.T) {
 			[]string{"SCAN", "TEMP B-TREE"}},
 	} {
 		checkD1Plan(t, c, pc.name, pc.q, pc.args, pc.want, pc.forbidden)
+	}
+}
+
+// TestD1ScanAfterAddColumn: on the D1 double, a migration appending a
+// column (SCH-6) leaves the scope indexes as they were (no rebuild inside
+// D1's one request: sqlitesql.MigrationSQL without rebuildCovers), and a
+// scan page still walks its scope index — no table scan, no sort — and
+// returns the new column's values, read from the table.
+func TestD1ScanAfterAddColumn(t *testing.T) {
+	srv, _ := newDouble(t)
+	c := openOn(t, srv, "")
+	ctx := t.Context()
+	s := conformance.TestSchema()
+	s.Version = 2
+	s.Tables[0].Columns = append(s.Tables[0].Columns, driver.Column{Name: "note", Type: driver.TypeString, Nullable: true})
+	if err := c.EnsureSchema(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx, "P")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for i, note := range []any{"n0", nil} {
+		id := fmt.Sprint("r", i)
+		row := driver.Row{ID: id, ServerVersion: 1, Scopes: driver.Scopes{"project": "p1", "owner": "o1"},
+			Values: driver.Values{"id": id, "title": "t", "done": false, "project_id": "p1", "owner_id": "o1", "updated_at": int64(1), "note": note}}
+		if err := tx.UpsertRow(ctx, "todos", row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	todos, err := c.state.Table("todos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []driver.ScopeFilter{{"project": {"p1"}}, {"owner": {"o1"}}} {
+		scan, err := todos.ScanSQL("P", driver.ScanQuery{Table: "todos", Filter: f, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkD1Plan(t, c, fmt.Sprintf("scan %v after ADD COLUMN", f), d1sql.D1Rows(todos, scan.Query), scan.Args,
+			[]string{"SEARCH todos USING INDEX _sync_sx_5_todos_"}, []string{"SCAN todos", "TEMP B-TREE", "COVERING"})
+		got, err := c.ScanRows(ctx, "P", driver.ScanQuery{Table: "todos", Filter: f, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].Values["note"] != "n0" || got[1].Values["note"] != nil {
+			t.Errorf("scan %v after ADD COLUMN: %v", f, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -97,4 +98,107 @@ func TestScanStoreBeforeCover(t *testing.T) {
 	if d := cmp.Diff(wantIDs, ids); d != "" {
 		t.Errorf("project p1 after writes (-want +got):\n%s", d)
 	}
+}
+
+// TestScanCoverAfterAddColumn: a migration appending a column (SCH-6)
+// re-creates the scope indexes as covers of the new row, on a new store
+// and on one created before the covers (plain scope indexes), so a scan
+// still walks the index alone and returns every column's current value;
+// the store stays consistent (integrity_check). Plans are read on the
+// writer: a reader may still hold the schema from before the migration
+// and prepare the EXPLAIN against it.
+func TestScanCoverAfterAddColumn(t *testing.T) {
+	ctx := context.Background()
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain scope indexes before %v", before), func(t *testing.T) {
+			c, _ := openTest(t)
+			var rows []driver.Row
+			for i := range 30 {
+				rows = append(rows, todoRow(fmt.Sprintf("r%03d", i), fmt.Sprintf("p%d", i%3), fmt.Sprintf("o%d", i%2)))
+			}
+			pushRows(t, c, "P", rows...)
+			if before {
+				for _, col := range []string{"project_id", "owner_id"} {
+					name := sqlitesql.Quote(sqlitesql.ScopeIndexName("todos", col))
+					for _, q := range []string{"DROP INDEX " + name,
+						"CREATE INDEX " + name + ` ON todos ("_sync_partition", ` + sqlitesql.Quote(col) + `, id)`} {
+						if _, err := c.w.ExecContext(ctx, q); err != nil {
+							t.Fatalf("%s: %v", q, err)
+						}
+					}
+				}
+			}
+			s := testSchema()
+			s.Version = 2
+			s.Tables[0].Columns = append(s.Tables[0].Columns, driver.Column{Name: "note", Type: driver.TypeString, Nullable: true})
+			if err := c.EnsureSchema(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			noted := todoRow("r004", "p1", "o0")
+			noted.Values["note"] = "n4"
+			pushRows(t, c, "P", noted)
+
+			x, err := c.state.Table("todos")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []struct {
+				f     driver.ScopeFilter
+				index string
+			}{
+				{driver.ScopeFilter{"project": {"p1"}}, "_sync_sx_5_todos_project_id (_sync_partition=? AND project_id=? AND id>?)"},
+				{driver.ScopeFilter{"owner": {"o0"}}, "_sync_sx_5_todos_owner_id (_sync_partition=? AND owner_id=? AND id>?)"},
+			} {
+				plan, err := x.ScanSQL("P", driver.ScanQuery{Table: "todos", Filter: q.f, Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := writerPlan(t, c, plan.Query, plan.Args...)
+				if want := "SEARCH todos USING COVERING INDEX " + q.index; !strings.Contains(got, want) {
+					t.Errorf("scan %v after ADD COLUMN: plan lacks %q:\n%s", q.f, want, got)
+				}
+			}
+			got, err := c.ScanRows(ctx, "P", driver.ScanQuery{Table: "todos", Filter: driver.ScopeFilter{"project": {"p1"}}, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := map[string]any{}
+			for _, r := range got {
+				notes[r.ID] = r.Values["note"]
+			}
+			want := map[string]any{"r001": nil, "r004": "n4", "r007": nil, "r010": nil, "r013": nil, "r016": nil, "r019": nil,
+				"r022": nil, "r025": nil, "r028": nil}
+			if d := cmp.Diff(want, notes); d != "" {
+				t.Errorf("project p1 after ADD COLUMN, notes by id (-want +got):\n%s", d)
+			}
+			var check string
+			if err := c.w.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+				t.Errorf("integrity_check: %q, %v", check, err)
+			}
+		})
+	}
+}
+
+// writerPlan returns the EXPLAIN QUERY PLAN details of q prepared on the
+// writer, one per line.
+func writerPlan(t *testing.T, c *Conn, q string, args ...any) string {
+	t.Helper()
+	rows, err := c.w.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN: %v", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }

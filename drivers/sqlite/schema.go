@@ -77,7 +77,7 @@ func (c *Conn) migrate(ctx context.Context, schema driver.Schema, layout string)
 		if action == schemaplan.Create {
 			ddl = sqlitesql.CreateSchemaSQL(schema)
 		} else {
-			if ddl, err = sqlitesql.MigrationSQL(old, schema); err != nil {
+			if ddl, err = sqlitesql.MigrationSQL(old, schema, true); err != nil {
 				return err
 			}
 			retired = storelayout.RetiredTables(old, schema)

@@ -56,7 +56,7 @@ func TestMigrationSQL(t *testing.T) {
 	next.Tables[0].Indexes = []driver.Index{{Name: "by_title", Columns: []string{"title"}, Unique: true}}
 	next.Tables = append(next.Tables, driver.Table{Name: "more", Columns: []driver.Column{{Name: "id", Type: driver.TypeString}},
 		PrimaryKey: "id", Scopes: []driver.Scope{{Variable: "v", Column: "id"}}})
-	got, err := MigrationSQL(old, next)
+	got, err := MigrationSQL(old, next, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +66,25 @@ func TestMigrationSQL(t *testing.T) {
 		`CREATE UNIQUE INDEX "_sync_ix_5_todos_by_title" ON "todos" ("_sync_partition", "title")`,
 		"CREATE TABLE \"more\" (\n\t\"_sync_partition\" TEXT NOT NULL,\n\t\"_sync_version\" INTEGER NOT NULL,\n\t\"id\" TEXT NOT NULL,\n\tPRIMARY KEY (\"_sync_partition\", \"id\")\n)",
 		`CREATE INDEX "_sync_sx_4_more_id" ON "more" ("_sync_partition", "id", "_sync_version")`,
+		// todos gained a column: its scope index covers the new row.
+		`DROP INDEX IF EXISTS "_sync_sx_5_todos_project_id"`,
+		`CREATE INDEX "_sync_sx_5_todos_project_id" ON "todos" ("_sync_partition", "project_id", "id", "_sync_version", "title", "note")`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("migration (-want +got):\n%s", d)
 	}
 
+	// No column appended: the scope indexes stay.
+	onlyIx := schemaV1()
+	onlyIx.Version = 2
+	onlyIx.Tables[0].Indexes = nil
+	got, err = MigrationSQL(old, onlyIx, true)
+	if d := cmp.Diff([]string{`DROP INDEX "_sync_ix_5_todos_by_title"`}, got); err != nil || d != "" {
+		t.Errorf("index-only migration: %v (-want +got):\n%s", err, d)
+	}
+
 	retire := driver.Schema{Version: 2, Tables: []driver.Table{next.Tables[1]}}
-	got, err = MigrationSQL(old, retire)
+	got, err = MigrationSQL(old, retire, true)
 	if err != nil || len(got) == 0 || got[0] != `DROP TABLE "todos"` {
 		t.Errorf("retire: %v %q", err, got)
 	}
@@ -96,7 +108,7 @@ func TestMigrationSQL(t *testing.T) {
 		s := schemaV1()
 		s.Version = 2
 		mutate(&s)
-		if got, err := MigrationSQL(old, s); driver.CodeOf(err) != driver.CodeSchemaMigrationUnsupported || got != nil {
+		if got, err := MigrationSQL(old, s, true); driver.CodeOf(err) != driver.CodeSchemaMigrationUnsupported || got != nil {
 			t.Errorf("%s: got %q, %v; want CodeSchemaMigrationUnsupported and no SQL", name, got, err)
 		}
 	}

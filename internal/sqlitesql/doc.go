@@ -37,7 +37,9 @@
 // every other column) per scope column serves scans (SCAN-5) and covers
 // the row, so a scan page never looks rows up in the table (Table.CreateSQL;
 // a store created before the covers has (partition, scope column, pk)
-// under the same names, and scans through it). Declared indexes are on
+// under the same names, and scans through it; on SQLite a migration
+// appending a column re-creates a table's scope indexes as covers of the
+// new row, MigrationSQL; on D1 they stay as they were). Declared indexes are on
 // ("_sync_partition", columns…), so unique ones are unique per partition
 // (SCH-9).
 //

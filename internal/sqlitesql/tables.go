@@ -179,9 +179,13 @@ func NewTable(t driver.Table) *Table {
 // index pages. The cover keeps the name and the leading columns of the
 // index it replaced, so a store created before it (a plain scope index)
 // scans through that index as before, and a driver from before it scans
-// a newer store through the cover. A column added later (SCH-6, ADD
-// COLUMN) is not in the cover: a scan still walks it, and reads that
-// column from the table.
+// a newer store through the cover. On SQLite a migration that appends
+// columns (SCH-6, ADD COLUMN) re-creates the table's scope indexes as
+// covers of the new row (MigrationSQL with rebuildCovers): an index
+// missing one selected column is no cover, and a scan through it looks
+// every row up in the table again, through an index as wide as the row —
+// which is what D1 does after such a migration, whose one request could
+// not always fit the rebuild.
 func (x *Table) CreateSQL() []string {
 	t := x.Def
 	defs := []string{Quote(PartitionColumn) + " TEXT NOT NULL", Quote(VersionColumn) + " INTEGER NOT NULL"}
@@ -190,6 +194,18 @@ func (x *Table) CreateSQL() []string {
 	}
 	defs = append(defs, "PRIMARY KEY ("+Quote(PartitionColumn)+", "+Quote(t.PrimaryKey)+")")
 	out := []string{"CREATE TABLE " + Quote(t.Name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"}
+	out = append(out, x.ScopeIndexSQL()...)
+	for _, ix := range t.Indexes {
+		out = append(out, CreateIndexSQL(t.Name, t.PrimaryKey, ix))
+	}
+	return out
+}
+
+// ScopeIndexSQL returns the CREATE INDEX statements of the table's scope
+// indexes, one per scope column, each covering the row (see CreateSQL).
+func (x *Table) ScopeIndexSQL() []string {
+	t := x.Def
+	var out []string
 	seen := map[string]bool{}
 	for _, s := range t.Scopes {
 		if seen[s.Column] {
@@ -211,8 +227,19 @@ func (x *Table) CreateSQL() []string {
 		out = append(out, "CREATE INDEX "+Quote(ScopeIndexName(t.Name, s.Column))+" ON "+Quote(t.Name)+
 			" ("+strings.Join(cols, ", ")+")")
 	}
-	for _, ix := range t.Indexes {
-		out = append(out, CreateIndexSQL(t.Name, t.PrimaryKey, ix))
+	return out
+}
+
+// DropScopeIndexSQL returns the DROP INDEX statements of the table's
+// scope indexes (IF EXISTS: a migration re-creating them runs them first).
+func (x *Table) DropScopeIndexSQL() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range x.Def.Scopes {
+		if !seen[s.Column] {
+			seen[s.Column] = true
+			out = append(out, "DROP INDEX IF EXISTS "+Quote(ScopeIndexName(x.Def.Name, s.Column)))
+		}
 	}
 	return out
 }

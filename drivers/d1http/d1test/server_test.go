@@ -190,3 +190,38 @@ func cols(n int) string {
 	}
 	return strings.Join(c, ", ")
 }
+
+// An index entry is a record too: a row whose table record fits
+// MaxValueBytes but whose entry in an index of every column (a scope
+// index's cover, internal/sqlitesql) passes it by the rowid is refused
+// whole, as SQLITE_TOOBIG, nothing applied. The driver's row budget
+// (1,800,000 bytes) keeps its rows far from either.
+func TestIndexRecordLimit(t *testing.T) {
+	s, db := newDB(t)
+	post(t, s, db, "raw", "tok", `{"sql":"CREATE TABLE u (g TEXT NOT NULL, v TEXT NOT NULL)","params":[]}`)
+	post(t, s, db, "raw", "tok", `{"sql":"CREATE INDEX ui ON u (g, v)","params":[]}`)
+	fits := strings.Repeat("x", MaxValueBytes-20)     // table record and index entry fit
+	tableOnly := strings.Repeat("x", MaxValueBytes-8) // the table record fits, the index entry does not
+	if status, out := post(t, s, db, "raw", "tok", `{"sql":"INSERT INTO u VALUES ('g', ?)","params":["`+fits+`"]}`); status != 200 {
+		t.Fatalf("a row of %d bytes: status %d, %.300v", len(fits), status, out)
+	}
+	status, out := post(t, s, db, "raw", "tok", `{"sql":"INSERT INTO u VALUES ('g', ?)","params":["`+tableOnly+`"]}`)
+	if status != 400 || !strings.Contains(mustJSON(out["errors"]), "SQLITE_TOOBIG") {
+		t.Errorf("a row whose index entry passes the limit: status %d, %.300v; want 400, SQLITE_TOOBIG", status, out)
+	}
+	_, out = post(t, s, db, "raw", "tok", `{"sql":"SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM u INDEXED BY ui WHERE g = 'g')","params":[]}`)
+	rows, _ := json.Marshal(out["result"].([]any)[0].(map[string]any)["results"].(map[string]any)["rows"])
+	if string(rows) != `[[1,1]]` {
+		t.Errorf("rows after the refused insert = %s, want [[1,1]]", rows)
+	}
+	// Without the index the same row fits.
+	post(t, s, db, "raw", "tok", `{"sql":"DROP INDEX ui","params":[]}`)
+	if status, out := post(t, s, db, "raw", "tok", `{"sql":"INSERT INTO u VALUES ('g', ?)","params":["`+tableOnly+`"]}`); status != 200 {
+		t.Errorf("the same row without the index: status %d, %.300v", status, out)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
