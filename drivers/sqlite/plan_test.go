@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,7 +14,14 @@ import (
 // queryPlan returns the EXPLAIN QUERY PLAN details of q, one per line.
 func queryPlan(t *testing.T, c *Conn, q string, args ...any) string {
 	t.Helper()
-	rows, err := c.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	return explainPlan(t, c.r, q, args...)
+}
+
+// explainPlan returns the EXPLAIN QUERY PLAN details of q run on db, one
+// per line.
+func explainPlan(t *testing.T, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatalf("EXPLAIN QUERY PLAN: %v", err)
 	}

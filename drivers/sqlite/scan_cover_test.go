@@ -180,25 +180,9 @@ func TestScanCoverAfterAddColumn(t *testing.T) {
 }
 
 // writerPlan returns the EXPLAIN QUERY PLAN details of q prepared on the
-// writer, one per line.
+// writer, one per line (queryPlan's readers may still hold the schema as
+// it was before a migration).
 func writerPlan(t *testing.T, c *Conn, q string, args ...any) string {
 	t.Helper()
-	rows, err := c.w.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		t.Fatalf("EXPLAIN QUERY PLAN: %v", err)
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
+	return explainPlan(t, c.w, q, args...)
 }
