@@ -1,6 +1,7 @@
 package sqlitesql
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -206,25 +207,20 @@ func (x *Table) CreateSQL() []string {
 func (x *Table) ScopeIndexSQL() []string {
 	t := x.Def
 	var out []string
-	seen := map[string]bool{}
-	for _, s := range t.Scopes {
-		if seen[s.Column] {
-			continue
-		}
-		seen[s.Column] = true
+	for _, col := range x.scopeColumns() {
 		// No column twice (a scope on the primary key): an index holds at
 		// most as many columns as a table (SQLITE_LIMIT_COLUMN, 100 on D1).
-		cols := []string{Quote(PartitionColumn), Quote(s.Column)}
-		if s.Column != t.PrimaryKey {
+		cols := []string{Quote(PartitionColumn), Quote(col)}
+		if col != t.PrimaryKey {
 			cols = append(cols, Quote(t.PrimaryKey))
 		}
 		cols = append(cols, Quote(VersionColumn))
 		for _, c := range t.Columns {
-			if c.Name != s.Column && c.Name != t.PrimaryKey {
+			if c.Name != col && c.Name != t.PrimaryKey {
 				cols = append(cols, Quote(c.Name))
 			}
 		}
-		out = append(out, "CREATE INDEX "+Quote(ScopeIndexName(t.Name, s.Column))+" ON "+Quote(t.Name)+
+		out = append(out, "CREATE INDEX "+Quote(ScopeIndexName(t.Name, col))+" ON "+Quote(t.Name)+
 			" ("+strings.Join(cols, ", ")+")")
 	}
 	return out
@@ -234,14 +230,22 @@ func (x *Table) ScopeIndexSQL() []string {
 // scope indexes (IF EXISTS: a migration re-creating them runs them first).
 func (x *Table) DropScopeIndexSQL() []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, s := range x.Def.Scopes {
-		if !seen[s.Column] {
-			seen[s.Column] = true
-			out = append(out, "DROP INDEX IF EXISTS "+Quote(ScopeIndexName(x.Def.Name, s.Column)))
-		}
+	for _, col := range x.scopeColumns() {
+		out = append(out, "DROP INDEX IF EXISTS "+Quote(ScopeIndexName(x.Def.Name, col)))
 	}
 	return out
+}
+
+// scopeColumns returns the table's scope columns, each once, in the order
+// of their first scope: one scope index each.
+func (x *Table) scopeColumns() []string {
+	var cols []string
+	for _, s := range x.Def.Scopes {
+		if !slices.Contains(cols, s.Column) {
+			cols = append(cols, s.Column)
+		}
+	}
+	return cols
 }
 
 // ColumnDef returns the column definition of c for CREATE TABLE and ALTER
