@@ -42,14 +42,7 @@ func TestW8Counters(t *testing.T) {
 	phase("w1", w1, func(i int) error {
 		return w8countPush(ctx, c, conformance.BenchPartition, i*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(i), int64(i+1))
 	})
-	at := time.Now().UnixMilli()
-	names := make([]string, tenants)
-	for k := range names {
-		names[k] = conformance.W8Partition(k)
-		if _, err := c.TouchPartition(ctx, names[k], at, "e"+strconv.Itoa(k)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	names := w8countTenants(t, ctx, c, tenants)
 	phase("w8", tenants*conformance.W8CommitsEach, func(i int) error {
 		j := i / tenants
 		return w8countPush(ctx, c, names[i%tenants], j*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(j), int64(j+1))
@@ -68,6 +61,20 @@ func w8countSizes(t *testing.T) (tenants, w1 int) {
 		w1, _ = strconv.Atoi(s)
 	}
 	return tenants, w1
+}
+
+// w8countTenants registers W8's tenants (their registry rows, as W8's
+// setup does) and returns their partitions.
+func w8countTenants(t *testing.T, ctx context.Context, c *Conn, tenants int) []string {
+	at := time.Now().UnixMilli()
+	names := make([]string, tenants)
+	for k := range names {
+		names[k] = conformance.W8Partition(k)
+		if _, err := c.TouchPartition(ctx, names[k], at, "e"+strconv.Itoa(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names
 }
 
 // TestW8CountersEngine is TestW8Counters' two phases through the engine
@@ -101,14 +108,7 @@ func TestW8CountersEngine(t *testing.T) {
 	w8countPhase(t, c.db, prof, "engine-w1", w1, func(i int) error {
 		return push(conformance.BenchPartition, i*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(i), int64(i+1))
 	})
-	at := time.Now().UnixMilli()
-	names := make([]string, tenants)
-	for k := range names {
-		names[k] = conformance.W8Partition(k)
-		if _, err := c.TouchPartition(ctx, names[k], at, "e"+strconv.Itoa(k)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	names := w8countTenants(t, ctx, c, tenants)
 	w8countPhase(t, c.db, prof, "engine-w8", tenants*conformance.W8CommitsEach, func(i int) error {
 		j := i / tenants
 		return push(names[i%tenants], j*conformance.BenchRowsPerCommit, "c"+strconv.Itoa(j), int64(j+1))
