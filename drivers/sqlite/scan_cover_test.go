@@ -59,15 +59,7 @@ func TestScanStoreBeforeCover(t *testing.T) {
 	checkPlans(t, c, []planCase{{name: "scan of a new store", query: one.Query, args: one.Args, want: []string{cover}}})
 
 	// The layout of a store created before the covers.
-	for _, col := range []string{"project_id", "owner_id"} {
-		name := sqlitesql.Quote(sqlitesql.ScopeIndexName("todos", col))
-		for _, q := range []string{"DROP INDEX " + name,
-			"CREATE INDEX " + name + ` ON todos ("_sync_partition", ` + sqlitesql.Quote(col) + `, id)`} {
-			if _, err := c.w.ExecContext(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-	}
+	plainScopeIndexes(t, c)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -118,15 +110,7 @@ func TestScanCoverAfterAddColumn(t *testing.T) {
 			}
 			pushRows(t, c, "P", rows...)
 			if before {
-				for _, col := range []string{"project_id", "owner_id"} {
-					name := sqlitesql.Quote(sqlitesql.ScopeIndexName("todos", col))
-					for _, q := range []string{"DROP INDEX " + name,
-						"CREATE INDEX " + name + ` ON todos ("_sync_partition", ` + sqlitesql.Quote(col) + `, id)`} {
-						if _, err := c.w.ExecContext(ctx, q); err != nil {
-							t.Fatalf("%s: %v", q, err)
-						}
-					}
-				}
+				plainScopeIndexes(t, c)
 			}
 			s := testSchema()
 			s.Version = 2
@@ -185,4 +169,19 @@ func TestScanCoverAfterAddColumn(t *testing.T) {
 func writerPlan(t *testing.T, c *Conn, q string, args ...any) string {
 	t.Helper()
 	return explainPlan(t, c.w, q, args...)
+}
+
+// plainScopeIndexes puts todos' scope indexes back to the layout of a
+// store created before the covers: (partition, column, id).
+func plainScopeIndexes(t *testing.T, c *Conn) {
+	t.Helper()
+	for _, col := range []string{"project_id", "owner_id"} {
+		name := sqlitesql.Quote(sqlitesql.ScopeIndexName("todos", col))
+		for _, q := range []string{"DROP INDEX " + name,
+			"CREATE INDEX " + name + ` ON todos ("_sync_partition", ` + sqlitesql.Quote(col) + `, id)`} {
+			if _, err := c.w.ExecContext(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
 }
